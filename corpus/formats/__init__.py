@@ -1,0 +1,61 @@
+"""Readers and writers of annotated notes, one module per format, behind two functions.
+
+Every format module exposes `read(path, *, strict, split) -> Iterator[Document]` and
+`write(documents, path) -> None`. `write_corpus` makes the output appear atomically.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from corpus.document import Document
+from corpus.errors import CorpusError
+
+# format name -> module implementing it
+FORMATS = {
+    "i2b2": "corpus.formats.i2b2_xml",
+    "meddocan": "corpus.formats.i2b2_xml",
+    "brat": "corpus.formats.brat",
+    "physionet": "corpus.formats.physionet",
+    "conll": "corpus.formats.conll",
+    "json": "corpus.formats.jsonl",
+}
+
+
+def _module(fmt: str):
+    if fmt not in FORMATS:
+        raise CorpusError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    return importlib.import_module(FORMATS[fmt])
+
+
+def iter_corpus(path: str | Path, fmt: str, *, split: str | None = None, strict: bool = False) -> Iterator[Document]:
+    """Stream the documents at `path` (a file or folder, as the format expects)."""
+    path = Path(path)
+    if not path.exists():
+        raise CorpusError("no such file or folder", path)
+    return _module(fmt).read(path, strict=strict, split=split)
+
+
+def read_corpus(path: str | Path, fmt: str, *, split: str | None = None, strict: bool = False) -> list[Document]:
+    return list(iter_corpus(path, fmt, split=split, strict=strict))
+
+
+def write_corpus(documents: Iterable[Document], path: str | Path, fmt: str) -> None:
+    """Write `documents` to `path` (file or folder, as the format needs) atomically: the
+    format writes into a temporary sibling that replaces `path` only once it is complete,
+    so a failure leaves whatever was at `path` untouched."""
+    module, path = _module(fmt), Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        target = staging / path.name
+        module.write(documents, target, **({"root": "MEDDOCAN"} if fmt == "meddocan" else {}))
+        if path.is_dir() and target.is_dir():
+            shutil.rmtree(path)
+        target.replace(path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,3 @@
+"""deidpool: share de-identification training data as adversarially private representations."""
+
+__version__ = "0.1.0"
