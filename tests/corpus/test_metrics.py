@@ -1,0 +1,176 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from corpus import CorpusError, Document, Span
+from corpus.errors import CorpusWarning
+from corpus.formats import write_corpus
+from corpus.metrics import evaluate_corpus, format_report
+from deidpool.cli import app
+
+# Tokens: John Smith saw Dr . Jones on 09 / 14 / 2067 .
+TEXT = "John Smith saw Dr. Jones on 09/14/2067."
+GOLD = (Span(0, 10, "PATIENT", "John Smith"), Span(19, 24, "DOCTOR", "Jones"),
+        Span(28, 38, "DATE", "09/14/2067"))
+PRED = (Span(0, 4, "PATIENT", "John"), Span(11, 14, "AGE", "saw"),
+        Span(15, 24, "DOCTOR", "Dr. Jones"), Span(28, 38, "DATE", "09/14/2067"))
+
+
+def doc(spans, doc_id="note-1", text=TEXT):
+    return Document(doc_id, text, tuple(spans))
+
+
+def counts(scores):
+    return scores["tp"], scores["fp"], scores["fn"]
+
+
+@pytest.fixture(scope="module")
+def result():
+    return evaluate_corpus([doc(GOLD)], [doc(PRED)])
+
+
+def test_token_all_counts_phi_tokens_of_every_category(result):
+    # gold PHI tokens: John Smith Jones 09 / 14 / 2067; predicted: John saw Dr . Jones + date
+    assert counts(result["token_all"]) == (7, 3, 1)
+    assert result["token_all"]["precision"] == pytest.approx(0.7)
+    assert result["token_all"]["recall"] == pytest.approx(7 / 8)
+    assert result["token_all"]["f1"] == pytest.approx(2 * 0.7 * 0.875 / 1.575)
+
+
+def test_token_hipaa_ignores_non_hipaa_spans_on_both_sides(result):
+    # DOCTOR is not HIPAA: Jones, Dr and . drop out; AGE (saw) and PATIENT stay.
+    assert counts(result["token_hipaa"]) == (6, 1, 1)
+
+
+def test_token_hipaa_is_perfect_when_only_non_hipaa_spans_differ():
+    gold = [Span(0, 10, "PATIENT", "John Smith")]
+    pred = [Span(0, 10, "PATIENT", "John Smith"), Span(19, 24, "DOCTOR", "Jones")]
+    result = evaluate_corpus([doc(gold)], [doc(pred)])
+    assert counts(result["token_hipaa"]) == (2, 0, 0)
+    assert counts(result["token_all"]) == (2, 1, 0)
+
+
+def test_a_token_partly_inside_a_span_is_phi():
+    result = evaluate_corpus([doc([Span(5, 8, "PATIENT", "Smi")])], [doc([Span(1, 4, "PATIENT", "ohn")])])
+    assert counts(result["token_all"]) == (0, 1, 1)
+    result = evaluate_corpus([doc([Span(5, 8, "PATIENT", "Smi")])], [doc([Span(7, 10, "PATIENT", "ith")])])
+    assert counts(result["token_all"]) == (1, 0, 0)
+
+
+def test_strict_needs_same_offsets_and_type(result):
+    assert counts(result["entity_strict"]) == (1, 3, 2)
+    assert result["entity_strict"]["precision"] == pytest.approx(0.25)
+    assert result["entity_strict"]["recall"] == pytest.approx(1 / 3)
+
+
+def test_relaxed_matches_any_overlap_with_the_same_type(result):
+    assert counts(result["entity_relaxed"]) == (3, 1, 0)
+
+
+def test_breakdowns_per_category_and_per_type(result):
+    per_category = {name: counts(s) for name, s in result["entity_strict"]["per_category"].items()}
+    assert per_category == {"AGE": (0, 1, 0), "DATE": (1, 0, 0), "NAME": (0, 2, 2)}
+    per_type = {name: counts(s) for name, s in result["entity_strict"]["per_type"].items()}
+    assert per_type == {"AGE": (0, 1, 0), "DATE": (1, 0, 0), "DOCTOR": (0, 1, 1), "PATIENT": (0, 1, 1)}
+    relaxed = {name: counts(s) for name, s in result["entity_relaxed"]["per_category"].items()}
+    assert relaxed == {"AGE": (0, 1, 0), "DATE": (1, 0, 0), "NAME": (2, 0, 0)}
+
+
+def test_relaxed_counts_each_span_at_most_once():
+    two = [Span(0, 4, "PATIENT", "John"), Span(5, 10, "PATIENT", "Smith")]
+    one = [Span(0, 10, "PATIENT", "John Smith")]
+    assert counts(evaluate_corpus([doc(two)], [doc(one)])["entity_relaxed"]) == (1, 0, 1)
+    assert counts(evaluate_corpus([doc(one)], [doc(two)])["entity_relaxed"]) == (1, 1, 0)
+
+
+def test_overlap_of_another_type_is_no_relaxed_match():
+    result = evaluate_corpus([doc([Span(0, 10, "PATIENT", "John Smith")])], [doc([Span(0, 4, "DOCTOR", "John")])])
+    assert counts(result["entity_relaxed"]) == (0, 1, 1)
+
+
+def test_key_category_matches_types_of_the_same_category():
+    gold, pred = [doc([Span(19, 24, "DOCTOR", "Jones")])], [doc([Span(19, 24, "PATIENT", "Jones")])]
+    assert counts(evaluate_corpus(gold, pred)["entity_strict"]) == (0, 1, 1)
+    assert counts(evaluate_corpus(gold, pred, key="category")["entity_strict"]) == (1, 0, 0)
+    with pytest.raises(ValueError, match="key"):
+        evaluate_corpus(gold, pred, key="hipaa")
+
+
+def test_perfect_prediction_scores_one_everywhere():
+    result = evaluate_corpus([doc(GOLD)], [doc(GOLD)])
+    for name in ("token_hipaa", "token_all", "entity_strict", "entity_relaxed"):
+        scores = result[name]
+        assert (scores["precision"], scores["recall"], scores["f1"], scores["fp"], scores["fn"]) == (1, 1, 1, 0, 0)
+        assert scores["macro"] == {"precision": 1, "recall": 1, "f1": 1}
+
+
+def test_empty_prediction_has_zero_recall_and_zero_precision():
+    result = evaluate_corpus([doc(GOLD)], [doc([])])
+    assert counts(result["entity_strict"]) == (0, 0, 3)
+    assert counts(result["token_all"]) == (0, 0, 8)
+    for name in ("token_hipaa", "token_all", "entity_strict", "entity_relaxed"):
+        assert (result[name]["precision"], result[name]["recall"], result[name]["f1"]) == (0, 0, 0)
+
+
+def test_missing_documents_count_as_empty_and_are_named():
+    gold = [doc(GOLD, "a"), doc(GOLD, "b")]
+    pred = [doc(GOLD, "a"), doc(PRED, "c")]
+    with pytest.warns(CorpusWarning) as caught:
+        result = evaluate_corpus(gold, pred)
+    messages = " | ".join(str(w.message) for w in caught)
+    assert "no prediction document" in messages and ": b" in messages
+    assert "no gold document" in messages and ": c" in messages
+    assert counts(result["entity_strict"]) == (3, 4, 3)
+
+
+def test_mismatched_text_is_an_error_naming_the_document():
+    with pytest.raises(CorpusError, match="'note-1'.*texts differ"):
+        evaluate_corpus([doc(GOLD)], [doc([], text=TEXT.upper())])
+
+
+def test_duplicate_ids_are_an_error():
+    with pytest.raises(CorpusError, match="duplicate gold"):
+        evaluate_corpus([doc(GOLD), doc(GOLD)], [doc(GOLD)])
+
+
+def test_macro_averages_over_documents():
+    perfect = doc([Span(0, 4, "PATIENT", "John")], "a")
+    gold_b = doc(GOLD, "b")  # 3 gold spans; 1 found strictly, 1 false positive
+    pred_b = doc([GOLD[2], Span(11, 14, "AGE", "saw")], "b")
+    result = evaluate_corpus([perfect, gold_b], [perfect, pred_b])["entity_strict"]
+    assert counts(result) == (2, 1, 2)
+    assert (result["precision"], result["recall"]) == pytest.approx((2 / 3, 1 / 2))
+    macro = result["macro"]
+    assert (macro["precision"], macro["recall"]) == pytest.approx(((1 + 1 / 2) / 2, (1 + 1 / 3) / 2))
+    assert macro["f1"] == pytest.approx(12 / 17)
+
+
+def test_result_is_json_serialisable_and_report_lists_the_rows(result):
+    assert json.loads(json.dumps(result)) == result
+    lines = format_report(result).splitlines()
+    assert lines[0].split() == ["Measure", "Recall", "Precision", "F1", "TP", "FP", "FN"]
+    names = [line.rsplit(maxsplit=6)[0] for line in lines[2:]]
+    assert names == ["Token HIPAA", "Token all", "Strict micro", "Relaxed micro",
+                     "Strict AGE", "Strict DATE", "Strict NAME"]
+    assert lines[4].split()[-6:] == ["0.3333", "0.2500", "0.2857", "1", "3", "2"]
+
+
+def test_no_phi_anywhere_scores_zero():
+    result = evaluate_corpus([doc([])], [doc([])])
+    assert result["entity_strict"]["f1"] == 0 and result["entity_strict"]["macro"]["f1"] == 0
+    assert "0.0000" in format_report(result)
+
+
+def test_cli_evaluate_prints_one_json_object(tmp_path):
+    write_corpus([doc(GOLD)], tmp_path / "gold", "i2b2")
+    write_corpus([doc(PRED)], tmp_path / "pred", "i2b2")
+    args = ["evaluate", str(tmp_path / "gold"), str(tmp_path / "pred"), "--format", "i2b2"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    scores = json.loads(result.stdout)
+    assert counts(scores["token_hipaa"]) == (6, 1, 1)
+    assert counts(scores["entity_strict"]) == (1, 3, 2)
+    assert counts(scores["entity_relaxed"]) == (3, 1, 0)
+    table = CliRunner().invoke(app, args)
+    assert table.exit_code == 0 and "Strict NAME" in table.stdout

@@ -1,0 +1,166 @@
+"""Tests of representer.embeddings: lookup policy, neighbours, source ids, loaders."""
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+
+from corpus.tokenize import Token, tokenize
+from representer.embeddings import (
+    Embeddings,
+    load_embeddings,
+    load_fasttext_bin,
+    load_word2vec_text,
+    save_fasttext,
+    train_fasttext,
+)
+
+WORDS = ["the", "Paris", "paris", "monday", "tuesday", "0000", "00", "2067", "x0"]
+
+
+def tiny(words=WORDS, dim=8, seed=0, **options) -> Embeddings:
+    kv = KeyedVectors(dim)
+    kv.add_vectors(words, np.random.default_rng(seed).normal(size=(len(words), dim)).astype(np.float32))
+    return Embeddings(kv, "tiny", **options)
+
+
+def test_lookup_policy_exact_then_lower_then_digit_shape():
+    emb = tiny()
+    rows = emb.kv.key_to_index
+    assert not emb.lowercase
+    ids = emb.lookup_ids(["Paris", "PARIS", "Monday", "2067", "1999", "12", "123", "X0", "x7", "nowhere"])
+    expected = [rows["Paris"], rows["paris"], rows["monday"], rows["2067"], rows["0000"], rows["00"], -1,
+                rows["x0"], rows["x0"], -1]
+    assert ids.tolist() == expected
+
+
+def test_lowercase_vocabulary_is_detected_and_skips_exact_lookup():
+    emb = tiny(["the", "monday"])
+    assert emb.lowercase
+    assert emb.lookup_ids(["MONDAY", "The"]).tolist() == [1, 0]
+
+
+def test_sentence_matrix_known_rows_and_zero_oov():
+    emb = tiny()
+    tokens = [Token("Monday", 0, 6), "nowhere", "1999"]
+    matrix = emb.sentence_matrix(tokens)
+    assert matrix.shape == (3, 8) and matrix.dtype == np.float32
+    np.testing.assert_array_equal(matrix[0], emb.kv["monday"])
+    np.testing.assert_array_equal(matrix[1], 0)
+    np.testing.assert_array_equal(matrix[2], emb.kv["0000"])
+    assert emb.sentence_matrix([]).shape == (0, 8)
+    assert emb.is_known(tokens[0]) and not emb.is_known("nowhere")
+    assert emb.oov_rate(tokens) == pytest.approx(1 / 3)
+    assert emb.oov_rate([]) == 0.0
+
+
+def brute_force(emb: Embeddings, word: str, n: int) -> list[str]:
+    vectors = emb.kv.vectors / np.linalg.norm(emb.kv.vectors, axis=1, keepdims=True)
+    query = emb.kv[word] / np.linalg.norm(emb.kv[word])
+    order = np.argsort(-(vectors @ query))
+    return [word, *[emb.kv.index_to_key[i] for i in order if emb.kv.index_to_key[i] != word][: n - 1]]
+
+
+def test_neighbours_word_first_then_cosine_order():
+    words = [f"w{i}" for i in range(300)]
+    emb = tiny(words, dim=16)
+    for word in ["w0", "w17", "w299"]:
+        for n in [1, 2, 5, 300]:
+            assert emb.neighbours(word, n) == brute_force(emb, word, n)
+    assert emb.neighbours("w17", 5) == emb.neighbours("w17", 5)
+
+
+def test_neighbours_of_cased_and_oov_words():
+    emb = tiny()
+    assert emb.neighbours("Monday", 4)[0] == "Monday"
+    assert "monday" not in emb.neighbours("Monday", 4)
+    assert emb.neighbours("nowhere", 5) == ["nowhere"]
+
+
+def test_neighbour_search_restricted_to_most_frequent_rows():
+    words = [f"w{i}" for i in range(50)]
+    emb = tiny(words, neighbour_vocab=10)
+    found = emb.neighbours("w40", 8)
+    assert found[0] == "w40" and len(found) == 8
+    assert all(int(word[1:]) < 10 for word in found[1:])
+
+
+def test_digit_words():
+    assert tiny().digit_words() == ["0000", "00", "2067"]
+
+
+def test_source_id_stable_and_sensitive():
+    first, again = tiny(), tiny()
+    assert first.source_id == again.source_id
+    assert first.source_id.startswith("tiny:") and len(first.source_id) == len("tiny:") + 64
+    changed = tiny()
+    changed.kv.vectors[3, 2] += 1e-3
+    assert "source_id" not in vars(changed)  # hashed lazily, after the change
+    assert changed.source_id != first.source_id
+    assert Embeddings(first.kv, "other").source_id != first.source_id
+
+
+@pytest.fixture(scope="module")
+def glove() -> Embeddings:
+    return load_embeddings("glove")  # the one GloVe load of the module
+
+
+def test_glove_default(glove):
+    assert glove.name == "glove-6b-50d" and glove.dim == 50 and glove.lowercase
+    assert isinstance(glove.kv.vectors, np.memmap)
+    assert glove.kv.key_to_index["the"] == 0 and glove.is_known("Patient")
+    assert glove.oov_rate(tokenize("The patient is 25yo, seen Monday.")) == 0.0
+    nearest = glove.neighbours("monday", 5)
+    assert nearest[0] == "monday" and {"tuesday", "wednesday", "thursday", "friday"} & set(nearest[1:])
+    assert "2008" in glove.digit_words()
+    assert glove.source_id.startswith("glove-6b-50d:")
+
+
+SENTENCES = [f"the patient was seen on {day} by doctor {name} for {issue}".split()
+             for day in ["monday", "tuesday", "friday"]
+             for name in ["smith", "jones", "garcia", "lopez"]
+             for issue in ["pain", "fever", "cough", "nausea"]]
+
+
+def test_fasttext_embeds_unseen_words_and_round_trips(tmp_path):
+    model = train_fasttext(SENTENCES, dim=16, epochs=3, min_count=1, bucket=2000)
+    emb = Embeddings(model.wv, "fasttext-tiny")
+    assert emb.is_known("patient") and not emb.is_known("patients")
+    assert emb.oov_rate(["patient", "patients"]) == 0.5
+    assert np.linalg.norm(emb.vector("patients")) > 0
+    path = tmp_path / "tiny.bin"
+    save_fasttext(model, path)
+    loaded = load_embeddings(f"fasttext:{path}")
+    assert loaded.name == "tiny"
+    np.testing.assert_allclose(loaded.sentence_matrix(["patient", "patients"]),
+                               emb.sentence_matrix(["patient", "patients"]), rtol=1e-5, atol=1e-6)
+    assert loaded.source_id.split(":")[1] == emb.source_id.split(":")[1]
+    assert load_fasttext_bin(path).neighbours("monday", 3)[0] == "monday"
+
+
+def test_word2vec_and_glove_text_round_trip(tmp_path):
+    emb = tiny()
+    word2vec = tmp_path / "vectors.w2v.txt"
+    emb.kv.save_word2vec_format(str(word2vec))
+    glove_text = tmp_path / "vectors.glove.txt"
+    glove_text.write_text("".join(f"{word} {' '.join(map(repr, emb.kv[word].tolist()))}\n" for word in WORDS),
+                          encoding="utf-8")
+    for loaded in [load_word2vec_text(word2vec), load_embeddings(f"word2vec:{word2vec}"),
+                   load_embeddings(f"glove-text:{glove_text}")]:
+        assert loaded.kv.index_to_key == WORDS
+        np.testing.assert_array_equal(loaded.kv.vectors, emb.kv.vectors)
+        assert loaded.source_id.split(":")[1] == emb.source_id.split(":")[1]
+
+
+@pytest.mark.parametrize("spec", ["nope", "fasttext:", "glove:x", "word2vec"])
+def test_bad_spec(spec):
+    with pytest.raises(ValueError, match="bad embeddings spec"):
+        load_embeddings(spec)
+
+
+def test_missing_or_malformed_file(tmp_path):
+    with pytest.raises(ValueError, match="missing.bin does not exist"):
+        load_embeddings(f"fasttext:{tmp_path / 'missing.bin'}")
+    malformed = tmp_path / "bad.txt"
+    malformed.write_text("a b c\nd e\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.txt is not a word2vec or GloVe text file"):
+        load_embeddings(f"glove-text:{malformed}")
