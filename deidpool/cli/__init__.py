@@ -6,3 +6,4 @@ from deidpool.cli import corpus_commands
 
 app = typer.Typer(no_args_is_help=True, help="Privacy-preserving pooling of de-identification training data.")
 app.add_typer(corpus_commands.corpus_app, name="corpus")
+app.command("evaluate")(corpus_commands.evaluate)

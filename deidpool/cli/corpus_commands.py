@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import typer
 
 from corpus.categories import markdown_table
 from corpus.errors import CorpusError
+from corpus.formats import read_corpus
+from corpus.metrics import evaluate_corpus, format_report
 
 corpus_app = typer.Typer(no_args_is_help=True, help="Read, convert, generate and describe annotated notes.")
 
@@ -27,3 +31,51 @@ def clean_errors() -> Iterator[None]:
 def categories() -> None:
     """Print the table mapping every source PHI type to its i2b2 category/type and HIPAA flag."""
     typer.echo(markdown_table())
+
+
+def evaluate(
+    gold: Path = typer.Argument(..., help="Gold-standard file or folder."),
+    pred: Path = typer.Argument(..., help="Predicted file or folder."),
+    fmt: str = typer.Option(..., "--format", help="Format of GOLD, and of PRED unless --pred-format is given."),
+    pred_format: str | None = typer.Option(None, "--pred-format", help="Format of PRED."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the table."),
+) -> None:
+    """Score predicted PHI against gold PHI with the i2b2 2014 token and entity metrics."""
+    with clean_errors():
+        result = evaluate_corpus(read_corpus(gold, fmt), read_corpus(pred, pred_format or fmt))
+    typer.echo(json.dumps(result, indent=2) if as_json else format_report(result))
+
+
+@corpus_app.command("synth")
+def synth(
+    out: Path = typer.Argument(..., help="Output file or folder (as the format needs)."),
+    notes: int = typer.Option(200, "--notes", min=1, help="Number of notes to generate."),
+    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same corpus."),
+    fmt: str = typer.Option("i2b2", "--format", help="Output format."),
+) -> None:
+    """Generate synthetic English clinical notes with surrogate PHI of every i2b2 2014 type."""
+    from corpus.formats import write_corpus
+    from corpus.synth import generate_documents
+
+    with clean_errors():
+        documents = list(generate_documents(notes, seed=seed))
+        write_corpus(documents, out, fmt)
+    typer.echo(f"wrote {len(documents)} documents, {sum(len(d.spans) for d in documents)} spans to {out}")
+
+
+@corpus_app.command("convert")
+def convert(
+    source: Path = typer.Argument(..., help="Input file or folder (as --from needs)."),
+    out: Path = typer.Argument(..., help="Output file or folder (as --to needs); replaced only once complete."),
+    from_format: str = typer.Option(..., "--from", help="Input format: i2b2, meddocan, brat, physionet, conll, json."),
+    to_format: str = typer.Option(..., "--to", help="Output format (same choices)."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (PhysioNet splits.json)."),
+    strict: bool = typer.Option(False, "--strict", help="Treat suspicious input (warnings) as errors."),
+) -> None:
+    """Convert annotated notes from one format to another."""
+    from corpus.formats import write_corpus
+
+    with clean_errors():
+        documents = read_corpus(source, from_format, split=split, strict=strict)
+        write_corpus(documents, out, to_format)
+    typer.echo(f"wrote {len(documents)} documents, {sum(len(d.spans) for d in documents)} spans to {out} ({to_format})")

@@ -1,0 +1,82 @@
+"""Plumbing shared by the format modules: finding input files, decoding them as UTF-8,
+naming output files after document ids, and span ids and texts in line-based standoff files."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from corpus.document import Document, Span
+from corpus.errors import CorpusError, warn_or_raise
+
+_SAFE_ID = re.compile(r"[^/\\\x00]+")
+
+
+def input_files(path: Path, suffix: str, strict: bool) -> list[Path]:
+    """`path` itself if it is a file, else the `suffix` files in the folder, sorted by name."""
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.iterdir() if p.suffix == suffix and p.is_file())
+    if not files:
+        warn_or_raise(f"no {suffix} files in this folder", path, None, strict)
+    return files
+
+
+def read_text(path: Path) -> str:
+    """The file decoded as UTF-8 with line endings untouched (CR and CRLF survive)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CorpusError(f"not UTF-8: byte 0x{data[error.start]:02x} cannot be decoded "
+                          f"({error.reason})", path, f"byte offset {error.start}") from None
+
+
+def is_empty(content: str | bytes, path: Path, strict: bool) -> bool:
+    """Whether the file content is nothing but whitespace (a warning, an error in strict mode)."""
+    if content.strip():
+        return False
+    warn_or_raise("empty file skipped", path, None, strict)
+    return True
+
+
+def output_files(documents: Iterable[Document], folder: Path, suffix: str) -> Iterator[tuple[Document, Path]]:
+    """Create `folder` and pair each document with the file `<id><suffix>` in it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    seen: set[str] = set()
+    for document in documents:
+        if not _SAFE_ID.fullmatch(document.id) or document.id in (".", ".."):
+            raise CorpusError(f"document id {document.id!r} cannot be a file name", folder)
+        if document.id in seen:
+            raise CorpusError(f"two documents have the id {document.id!r}", folder)
+        seen.add(document.id)
+        yield document, folder / f"{document.id}{suffix}"
+
+
+def span_ids(spans: Iterable[Span], prefix: str) -> list[str]:
+    """The spans' ids, with `<prefix><n>` (an unused n) for spans that have none."""
+    spans = list(spans)
+    used = {span.id for span in spans}
+    numbers = (f"{prefix}{n}" for n in range(1, len(spans) + len(used) + 1))
+    free = (name for name in numbers if name not in used)
+    return [span.id or next(free) for span in spans]
+
+
+def one_line(text: str) -> str:
+    """Span text as line-based standoff files store it: line breaks become spaces."""
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+def standoff_text(text: str, start: int, end: int, written: str) -> str:
+    """The span text to use for offsets read from a standoff line whose text field is
+    `written`: the text at the offsets when it flattens to `written`, else `written`
+    itself, so that `Document.validate` reports the mismatch."""
+    actual = text[start:end]
+    return actual if 0 <= start < end <= len(text) and one_line(actual) == written else written
+
+
+def refuse_split(split: str | None, path: Path, format_name: str) -> None:
+    """Raise if a split was asked of a format that has no named splits."""
+    if split is not None:
+        raise CorpusError(f"the {format_name} format has no named splits (asked for {split!r})", path)
