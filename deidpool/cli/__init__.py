@@ -1,5 +1,7 @@
 """The `deidpool` command: one Typer app dispatching to every package's commands."""
 
+import warnings
+
 import typer
 
 from deidpool.cli import corpus_commands
@@ -7,3 +9,10 @@ from deidpool.cli import corpus_commands
 app = typer.Typer(no_args_is_help=True, help="Privacy-preserving pooling of de-identification training data.")
 app.add_typer(corpus_commands.corpus_app, name="corpus")
 app.command("evaluate")(corpus_commands.evaluate)
+
+
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"warning: {message}\n"
+
+
+warnings.formatwarning = _one_line_warning

@@ -11,8 +11,10 @@ import typer
 
 from corpus.categories import markdown_table
 from corpus.errors import CorpusError
-from corpus.formats import read_corpus
+from corpus.formats import FORMATS, read_corpus, write_corpus
 from corpus.metrics import evaluate_corpus, format_report
+from corpus.stats import corpus_stats, format_stats
+from corpus.synth import generate_documents
 
 corpus_app = typer.Typer(no_args_is_help=True, help="Read, convert, generate and describe annotated notes.")
 
@@ -54,9 +56,6 @@ def synth(
     fmt: str = typer.Option("i2b2", "--format", help="Output format."),
 ) -> None:
     """Generate synthetic English clinical notes with surrogate PHI of every i2b2 2014 type."""
-    from corpus.formats import write_corpus
-    from corpus.synth import generate_documents
-
     with clean_errors():
         documents = list(generate_documents(notes, seed=seed))
         write_corpus(documents, out, fmt)
@@ -73,9 +72,29 @@ def convert(
     strict: bool = typer.Option(False, "--strict", help="Treat suspicious input (warnings) as errors."),
 ) -> None:
     """Convert annotated notes from one format to another."""
-    from corpus.formats import write_corpus
-
     with clean_errors():
         documents = read_corpus(source, from_format, split=split, strict=strict)
         write_corpus(documents, out, to_format)
     typer.echo(f"wrote {len(documents)} documents, {sum(len(d.spans) for d in documents)} spans to {out} ({to_format})")
+
+
+@corpus_app.command("stats")
+def stats(
+    source: Path = typer.Argument(..., help="Input file or folder (as --format needs)."),
+    fmt: str = typer.Option(..., "--format", help=f"Input format: {', '.join(FORMATS)}."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (PhysioNet splits.json)."),
+    embeddings: str = typer.Option("glove", "--embeddings", help="Embeddings for the OOV rate (glove, fasttext:PATH, word2vec:PATH, glove-text:PATH) or 'none'."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the tables."),
+) -> None:
+    """Describe a corpus: documents, sentences, tokens, PHI spans per category, OOV rate."""
+    is_known = None
+    if embeddings != "none":
+        from representer.embeddings import load_embeddings
+
+        try:
+            is_known = load_embeddings(embeddings).is_known
+        except ValueError as error:
+            raise typer.BadParameter(str(error), param_hint="--embeddings") from None
+    with clean_errors():
+        result = corpus_stats(read_corpus(source, fmt, split=split), is_known)
+    typer.echo(json.dumps(result, indent=2) if as_json else format_stats(result))
