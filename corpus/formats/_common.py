@@ -54,13 +54,17 @@ def output_files(documents: Iterable[Document], folder: Path, suffix: str) -> It
         yield document, folder / f"{document.id}{suffix}"
 
 
-def span_ids(spans: Iterable[Span], prefix: str) -> list[str]:
-    """The spans' ids, with `<prefix><n>` (an unused n) for spans that have none."""
+def span_ids(spans: Iterable[Span], prefix: str, valid: re.Pattern | None = None) -> list[str]:
+    """The spans' ids, keeping each id that is set, unique and (given `valid`) matches it;
+    the others get `<prefix><n>` with an unused n."""
     spans = list(spans)
-    used = {span.id for span in spans}
-    numbers = (f"{prefix}{n}" for n in range(1, len(spans) + len(used) + 1))
-    free = (name for name in numbers if name not in used)
-    return [span.id or next(free) for span in spans]
+    kept: list[str] = []
+    for span in spans:
+        usable = span.id and span.id not in kept and (valid is None or valid.fullmatch(span.id))
+        kept.append(span.id if usable else "")
+    numbers = (f"{prefix}{n}" for n in range(1, 2 * len(spans) + 1))
+    free = (name for name in numbers if name not in kept)
+    return [span_id or next(free) for span_id in kept]
 
 
 def one_line(text: str) -> str:

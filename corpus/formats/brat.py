@@ -10,6 +10,7 @@ written as spaces in the TEXT field (as BRAT does) and restored from the note on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from corpus.errors import CorpusError, warn_or_raise
 from corpus.formats._common import (input_files, is_empty, one_line, output_files, read_text, refuse_split,
                                     span_ids, standoff_text)
 
+_TEXT_BOUND_ID = re.compile(r"T\d+")
 _LINE_KINDS = {"#": "note", "A": "attribute", "M": "attribute", "R": "relation", "E": "event",
                "N": "normalization", "*": "equivalence"}
 
@@ -72,6 +74,6 @@ def write(documents: Iterable[Document], path: Path) -> None:
         with open(text_file, "w", encoding="utf-8", newline="") as out:
             out.write(document.text)
         lines = [f"{span_id}\t{span.source_type} {span.start} {span.end}\t{one_line(span.text)}\n"
-                 for span, span_id in zip(document.spans, span_ids(document.spans, "T"))]
+                 for span, span_id in zip(document.spans, span_ids(document.spans, "T", _TEXT_BOUND_ID))]
         with open(text_file.with_suffix(".ann"), "w", encoding="utf-8", newline="") as out:
             out.writelines(lines)

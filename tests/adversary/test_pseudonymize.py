@@ -56,3 +56,18 @@ def test_stop_words_and_punctuation_are_never_replaced(embeddings):
 def test_neighbours_must_be_positive(embeddings):
     with pytest.raises(ValueError, match="neighbours"):
         Pseudonymizer(embeddings, 0)
+
+
+def test_pseudonymize_command_writes_a_valid_corpus_in_another_format(tmp_path):
+    from typer.testing import CliRunner
+
+    from corpus.formats import read_corpus, write_corpus
+    from deidpool.cli import app
+
+    write_corpus([DOC], tmp_path / "in", "i2b2")
+    result = CliRunner().invoke(app, ["pseudonymize", str(tmp_path / "in"), str(tmp_path / "out"), "--format", "i2b2",
+                                      "--to", "brat", "-n", "50", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    [doc] = read_corpus(tmp_path / "out", "brat", strict=True)
+    assert [s.source_type for s in doc.spans] == [s.source_type for s in DOC.spans]
+    assert doc.text != DOC.text and doc.text.endswith(" at the zqx.")
