@@ -37,3 +37,10 @@ def test_every_source_type_maps_to_a_known_i2b2_type():
     assert all(t.type in i2b2_types for t in PHI_TYPES.values())
     assert phi_type("NOMBRE_SUJETO_ASISTENCIA").hipaa and not phi_type("PROFESSION").hipaa
     assert markdown_table().count("\n") == len(PHI_TYPES) + 1
+
+
+def test_the_documented_table_is_the_table_in_the_code():
+    from pathlib import Path
+
+    documented = (Path(__file__).resolve().parents[2] / "docs" / "phi-categories.md").read_text()
+    assert documented.rstrip().endswith(markdown_table())
