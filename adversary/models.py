@@ -1,0 +1,124 @@
+"""The two sequence-pair adversaries of METHOD.md (T1: representation vs. embeddings, T2: two
+representations), their averaged output, and the adversary loss L_adv on a batch of pairs."""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+# Units per LSTM direction. The reference uses 300; the cost of an LSTM step grows with
+# units * (units + input size), so with representation size 50 and 50-d GloVe 300 units
+# cost about 11 times as much as 64, and the adversaries run on every batch of P2, P3a and
+# P3b on a 2-core CPU. Telling a one-token replacement from a real pair is a narrow task
+# that 64 units learn on raw embeddings; audits prove their attackers strong with positive
+# controls anyway, and can pass units=300.
+DEFAULT_UNITS = 64
+
+
+class _PairAdversary(keras.Model):
+    """BiLSTM over per-token features of a sequence pair, pooled to the final states of both
+    directions (respecting `mask`), then one sigmoid unit: P(same original sentence), (B,).
+
+    Every adversary reads the same input dict: `representation` (B, T, d) of the original
+    sentence, `partner_representation` (B, T, d) and `partner_embeddings` (B, T, D) of the
+    other sentence of the pair, and `mask` (B, T) bool; each uses the parts its task names.
+    """
+
+    def __init__(self, units=DEFAULT_UNITS, **kwargs):
+        super().__init__(**kwargs)
+        self.units = int(units)
+        self.encoder = keras.layers.Bidirectional(keras.layers.LSTM(self.units), name="bilstm")
+        self.classifier = keras.layers.Dense(1, activation="sigmoid", name="probability")
+
+    def pair_features(self, inputs):
+        raise NotImplementedError
+
+    def call(self, inputs, training=None):
+        states = self.encoder(self.pair_features(inputs), mask=inputs["mask"], training=training)
+        return ops.squeeze(self.classifier(states), axis=-1)
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+@keras.saving.register_keras_serializable(package="deidpool")
+class AdversaryT1(_PairAdversary):
+    """T1: were a representation sequence and an embedding sequence obtained from the same
+    sentence? Reads [representation, partner_embeddings] concatenated per token."""
+
+    def pair_features(self, inputs):
+        return ops.concatenate([inputs["representation"], inputs["partner_embeddings"]], axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="deidpool")
+class AdversaryT2(_PairAdversary):
+    """T2: were two representation sequences obtained from the same sentence? Reads
+    [representation, partner_representation, their cosine similarity] per token."""
+
+    def pair_features(self, inputs):
+        first, second = inputs["representation"], inputs["partner_representation"]
+        cosine = ops.sum(ops.normalize(first, axis=-1) * ops.normalize(second, axis=-1), axis=-1, keepdims=True)
+        return ops.concatenate([first, second, cosine], axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="deidpool")
+class CombinedAdversary(keras.Model):
+    """T1 and T2 side by side; returns {"t1": p1, "t2": p2, "combined": (p1 + p2) / 2}, each (B,)."""
+
+    def __init__(self, units=DEFAULT_UNITS, **kwargs):
+        super().__init__(**kwargs)
+        self.units = int(units)
+        self.t1 = AdversaryT1(self.units, name="t1")
+        self.t2 = AdversaryT2(self.units, name="t2")
+
+    def call(self, inputs, training=None):
+        t1, t2 = self.t1(inputs, training=training), self.t2(inputs, training=training)
+        return {"t1": t1, "t2": t2, "combined": (t1 + t2) / 2}
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+def adversary_outputs(adversary, representer, batch, training=False):
+    """`adversary` applied to a batch of pairs from `adversary.pairs` ({original, partner, mask}).
+
+    `representer` maps {"embeddings", "mask"} to (B, T, d): a representer model, or
+    `lambda inputs, training=False: inputs["embeddings"]` to attack raw embeddings. Both
+    sentences of every pair go through it in one call, each with its own noise draw, so for
+    a real pair T2 compares two independent noisy passes over the same sentence, and for a
+    fake pair the original's representation with the pseudonymized copy's. T1 compares the
+    original's representation with the partner's embeddings.
+    """
+    mask = batch["mask"]
+    both = representer({"embeddings": ops.concatenate([batch["original"], batch["partner"]], axis=0),
+                        "mask": ops.concatenate([mask, mask], axis=0)}, training=training)
+    representation, partner_representation = ops.split(both, 2, axis=0)
+    return adversary({"representation": representation, "partner_representation": partner_representation,
+                      "partner_embeddings": batch["partner"], "mask": mask}, training=training)
+
+
+def adversary_metrics(outputs, labels):
+    """Scalars from `CombinedAdversary` outputs and labels (1 real, 0 fake): `loss` = L_adv, the
+    binary cross-entropy of the combined output, `accuracy`, and `loss_t1`, `accuracy_t1`,
+    `loss_t2`, `accuracy_t2` of the single adversaries."""
+    labels = ops.cast(labels, "float32")
+    metrics = {}
+    for name, suffix in (("combined", ""), ("t1", "_t1"), ("t2", "_t2")):
+        probability = ops.cast(outputs[name], "float32")
+        metrics["loss" + suffix] = ops.mean(ops.binary_crossentropy(labels, probability))
+        metrics["accuracy" + suffix] = ops.mean(ops.cast(ops.equal(probability > 0.5, labels > 0.5), "float32"))
+    return metrics
+
+
+def adversary_step(adversary, representer, batch, training=False):
+    """`adversary_metrics` of a `CombinedAdversary` on one batch of pairs (see `adversary_outputs`)."""
+    return adversary_metrics(adversary_outputs(adversary, representer, batch, training), batch["label"])
+
+
+def train_adversary_step(adversary, representer, optimizer, batch):
+    """One optimizer step of the adversary's weights on L_adv (the representer stays as it is);
+    returns the batch's metrics before the step. Wrap it in `tf.function` for speed."""
+    with tf.GradientTape() as tape:
+        metrics = adversary_step(adversary, representer, batch, training=True)
+    variables = adversary.trainable_variables
+    optimizer.apply(tape.gradient(metrics["loss"], variables), variables)
+    return metrics

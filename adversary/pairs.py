@@ -1,0 +1,139 @@
+"""Real and fake sentence pairs for the adversaries (METHOD.md, Two adversaries): a PHI
+sentence with itself, or with one PHI token replaced by an embedding neighbour, drawn fresh
+for every epoch and served as length-bucketed, padded `tf.data` batches."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import tensorflow as tf
+
+from adversary.pseudonymize import Pseudonymizer
+from corpus.prepare import LabeledSentence
+
+BATCH_SIZE = 32
+# Pseudonyms drawn for a token before concluding it has no neighbour with another vector: a
+# token whose draws differ from it at least half the time (any realistic one) is missed with
+# probability <= 2**-64.
+MAX_DRAWS = 64
+
+
+@dataclass(frozen=True, eq=False)
+class Pairs:
+    """Pairs stored flat: token rows of all pairs one after another.
+
+    `original` and `partner` (tokens, D) float32 are the embeddings of the two sentences of
+    each pair (equal in a real pair), `lengths` (pairs,) tokens per pair, `labels` (pairs,)
+    float32, 1 real and 0 fake, and `replaced` (pairs,) the position of the replaced token in
+    a fake pair, -1 in a real one. Pair i belongs to sentence i of its `PairSource`.
+    """
+
+    original: np.ndarray
+    partner: np.ndarray
+    lengths: np.ndarray
+    labels: np.ndarray
+    replaced: np.ndarray
+
+    def __len__(self):
+        return len(self.lengths)
+
+
+class PairSource:
+    """The sentences of a labeled corpus that give pairs, and the pairs drawn from them.
+
+    A sentence gives pairs when at least one PHI token (tag not "O") can be replaced by a
+    pseudonym with a different embedding vector; sentences without one are dropped (see
+    `sentences`). Every draw makes one pair per sentence, half of them real and half fake
+    (one more of either when odd, chosen at random).
+    """
+
+    def __init__(self, sentences: Sequence[LabeledSentence], pseudonymizer: Pseudonymizer):
+        if pseudonymizer.neighbours < 2:
+            raise ValueError("fake pairs need at least 2 neighbours per token")
+        self.pseudonymizer = pseudonymizer
+        rng = random.Random(0)
+        positions = [[i for i, (token, tag) in enumerate(zip(sentence.tokens, sentence.tags))
+                      if tag != "O" and self._replacement(token.text, rng) is not None]
+                     for sentence in sentences]
+        self.sentences = [sentence for sentence, phi in zip(sentences, positions) if phi]
+        if not self.sentences:
+            raise ValueError("no sentence has a PHI token that can be replaced")
+        self.positions = [phi for phi in positions if phi]  # replaceable PHI positions per sentence
+        self.lengths = np.array([len(sentence.tokens) for sentence in self.sentences], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
+        tokens = [token for sentence in self.sentences for token in sentence.tokens]
+        self.features = pseudonymizer.embeddings.sentence_matrix(tokens)
+
+    def __len__(self):
+        return len(self.sentences)
+
+    def _replacement(self, word: str, rng: random.Random) -> str | None:
+        """A pseudonym of `word` whose embedding differs from `word`'s, uniform among its
+        neighbours (or digit words) with another vector; None when there is none."""
+        if not self.pseudonymizer.replaceable(word):
+            return None
+        vector = self.pseudonymizer.embeddings.vector(word)
+        for _ in range(MAX_DRAWS):
+            candidate = self.pseudonymizer.pseudonym(word, rng)
+            if not np.array_equal(self.pseudonymizer.embeddings.vector(candidate), vector):
+                return candidate
+        return None
+
+    def draw(self, seed: int, epoch: int = 0) -> Pairs:
+        """One pair per sentence, deterministic in (`seed`, `epoch`) and fresh for every epoch."""
+        rng = random.Random(f"{seed}/{epoch}")
+        count = len(self)
+        labels = [1.0] * (count // 2) + [0.0] * (count // 2) + [rng.choice([0.0, 1.0])] * (count % 2)
+        rng.shuffle(labels)
+        partner = self.features.copy()
+        replaced = np.full(count, -1, dtype=np.int64)
+        for index, label in enumerate(labels):
+            if label == 0.0:
+                position = rng.choice(self.positions[index])
+                word = self._replacement(self.sentences[index].tokens[position].text, rng)
+                partner[self.offsets[index] + position] = self.pseudonymizer.embeddings.vector(word)
+                replaced[index] = position
+        return Pairs(self.features, partner, self.lengths, np.array(labels, dtype=np.float32), replaced)
+
+    def epoch(self, seed: int, epoch: int, batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
+        """The training batches of one epoch: fresh pairs, bucketed and shuffled by (`seed`, `epoch`)."""
+        return pair_batches(self.draw(seed, epoch), batch_size, np.random.default_rng([seed, epoch]))
+
+    def held_out(self, seed: int, batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
+        """A fixed evaluation set (`draw(seed)` in length order): the same batches for the same `seed`.
+        Build it from sentences kept out of training."""
+        return pair_batches(self.draw(seed), batch_size)
+
+
+def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,
+                 rng: np.random.Generator | None = None) -> tf.data.Dataset:
+    """Batches of pairs of about equal length: dicts of `original` and `partner` (B, T, D),
+    `mask` (B, T) bool, `label` (B,) float32 and `index` (B,) pair numbers in `pairs`, where T
+    is the longest pair of the batch.
+
+    Pairs are sorted by length and cut into batches; with `rng`, ties are broken at random
+    and the batches come in random order, without it the order is fixed.
+    """
+    if rng is None:
+        order = np.argsort(pairs.lengths, kind="stable")
+    else:
+        shuffled = rng.permutation(len(pairs))
+        order = shuffled[np.argsort(pairs.lengths[shuffled], kind="stable")]
+    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+    if rng is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    original = tf.RaggedTensor.from_row_lengths(pairs.original, pairs.lengths)
+    partner = tf.RaggedTensor.from_row_lengths(pairs.partner, pairs.lengths)
+    lengths, labels = tf.constant(pairs.lengths, tf.int32), tf.constant(pairs.labels)
+
+    def gather(indices):
+        padded = tf.gather(original, indices).to_tensor()
+        return {"original": padded, "partner": tf.gather(partner, indices).to_tensor(),
+                "mask": tf.sequence_mask(tf.gather(lengths, indices), tf.shape(padded)[1]),
+                "label": tf.gather(labels, indices), "index": indices}
+
+    indices = tf.RaggedTensor.from_row_lengths(np.concatenate(batches), [len(batch) for batch in batches])
+    return tf.data.Dataset.from_tensor_slices(indices).map(gather).prefetch(tf.data.AUTOTUNE)

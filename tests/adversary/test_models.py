@@ -1,0 +1,139 @@
+"""Tests for the adversaries T1 and T2, their combination, L_adv and the training step."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from adversary.models import (AdversaryT1, AdversaryT2, CombinedAdversary, adversary_metrics, adversary_outputs,
+                              adversary_step, train_adversary_step)
+from representer.noise import set_deterministic
+from representer.representation import build_representer
+
+REPR, DIM, UNITS = 4, 3, 8
+numpy = keras.ops.convert_to_numpy
+
+
+def identity(inputs, training=False):
+    return inputs["embeddings"]
+
+
+def toy_pairs(count, seed, time=6, dim=DIM):
+    """Random sequences of 2..`time` tokens vs. themselves (label 1) or vs. a copy with one real
+    token moved by a random vector of length 2 (label 0), with garbage at the padded positions."""
+    rng = np.random.default_rng(seed)
+    original = rng.normal(size=(count, time, dim)).astype("float32")
+    lengths = rng.integers(2, time + 1, size=count)
+    labels = (np.arange(count) % 2).astype("float32")
+    partner = original.copy()
+    for row in np.flatnonzero(labels == 0):
+        step = rng.normal(size=dim)
+        partner[row, rng.integers(lengths[row])] += 2 * step / np.linalg.norm(step)
+    return {"original": original, "partner": partner, "mask": np.arange(time)[None, :] < lengths[:, None],
+            "label": labels}
+
+
+def adversary_inputs(batch):
+    """T1/T2 inputs for the identity representer (representations are the embeddings)."""
+    return {"representation": batch["original"], "partner_representation": batch["partner"],
+            "partner_embeddings": batch["partner"], "mask": batch["mask"]}
+
+
+def random_inputs(lengths, time, seed):
+    rng = np.random.default_rng(seed)
+    values = {name: rng.normal(size=(len(lengths), time, size)).astype("float32")
+              for name, size in (("representation", REPR), ("partner_representation", REPR),
+                                 ("partner_embeddings", DIM))}
+    return {**values, "mask": np.arange(time)[None, :] < np.array(lengths)[:, None]}
+
+
+@pytest.fixture(scope="module")
+def combined():
+    return CombinedAdversary(UNITS)
+
+
+def test_outputs_are_probabilities_and_combined_is_their_mean(combined):
+    outputs = {name: numpy(value) for name, value in combined(random_inputs([2, 5], 5, 0)).items()}
+    assert all(value.shape == (2,) and np.all((value > 0) & (value < 1)) for value in outputs.values())
+    np.testing.assert_allclose(outputs["combined"], (outputs["t1"] + outputs["t2"]) / 2, rtol=1e-6)
+
+
+def test_padded_positions_do_not_change_the_outputs(combined):
+    padded = random_inputs([3, 6], 6, seed=1)
+    alone = {name: value[:1, :3] for name, value in padded.items()}
+    for adversary in (combined.t1, combined.t2):
+        np.testing.assert_allclose(numpy(adversary(padded))[0], numpy(adversary(alone))[0], atol=1e-6)
+
+
+def test_adversaries_load_from_saved_files(combined, tmp_path):
+    inputs = random_inputs([4, 2], 4, seed=2)
+    expected = numpy(combined(inputs)["combined"])
+    combined.save(tmp_path / "adversary.keras")
+    loaded = keras.saving.load_model(tmp_path / "adversary.keras")
+    assert isinstance(loaded, CombinedAdversary) and loaded.units == UNITS
+    np.testing.assert_allclose(numpy(loaded(inputs)["combined"]), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("adversary_class", [AdversaryT1, AdversaryT2])
+def test_each_adversary_learns_to_tell_identical_from_perturbed_sequences(adversary_class):
+    keras.utils.set_random_seed(0)
+    adversary = adversary_class(UNITS)
+    adversary.compile(keras.optimizers.Adam(0.02), loss="binary_crossentropy", metrics=[keras.metrics.BinaryAccuracy()])
+    train, test = toy_pairs(512, seed=0), toy_pairs(256, seed=1)
+    adversary.fit(adversary_inputs(train), train["label"], batch_size=32, epochs=12, verbose=0)
+    _, accuracy = adversary.evaluate(adversary_inputs(test), test["label"], verbose=0)
+    assert accuracy > 0.9
+
+
+def test_adversary_loss_is_the_cross_entropy_of_the_averaged_output():
+    outputs = {"t1": np.array([0.9, 0.2, 0.6, 0.4]), "t2": np.array([0.7, 0.6, 0.1, 0.2])}
+    outputs["combined"] = (outputs["t1"] + outputs["t2"]) / 2
+    labels = np.array([1.0, 0.0, 1.0, 0.0])
+    metrics = {name: float(value) for name, value in adversary_metrics(outputs, labels).items()}
+    bce = {name: -np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)) for name, p in outputs.items()}
+    assert metrics["loss"] == pytest.approx(bce["combined"], rel=1e-5)
+    assert metrics["loss_t1"] == pytest.approx(bce["t1"], rel=1e-5)
+    assert metrics["loss_t2"] == pytest.approx(bce["t2"], rel=1e-5)
+    assert (metrics["accuracy"], metrics["accuracy_t1"], metrics["accuracy_t2"]) == (0.75, 1.0, 0.5)
+
+
+def test_real_pairs_reach_t2_as_two_independent_noisy_passes():
+    representer = build_representer(DIM, repr_size=REPR, lstm_units=4)
+    batch = toy_pairs(4, seed=3)
+    seen = {}
+
+    def spy(inputs, training=False):
+        seen.update({name: numpy(value) for name, value in inputs.items()})
+        return {"combined": batch["label"]}
+
+    real = batch["label"] == 1
+    adversary_outputs(spy, representer, batch)
+    np.testing.assert_array_equal(seen["partner_embeddings"], batch["partner"])
+    assert not np.allclose(seen["representation"][real], seen["partner_representation"][real])
+    set_deterministic(representer, True)
+    adversary_outputs(spy, representer, batch)
+    np.testing.assert_allclose(seen["representation"][real], seen["partner_representation"][real], atol=1e-6)
+
+
+def test_training_step_trains_the_adversary_and_leaves_the_representer_alone():
+    representer = build_representer(DIM, repr_size=REPR, lstm_units=4)
+    adversary, optimizer = CombinedAdversary(UNITS), keras.optimizers.Adam(0.01)
+    batch = toy_pairs(8, seed=4)
+    adversary_step(adversary, representer, batch)
+    before = [numpy(v) for v in representer.weights], [numpy(v) for v in adversary.weights]
+    train_adversary_step(adversary, representer, optimizer, batch)
+    for old, new in zip(before[0], representer.weights):
+        np.testing.assert_array_equal(old, numpy(new))
+    assert any(not np.array_equal(old, numpy(new)) for old, new in zip(before[1], adversary.weights))
+
+
+def test_combined_adversary_learns_raw_embedding_pairs():
+    keras.utils.set_random_seed(0)
+    adversary, optimizer = CombinedAdversary(UNITS), keras.optimizers.Adam(0.02)
+    step = tf.function(lambda batch: train_adversary_step(adversary, identity, optimizer, batch), reduce_retracing=True)
+    train, test = toy_pairs(512, seed=5), toy_pairs(256, seed=6)
+    for _ in range(10):
+        for start in range(0, 512, 32):
+            step({name: value[start:start + 32] for name, value in train.items()})
+    metrics = adversary_step(adversary, identity, test)
+    assert float(metrics["accuracy"]) > 0.9 and float(metrics["loss"]) < 0.5

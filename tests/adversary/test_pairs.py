@@ -1,0 +1,155 @@
+"""Tests for real/fake pair generation and its length-bucketed batches."""
+
+import random
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+
+from adversary.pairs import PairSource, pair_batches
+from adversary.pseudonymize import Pseudonymizer
+from corpus.casing import casing_ids
+from corpus.prepare import LabeledSentence
+from corpus.tokenize import Token
+from representer.embeddings import Embeddings
+
+WORDS = {"smith": [1, 0, 0, 0], "jones": [0.9, 0.1, 0, 0], "brown": [0.8, 0.2, 0, 0], "boston": [0, 1, 0, 0],
+         "denver": [0, 0.9, 0.1, 0], "austin": [0, 0.8, 0.2, 0], "seen": [0.3, 0.3, 0.3, 0], "the": [0, 0, 1, 0],
+         "in": [0, 0, 0.9, 0.1], "patient": [0.2, 0.1, 0.5, 0.5], "12": [0.5, 0, 0, 0.5], "7": [0.4, 0, 0, 0.6],
+         "twin": [0, 0, 0, 1], "twain": [0, 0, 0, 1]}
+NAMES, CITIES = ["Smith", "Jones", "Brown"], ["Boston", "Denver", "Austin"]
+
+
+@pytest.fixture(scope="module")
+def embeddings():
+    kv = KeyedVectors(4)
+    kv.add_vectors(list(WORDS), np.array(list(WORDS.values()), dtype=np.float32))
+    return Embeddings(kv, "toy")
+
+
+def sentence(*words):
+    """A labeled sentence from words like "seen" or "Smith/PATIENT" (tag B-PATIENT)."""
+    tokens, tags, start = [], [], 0
+    for word in words:
+        text, _, label = word.partition("/")
+        tokens.append(Token(text, start, start + len(text)))
+        tags.append(f"B-{label}" if label else "O")
+        start += len(text) + 1
+    return LabeledSentence(tokens, casing_ids(tokens), tags)
+
+
+def corpus(count, seed=0):
+    """`count` PHI sentences of 2 to 8 tokens, each with a name, a city or a number."""
+    rng = random.Random(seed)
+    phi = [f"{rng.choice(NAMES)}/PATIENT", f"{rng.choice(CITIES)}/CITY", "12/DATE"]
+    return [sentence(*rng.sample(["seen", "the", "patient", "in", "zqx"], rng.randint(1, 5)), rng.choice(phi),
+                     *["in"] * rng.randint(0, 2))
+            for _ in range(count)]
+
+
+@pytest.fixture(scope="module")
+def source(embeddings):
+    return PairSource(corpus(41), Pseudonymizer(embeddings, 3))
+
+
+def test_only_sentences_with_a_replaceable_phi_token_give_pairs(embeddings):
+    sentences = [sentence("seen", "Smith/PATIENT", "in", "Boston/CITY"),
+                 sentence("the", "patient", "was", "seen"),  # no PHI
+                 sentence("seen", "Zqx/PATIENT"),  # out of vocabulary
+                 sentence("seen", "the/PATIENT"),  # stop word
+                 sentence("Twin/PATIENT", "seen"),  # its only neighbour has the same vector
+                 sentence("on", "7/DATE")]
+    source = PairSource(sentences, Pseudonymizer(embeddings, 2))
+    assert source.sentences == [sentences[0], sentences[5]]
+    assert source.positions == [[1, 3], [1]]
+    np.testing.assert_array_equal(source.lengths, [4, 2])
+
+
+def test_pairs_need_two_neighbours_and_a_phi_sentence(embeddings):
+    with pytest.raises(ValueError, match="neighbours"):
+        PairSource(corpus(3), Pseudonymizer(embeddings, 1))
+    with pytest.raises(ValueError, match="no sentence"):
+        PairSource([sentence("seen", "Zqx/PATIENT")], Pseudonymizer(embeddings, 3))
+
+
+def test_real_pairs_are_identical_and_fake_pairs_differ_in_exactly_one_phi_token(source, embeddings):
+    for epoch in range(3):
+        pairs = source.draw(seed=5, epoch=epoch)
+        for index, (start, length) in enumerate(zip(source.offsets, source.lengths)):
+            original = pairs.original[start:start + length]
+            partner = pairs.partner[start:start + length]
+            np.testing.assert_array_equal(original, embeddings.sentence_matrix(source.sentences[index].tokens))
+            differs = np.flatnonzero(np.any(original != partner, axis=1))
+            if pairs.labels[index] == 1:
+                assert len(differs) == 0 and pairs.replaced[index] == -1
+            else:
+                assert list(differs) == [pairs.replaced[index]]
+                word = source.sentences[index].tokens[differs[0]].text
+                assert source.sentences[index].tags[differs[0]] != "O"
+                candidates = embeddings.digit_words() if word.isdigit() else embeddings.neighbours(word, 3)[1:]
+                assert any(np.array_equal(partner[differs[0]], embeddings.vector(other)) for other in candidates)
+
+
+def test_labels_are_balanced_in_every_epoch(source):
+    for epoch in range(5):
+        labels = source.draw(seed=1, epoch=epoch).labels
+        assert len(labels) == 41 and abs(labels.sum() - 20.5) == 0.5
+
+
+def test_every_epoch_draws_fresh_pairs_reproducibly(source):
+    first, second = source.draw(seed=1, epoch=0), source.draw(seed=1, epoch=1)
+    assert not np.array_equal(first.labels, second.labels)
+    again = source.draw(seed=1, epoch=1)
+    np.testing.assert_array_equal(again.labels, second.labels)
+    np.testing.assert_array_equal(again.partner, second.partner)
+    batches = [[batch["index"].numpy().tolist() for batch in source.epoch(seed=1, epoch=epoch, batch_size=8)]
+               for epoch in (0, 1)]
+    assert batches[0] != batches[1]
+
+
+def test_held_out_pairs_are_fixed_for_a_seed(embeddings, source):
+    def held_out(pair_source, seed):
+        return [{name: value.numpy() for name, value in batch.items()}
+                for batch in pair_source.held_out(seed=seed, batch_size=8)]
+
+    first = held_out(source, 3)
+    for other in (held_out(source, 3), held_out(PairSource(corpus(41), Pseudonymizer(embeddings, 3)), 3)):
+        assert len(other) == len(first)
+        for a, b in zip(first, other):
+            for name in a:
+                np.testing.assert_array_equal(a[name], b[name])
+    assert any(not np.array_equal(a["label"], b["label"]) for a, b in zip(first, held_out(source, 4)))
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_batches_are_padded_masked_and_grouped_by_length(source, shuffled):
+    pairs = source.draw(seed=2)
+    rng = np.random.default_rng(0) if shuffled else None
+    seen, indices = [], []
+    for batch in pair_batches(pairs, batch_size=8, rng=rng):
+        index, mask = batch["index"].numpy(), batch["mask"].numpy()
+        lengths = pairs.lengths[index]
+        assert len(index) <= 8 and mask.shape[1] == lengths.max()
+        np.testing.assert_array_equal(mask.sum(axis=1), lengths)
+        np.testing.assert_array_equal(batch["label"].numpy(), pairs.labels[index])
+        for row, pair in enumerate(index):
+            start, length = source.offsets[pair], pairs.lengths[pair]
+            for name in ("original", "partner"):
+                values = batch[name].numpy()[row]
+                np.testing.assert_array_equal(values[:length], getattr(pairs, name)[start:start + length])
+                assert not values[length:].any()
+        seen.append(lengths)
+        indices.extend(index)
+    assert sorted(indices) == list(range(len(pairs)))
+    # sorted by length before cutting: the length ranges of the batches do not overlap
+    ranges = sorted((lengths.min(), lengths.max()) for lengths in seen)
+    assert all(high <= low for (_, high), (low, _) in zip(ranges, ranges[1:]))
+
+
+def test_batches_feed_the_adversaries(source):
+    from adversary.models import CombinedAdversary, adversary_step
+    from representer.representation import build_representer
+
+    batch = next(iter(source.epoch(seed=0, epoch=0)))
+    metrics = adversary_step(CombinedAdversary(4), build_representer(4, repr_size=3, lstm_units=2), batch)
+    assert float(metrics["loss"]) > 0 and 0 <= float(metrics["accuracy"]) <= 1
