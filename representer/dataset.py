@@ -1,0 +1,151 @@
+"""Sentences as model input (per-token features, casing ids and tag ids, stored flat), the
+length-bucketed `tf.data` pipelines that batch them, and predicted tags back to documents."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import tensorflow as tf
+
+from corpus.document import Document, Span
+from corpus.tagging import decode
+
+BATCH_SIZE = 32
+INFERENCE_BATCH_SIZE = 128
+BUCKET_GROWTH = 1.2
+
+
+@dataclass(frozen=True, eq=False)
+class SentenceData:
+    """Sentences stored flat: token rows of all sentences one after another.
+
+    `features` (tokens, dim) float32 are the tagger's inputs (word embeddings, or
+    representation vectors from a contribution), `casing` (tokens,) casing ids, `tags`
+    (tokens,) tag ids or None for unlabeled text, `lengths` (sentences,) tokens per
+    sentence, each at least 1.
+    """
+
+    features: np.ndarray
+    casing: np.ndarray
+    lengths: np.ndarray
+    tags: np.ndarray | None = None
+
+    def __post_init__(self):
+        tokens = int(np.sum(self.lengths))
+        if self.features.ndim != 2 or len(self.features) != tokens or len(self.casing) != tokens:
+            raise ValueError(f"features {self.features.shape} and casing {self.casing.shape} must have one row "
+                             f"per token ({tokens})")
+        if self.tags is not None and len(self.tags) != tokens:
+            raise ValueError(f"tags {self.tags.shape} must have one entry per token ({tokens})")
+        if np.any(self.lengths < 1):
+            raise ValueError("every sentence needs at least one token")
+
+    def __len__(self):
+        return len(self.lengths)
+
+    @property
+    def dim(self) -> int:
+        return self.features.shape[1]
+
+    def tag_counts(self, num_tags: int) -> np.ndarray:
+        """How often each tag id occurs, (num_tags,) int64 (input of `compute_class_weights`)."""
+        return np.bincount(self.tags, minlength=num_tags)
+
+    @classmethod
+    def from_arrays(cls, features: Sequence[np.ndarray], casing: Sequence[np.ndarray],
+                    tags: Sequence[np.ndarray] | None = None) -> SentenceData:
+        """From per-sentence arrays: (n_i, dim) features, (n_i,) casing ids and tag ids."""
+        return cls(np.concatenate(features).astype(np.float32, copy=False),
+                   np.concatenate(casing).astype(np.int8, copy=False),
+                   np.array([len(f) for f in features], dtype=np.int64),
+                   None if tags is None else np.concatenate(tags).astype(np.int32, copy=False))
+
+    @classmethod
+    def from_sentences(cls, sentences: Sequence, embeddings, vocabulary: Sequence[str] | None = None) -> SentenceData:
+        """From `corpus.prepare` sentences: features by `embeddings.sentence_matrix` (one lookup
+        for all tokens), and tag ids in `vocabulary` when given (labeled sentences)."""
+        tokens = [token for sentence in sentences for token in sentence.tokens]
+        tags = None
+        if vocabulary is not None:
+            ids = {tag: i for i, tag in enumerate(vocabulary)}
+            gold = [tag for sentence in sentences for tag in sentence.tags]
+            unknown = sorted(set(gold) - ids.keys())
+            if unknown:
+                raise ValueError(f"tags not in the tag vocabulary: {', '.join(unknown)}")
+            tags = np.fromiter((ids[tag] for tag in gold), dtype=np.int32, count=len(gold))
+        return cls(embeddings.sentence_matrix(tokens),
+                   np.concatenate([s.casing for s in sentences]).astype(np.int8, copy=False),
+                   np.array([len(s.tokens) for s in sentences], dtype=np.int64), tags)
+
+
+def training_batches(data: SentenceData, seed: int | np.random.Generator,
+                     batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
+    """One epoch of length-bucketed batches in an order shuffled by `seed` (or a generator).
+
+    Sentences are shuffled, grouped into buckets of similar length and cut into batches
+    within each bucket; the batches are shuffled too.
+    """
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(data))
+    buckets = np.digitize(data.lengths[order], _bucket_boundaries(data.lengths.max()))
+    batches = [batch for bucket in np.unique(buckets) for batch in _chunks(order[buckets == bucket], batch_size)]
+    return _batched(data, [batches[i] for i in rng.permutation(len(batches))])
+
+
+def inference_batches(data: SentenceData, batch_size: int = INFERENCE_BATCH_SIZE) -> tf.data.Dataset:
+    """Batches of sentences sorted by length (least padding); `index` restores the order."""
+    return _batched(data, _chunks(np.argsort(data.lengths, kind="stable"), batch_size))
+
+
+def _bucket_boundaries(longest: int, growth: float = BUCKET_GROWTH) -> list[int]:
+    """Bucket bounds 2, 3, ... that grow by `growth` from one to the next, up past `longest`, so
+    that padding a batch to its longest sentence wastes little (about 4% of PhysioNet's tokens)."""
+    bounds = [2]
+    while bounds[-1] <= longest:
+        bounds.append(max(bounds[-1] + 1, int(bounds[-1] * growth)))
+    return bounds
+
+
+def _chunks(indices: np.ndarray, size: int) -> list[np.ndarray]:
+    return [indices[start:start + size] for start in range(0, len(indices), size)]
+
+
+def _batched(data: SentenceData, batches: list[np.ndarray]) -> tf.data.Dataset:
+    """Dicts per batch: `features` (B, T, dim), `casing` (B, T), `mask` (B, T) bool, `tags`
+    (B, T) when labeled, `index` (B,) sentence numbers and `length` (B,), where T is the
+    longest sentence of the batch. Rows are gathered from ragged tensors inside TensorFlow."""
+    columns = {"features": data.features, "casing": data.casing}
+    if data.tags is not None:
+        columns["tags"] = data.tags
+    sentences = {name: tf.RaggedTensor.from_row_lengths(values, data.lengths) for name, values in columns.items()}
+    lengths = tf.constant(data.lengths, tf.int32)
+
+    def gather(indices):
+        batch = {name: tf.gather(values, indices).to_tensor() for name, values in sentences.items()}
+        length = tf.gather(lengths, indices)
+        return {**batch, "index": indices, "length": length,
+                "mask": tf.sequence_mask(length, tf.shape(batch["casing"])[1])}
+
+    indices = tf.RaggedTensor.from_row_lengths(np.concatenate(batches), [len(batch) for batch in batches])
+    return tf.data.Dataset.from_tensor_slices(indices).map(gather).prefetch(tf.data.AUTOTUNE)
+
+
+def predicted_documents(documents: Sequence[Document], sentences: Sequence[Sequence], predictions: Sequence,
+                        vocabulary: Sequence[str], scheme: str = "BIO") -> list[Document]:
+    """Documents with the predicted spans, for `corpus.metrics.evaluate_corpus`.
+
+    `sentences[i]` are the prepared sentences of `documents[i]`; `predictions` holds tag id
+    arrays for all of them in the same order (as flattened into `SentenceData`).
+    """
+    if len(predictions) != sum(map(len, sentences)):
+        raise ValueError(f"{len(predictions)} predictions for {sum(map(len, sentences))} sentences")
+    predicted = iter(predictions)
+    result = []
+    for document, doc_sentences in zip(documents, sentences, strict=True):
+        spans = [Span(start, end, label, document.text[start:end])
+                 for sentence in doc_sentences
+                 for start, end, label in decode(sentence.tokens, [vocabulary[i] for i in next(predicted)], scheme)]
+        result.append(Document(document.id, document.text, tuple(spans)))
+    return result

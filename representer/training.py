@@ -1,0 +1,240 @@
+"""Training plumbing shared by every training procedure (plain tagger, three-phase, DANN): the
+`TrainingProcedure` interface, the epoch loop with early stopping, checkpoints and resume, and
+the plain tagger procedure."""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+from tqdm import tqdm
+
+from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
+from representer.tagger import tagger_loss
+
+CHECKPOINT = "checkpoints/latest.npz"
+
+
+class TrainingProcedure(abc.ABC):
+    """One way of training a set of models, driven epoch by epoch by `run_training`."""
+
+    name = "procedure"
+
+    @abc.abstractmethod
+    def models(self) -> dict[str, keras.Model]:
+        """The trained models by name: checkpointed, restored to their best epoch, saved."""
+
+    @abc.abstractmethod
+    def optimizers(self) -> dict[str, keras.optimizers.Optimizer]:
+        """The optimizers by name, already built, so that a checkpoint can restore their state."""
+
+    @abc.abstractmethod
+    def train_epoch(self, train, epoch: int, rng: np.random.Generator) -> dict[str, float]:
+        """One pass over `train`; all its randomness (shuffling, sampling) comes from `rng`,
+        which is seeded per epoch. Returns training metrics, e.g. {"loss": ...}."""
+
+    @abc.abstractmethod
+    def validate(self, valid) -> dict[str, float]:
+        """Metrics on `valid`, e.g. {"loss": ..., "f1": ...}; recorded with a "val_" prefix."""
+
+    def config(self) -> dict:
+        """The procedure's hyperparameters, for config.json (JSON values)."""
+        return {}
+
+
+def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path, *, max_epochs: int,
+                 patience: int, monitor: str = "val_loss", seed: int = 0, config: dict | None = None,
+                 progress: bool = True) -> dict:
+    """Train epoch by epoch with early stopping on `monitor` (lower is better), resuming from
+    the checkpoint in `run_dir` if there is one; returns the final metrics.
+
+    After every epoch the model and optimizer variables (random seed states included), the
+    best weights, the history and the early-stopping state go to run_dir/checkpoints in one
+    atomic write, so a rerun after a crash continues from the last completed epoch, with
+    the same epoch randomness (drawn from `seed` and the epoch number) as an uninterrupted
+    run. At the end the models get their best epoch's weights and are saved as
+    run_dir/models/<name>.keras. `run_dir` also gets config.json (`config` adds entries,
+    e.g. data sources), history.json (one record per epoch) and metrics.json (the best
+    epoch's record). Call `keras.utils.set_random_seed` before building the models for
+    reproducible initial weights; run_training does not reseed the global generators, as
+    that would also drop TensorFlow's compiled kernels (seconds per compiled function).
+    """
+    if max_epochs < 1 or patience < 1:
+        raise ValueError("max_epochs and patience must be at least 1")
+    run_dir = Path(run_dir)
+    _write_config(run_dir, {"procedure": procedure.name, **procedure.config(), "max_epochs": max_epochs,
+                            "patience": patience, "monitor": monitor, "seed": seed, **(config or {})})
+    models, optimizers = procedure.models(), procedure.optimizers()
+    state = {"history": [], "best_epoch": 0, "best": None, "wait": 0}
+    best_weights = {name: model.get_weights() for name, model in models.items()}
+    if (run_dir / CHECKPOINT).exists():
+        state, best_weights = _load_checkpoint(run_dir / CHECKPOINT, models, optimizers)
+    bar = tqdm(total=max_epochs, initial=len(state["history"]), desc=procedure.name, unit="epoch",
+               disable=not progress)
+    while len(state["history"]) < max_epochs and state["wait"] < patience:
+        epoch = len(state["history"]) + 1
+        started = time.perf_counter()
+        record = {"epoch": epoch, **procedure.train_epoch(train, epoch, np.random.default_rng([seed, epoch]))}
+        record.update({f"val_{name}": value for name, value in procedure.validate(valid).items()})
+        record["seconds"] = time.perf_counter() - started
+        if monitor not in record:
+            raise KeyError(f"monitor {monitor!r} is not among the metrics {sorted(record)}")
+        state["history"].append(record)
+        if state["best"] is None or record[monitor] < state["best"]:
+            state.update(best=record[monitor], best_epoch=epoch, wait=0)
+            best_weights = {name: model.get_weights() for name, model in models.items()}
+        else:
+            state["wait"] += 1
+        _save_checkpoint(run_dir / CHECKPOINT, state, models, optimizers, best_weights)
+        _write_json(run_dir / "history.json", state["history"])
+        bar.update()
+        bar.set_postfix({name: f"{value:.4g}" for name, value in record.items() if name not in ("epoch", "seconds")})
+    bar.close()
+    (run_dir / "models").mkdir(exist_ok=True)
+    for name, model in models.items():
+        model.set_weights(best_weights[name])
+        model.save(run_dir / "models" / f"{name}.keras")
+    metrics = {**state["history"][state["best_epoch"] - 1], "best_epoch": state["best_epoch"],
+               "epochs": len(state["history"]), "stopped_early": state["wait"] >= patience}
+    _write_json(run_dir / "metrics.json", metrics)
+    return metrics
+
+
+def _write_json(path: Path, value) -> None:
+    """Write `value` as JSON through a temporary file, so readers never see half a file."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(value, indent=2) + "\n")
+    os.replace(temporary, path)
+
+
+def _write_config(run_dir: Path, config: dict) -> None:
+    """Write config.json; a resumed run must have the same config except for `max_epochs`."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "config.json"
+    config = json.loads(json.dumps(config))
+    if path.exists():
+        previous = json.loads(path.read_text())
+        changed = sorted(key for key in config.keys() | previous.keys()
+                         if key != "max_epochs" and config.get(key) != previous.get(key))
+        if changed:
+            raise ValueError(f"{run_dir} holds a run with another config (differs in: {', '.join(changed)})")
+    _write_json(path, config)
+
+
+def _save_checkpoint(path: Path, state: dict, models: dict, optimizers: dict, best_weights: dict) -> None:
+    arrays = {"state": np.array(json.dumps(state))}
+    for name, model in models.items():
+        arrays.update(_numbered(f"model/{name}", [v.numpy() for v in model.variables]))
+        arrays.update(_numbered(f"best/{name}", best_weights[name]))
+    for name, optimizer in optimizers.items():
+        arrays.update(_numbered(f"optimizer/{name}", [v.numpy() for v in optimizer.variables]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("wb") as file:
+        np.savez(file, **arrays)
+    os.replace(temporary, path)
+
+
+def _load_checkpoint(path: Path, models: dict, optimizers: dict) -> tuple[dict, dict]:
+    """Restore the variables saved by `_save_checkpoint`; returns the state and best weights."""
+    with np.load(path) as arrays:
+        for name, model in models.items():
+            _assign(model.variables, _unnumbered(arrays, f"model/{name}"), f"model {name}")
+        for name, optimizer in optimizers.items():
+            _assign(optimizer.variables, _unnumbered(arrays, f"optimizer/{name}"), f"optimizer {name}")
+        best_weights = {name: _unnumbered(arrays, f"best/{name}") for name in models}
+        return json.loads(str(arrays["state"])), best_weights
+
+
+def _numbered(prefix: str, values: list[np.ndarray]) -> dict[str, np.ndarray]:
+    return {f"{prefix}/{i}": value for i, value in enumerate(values)}
+
+
+def _unnumbered(arrays, prefix: str) -> list[np.ndarray]:
+    count = sum(1 for key in arrays.files if key.startswith(prefix + "/"))
+    return [arrays[f"{prefix}/{i}"] for i in range(count)]
+
+
+def _assign(variables, values: list[np.ndarray], what: str) -> None:
+    if len(variables) != len(values) or any(v.shape != tuple(a.shape) for v, a in zip(variables, values)):
+        raise ValueError(f"the checkpoint does not fit the {what}: its variables differ")
+    for variable, value in zip(variables, values):
+        variable.assign(value)
+
+
+class TaggerTraining(TrainingProcedure):
+    """Trains a `Tagger` alone on `SentenceData` (the non-private tagger on raw embeddings, or
+    the pooled tagger on representation vectors): Nadam with gradient-norm clipping on
+    `tagger_loss`. Validation reports the loss and the token-level binary PHI F1 of the
+    Viterbi tags (a token is PHI when its tag is not "O", tag id 0).
+
+    The learning rate 0.002 is Nadam's default in Keras 2, which the reference used.
+    """
+
+    name = "tagger"
+
+    def __init__(self, tagger, class_weights=None, learning_rate=0.002, clipnorm=1.0, batch_size=BATCH_SIZE):
+        self.tagger = tagger
+        self.class_weights = None if class_weights is None else np.asarray(class_weights, dtype=np.float32)
+        self.learning_rate, self.clipnorm, self.batch_size = learning_rate, clipnorm, batch_size
+        self.optimizer = keras.optimizers.Nadam(learning_rate, clipnorm=clipnorm)
+        self.optimizer.build(tagger.trainable_variables)
+        self._compiled = {}
+
+    def models(self):
+        return {"tagger": self.tagger}
+
+    def optimizers(self):
+        return {"optimizer": self.optimizer}
+
+    def config(self):
+        return {"learning_rate": self.learning_rate, "clipnorm": self.clipnorm, "batch_size": self.batch_size,
+                "class_weights": None if self.class_weights is None else self.class_weights.tolist(),
+                "tagger": self.tagger.get_config()}
+
+    def _compile(self, step, batches):
+        """`step` as a `tf.function` traced once for batches of every shape in `batches`."""
+        if step not in self._compiled:
+            self._compiled[step] = tf.function(step, input_signature=[batches.element_spec])
+        return self._compiled[step]
+
+    def _train_step(self, batch):
+        with tf.GradientTape() as tape:
+            loss = tagger_loss(self.tagger, batch, self.class_weights, training=True)
+        variables = self.tagger.trainable_variables
+        self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
+    def _validation_step(self, batch):
+        return tagger_loss(self.tagger, batch, self.class_weights), self.tagger.predict_tags(batch)
+
+    def train_epoch(self, train: SentenceData, epoch, rng):
+        total = 0.0
+        batches = training_batches(train, rng, self.batch_size)
+        step = self._compile(self._train_step, batches)
+        for batch in batches:
+            total += float(step(batch)) * len(batch["index"])
+        return {"loss": total / len(train)}
+
+    def validate(self, valid: SentenceData):
+        total, counts = 0.0, np.zeros(3, dtype=np.int64)
+        batches = inference_batches(valid)
+        step = self._compile(self._validation_step, batches)
+        for batch in batches:
+            loss, paths = step(batch)
+            total += float(loss) * len(batch["index"])
+            counts += phi_token_counts(paths.numpy(), batch["tags"].numpy(), batch["mask"].numpy())
+        tp, fp, fn = counts
+        return {"loss": total / len(valid), "f1": float(2 * tp / max(2 * tp + fp + fn, 1))}
+
+
+def phi_token_counts(predicted, gold, mask) -> np.ndarray:
+    """(tp, fp, fn) of real tokens tagged PHI (tag id not 0) in `predicted` against `gold`."""
+    predicted, gold = (predicted != 0) & mask, (gold != 0) & mask
+    return np.array([np.sum(predicted & gold), np.sum(predicted & ~gold), np.sum(~predicted & gold)])

@@ -1,0 +1,123 @@
+"""Tests for the training loop (run files, early stopping, resume) and the plain tagger procedure."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from representer.dataset import SentenceData
+from representer.tagger import build_tagger, compute_class_weights, tag_sentences
+from representer.training import TaggerTraining, TrainingProcedure, phi_token_counts, run_training
+
+INPUT_DIM, TAGS = 8, 3
+
+
+class ScriptedProcedure(TrainingProcedure):
+    """Sets its one weight to the epoch number; validation losses follow a script."""
+
+    name = "scripted"
+
+    def __init__(self, losses):
+        self.losses = losses
+        self.model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False)])
+
+    def models(self):
+        return {"model": self.model}
+
+    def optimizers(self):
+        return {}
+
+    def train_epoch(self, train, epoch, rng):
+        self.model.set_weights([np.full((1, 1), epoch, dtype="float32")])
+        return {"loss": float(epoch)}
+
+    def validate(self, valid):
+        return {"loss": self.losses[int(self.model.get_weights()[0].item()) - 1]}
+
+
+def test_early_stopping_restores_the_best_epoch_and_writes_the_run_files(tmp_path):
+    procedure = ScriptedProcedure([3.0, 1.0, 2.0, 2.5, 0.5])
+    metrics = run_training(procedure, None, None, tmp_path, max_epochs=5, patience=2, progress=False)
+    assert metrics == {**json.loads((tmp_path / "metrics.json").read_text())}
+    assert metrics["best_epoch"] == 2 and metrics["epochs"] == 4 and metrics["stopped_early"]
+    assert metrics["val_loss"] == 1.0
+    assert procedure.model.get_weights()[0].item() == 2.0
+    history = json.loads((tmp_path / "history.json").read_text())
+    assert [record["val_loss"] for record in history] == [3.0, 1.0, 2.0, 2.5]
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["procedure"] == "scripted" and config["patience"] == 2
+    saved = keras.saving.load_model(tmp_path / "models" / "model.keras")
+    assert saved.get_weights()[0].item() == 2.0
+    rerun = ScriptedProcedure(procedure.losses)
+    assert run_training(rerun, None, None, tmp_path, max_epochs=5, patience=2, progress=False) == metrics
+    assert rerun.model.get_weights()[0].item() == 2.0  # restored from the checkpoint, nothing retrained
+
+
+def test_a_run_dir_refuses_another_config_and_unknown_monitors(tmp_path):
+    run_training(ScriptedProcedure([1.0]), None, None, tmp_path, max_epochs=1, patience=1, progress=False)
+    with pytest.raises(ValueError, match="patience"):
+        run_training(ScriptedProcedure([1.0]), None, None, tmp_path, max_epochs=1, patience=3, progress=False)
+    with pytest.raises(KeyError, match="val_f1"):
+        run_training(ScriptedProcedure([1.0]), None, None, tmp_path / "other", max_epochs=1, patience=1,
+                     monitor="val_f1", progress=False)
+
+
+def test_phi_token_counts():
+    predicted, gold = np.array([[0, 1, 2, 0, 1]]), np.array([[0, 2, 0, 1, 1]])
+    mask = np.array([[True, True, True, True, False]])
+    np.testing.assert_array_equal(phi_token_counts(predicted, gold, mask), [1, 1, 1])
+
+
+def learnable(sentences, seed):
+    """Tags 0-2 that the features spell out (one-hot plus noise), random casing."""
+    rng = np.random.default_rng(seed)
+    tags = [rng.choice(TAGS, size=n, p=[0.7, 0.2, 0.1]) for n in rng.integers(1, 9, size=sentences)]
+    features = [np.eye(INPUT_DIM, dtype="float32")[t] + rng.normal(0, 0.3, (len(t), INPUT_DIM)) for t in tags]
+    return SentenceData.from_arrays(features, [rng.integers(0, 7, len(t)) for t in tags], tags)
+
+
+TRAIN, VALID = learnable(160, 0), learnable(40, 1)
+
+
+def tagger_training(seed):
+    keras.utils.set_random_seed(seed)
+    tagger = build_tagger(INPUT_DIM, TAGS, lstm_units=4, recurrent_dropout=0.1, dropout=0.1)
+    return TaggerTraining(tagger, compute_class_weights(TRAIN.tag_counts(TAGS)), learning_rate=0.05)
+
+
+def variables(procedure):
+    return procedure.tagger.variables + procedure.optimizer.variables
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """A procedure, its initial variable values and an uninterrupted 4-epoch run from them."""
+    procedure = tagger_training(seed=0)
+    initial = [v.numpy() for v in variables(procedure)]
+    run_dir = tmp_path_factory.mktemp("uninterrupted")
+    run_training(procedure, TRAIN, VALID, run_dir, max_epochs=4, patience=10, seed=7, progress=False)
+    return procedure, initial, procedure.tagger.get_weights(), json.loads((run_dir / "history.json").read_text())
+
+
+def test_tagger_training_learns_the_pattern(uninterrupted):
+    procedure, _, _, history = uninterrupted
+    assert history[-1]["loss"] < history[0]["loss"] / 2
+    assert max(record["val_f1"] for record in history) > 0.9
+    predicted = np.concatenate(tag_sentences(procedure.tagger, VALID))
+    assert np.mean(predicted == VALID.tags) > 0.9
+
+
+def test_resumed_run_ends_like_an_uninterrupted_one(uninterrupted, tmp_path):
+    procedure, initial, final_weights, history = uninterrupted
+    for variable, value in zip(variables(procedure), initial):
+        variable.assign(value)
+    run_training(procedure, TRAIN, VALID, tmp_path, max_epochs=2, patience=10, seed=7, progress=False)
+    # "Crash": a fresh process would build a fresh tagger, with other initial weights.
+    resumed = tagger_training(seed=1)
+    run_training(resumed, TRAIN, VALID, tmp_path, max_epochs=4, patience=10, seed=7, progress=False)
+    resumed_history = json.loads((tmp_path / "history.json").read_text())
+    assert [r["epoch"] for r in resumed_history] == [1, 2, 3, 4]
+    assert [{**r, "seconds": 0} for r in resumed_history] == [{**r, "seconds": 0} for r in history]
+    for resumed_weight, weight in zip(resumed.tagger.get_weights(), final_weights):
+        np.testing.assert_array_equal(resumed_weight, weight)
