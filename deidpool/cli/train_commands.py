@@ -1,0 +1,83 @@
+"""`deidpool train tagger` and `deidpool predict`: the non-private and pseudonymization
+baselines from annotated notes to a run directory, and a run directory applied to notes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from corpus.formats import read_corpus, write_corpus
+from deidpool.cli.corpus_commands import clean_errors
+
+train_app = typer.Typer(no_args_is_help=True, help="Train de-identification models.")
+
+
+def training_documents(data: Path, fmt: str, splits: list[str] | None, valid_data: Path | None,
+                       valid_split: str | None, valid_fraction: float, seed: int):
+    """(train, validation) documents: the validation set is read from --valid-data/--valid-split
+    when given, else a seeded fraction of the training documents is held out."""
+    from representer.tagger_runs import split_documents
+
+    with clean_errors():
+        documents = [d for split in (splits or [None]) for d in read_corpus(data, fmt, split=split)]
+        if valid_data is None and valid_split is None:
+            return split_documents(documents, valid_fraction, seed)
+        return documents, read_corpus(valid_data or data, fmt, split=valid_split)
+
+
+@train_app.command("tagger")
+def train_tagger(
+    data: Path = typer.Option(..., "--data", help="Annotated training notes (file or folder)."),
+    fmt: str = typer.Option(..., "--format", help="Format of --data (and --valid-data)."),
+    split: list[str] | None = typer.Option(None, "--split", help="Named split(s) to train on (repeatable)."),
+    valid_data: Path | None = typer.Option(None, "--valid-data", help="Validation notes (default: --data)."),
+    valid_split: str | None = typer.Option(None, "--valid-split", help="Named split for validation."),
+    valid_fraction: float = typer.Option(0.1, "--valid-fraction", min=0.01, max=0.5, help="Held-out share of the training documents when no validation set is named."),
+    embeddings: str = typer.Option("glove", "--embeddings", help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
+    casing: bool = typer.Option(True, "--casing/--no-casing", help="Give the tagger the 7-way casing feature."),
+    neighbours: int | None = typer.Option(None, "--neighbours", "-n", min=1, help="Pseudonymization baseline: train on PHI moved to one of N embedding neighbours."),
+    scheme: str = typer.Option("BIO", "--scheme", help="Tag scheme: BIO or BIOES."),
+    label: str = typer.Option("source", "--label", help="Tag labels: source (the corpus's own types) or type (i2b2 2014 types)."),
+    lstm_units: int = typer.Option(128, "--lstm-units", min=1),
+    max_epochs: int = typer.Option(20, "--max-epochs", min=1),
+    patience: int = typer.Option(3, "--patience", min=1),
+    seed: int = typer.Option(0, "--seed"),
+    out: Path = typer.Option(..., "--out", help="Run directory (rerun to resume an interrupted run)."),
+) -> None:
+    """Train the BiLSTM-CRF tagger on raw embeddings (non-private baseline) or on pseudonymized notes."""
+    from representer.tagger_runs import train_tagger_run
+
+    train, valid = training_documents(data, fmt, split, valid_data, valid_split, valid_fraction, seed)
+    try:
+        metrics = train_tagger_run(train, valid, out, embeddings=embeddings, casing=casing, scheme=scheme, label=label,
+                                   neighbours=neighbours, lstm_units=lstm_units, max_epochs=max_epochs,
+                                   patience=patience, seed=seed)
+    except ValueError as error:
+        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"best epoch {metrics['best_epoch']}: val_loss {metrics['val_loss']:.4f}, "
+               f"val_f1 {metrics['val_f1']:.4f}; run directory {out}")
+
+
+def predict(
+    model: Path = typer.Option(..., "--model", help="Run directory of `deidpool train tagger`."),
+    notes: Path = typer.Option(..., "--notes", help="Notes to tag (file or folder; spans in them are ignored)."),
+    fmt: str = typer.Option(..., "--format", help="Format of --notes (a folder of .txt files reads as brat)."),
+    split: str | None = typer.Option(None, "--split", help="Named split of --notes."),
+    out: Path = typer.Option(..., "--out", help="Where to write the predictions."),
+    out_format: str | None = typer.Option(None, "--out-format", help="Output format (default: --format)."),
+) -> None:
+    """Find PHI in notes with a trained tagger and write the predicted spans."""
+    from representer.tagger_runs import load_tagger_run, predict_documents
+
+    try:
+        tagger, config, vectors = load_tagger_run(model)
+    except ValueError as error:
+        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    with clean_errors():
+        documents = read_corpus(notes, fmt, split=split)
+        predicted = predict_documents(tagger, config, vectors, documents)
+        write_corpus(predicted, out, out_format or fmt)
+    typer.echo(f"wrote {sum(len(d.spans) for d in predicted)} predicted spans in {len(predicted)} documents to {out}")

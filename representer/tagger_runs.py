@@ -1,0 +1,111 @@
+"""A de-id tagger from documents to a run directory and back to predicted spans: the
+non-private baseline (raw embeddings) and the pseudonymization baseline end to end."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from adversary.pseudonymize import Pseudonymizer
+from corpus.casing import casing_ids
+from corpus.document import Document, Span
+from corpus.prepare import LabeledSentence, prepare_document, prepare_text
+from corpus.tagging import tag_vocabulary
+from corpus.tokenize import Token
+from representer.dataset import SentenceData, predicted_documents
+from representer.embeddings import Embeddings, load_embeddings
+from representer.tagger import Tagger, build_tagger, compute_class_weights, tag_sentences
+from representer.training import TaggerTraining, run_training
+
+RUN_FORMAT = 1
+TAGGER_FILE = "tagger.keras"
+LABELS: dict[str, Callable[[Span], str]] = {"source": lambda span: span.source_type, "type": lambda span: span.type}
+
+
+def split_documents(documents: Sequence[Document], fraction: float, seed: int = 0,
+                    group: Callable[[Document], str] = lambda d: d.id) -> tuple[list[Document], list[Document]]:
+    """(rest, held out): a seeded `fraction` of the groups (e.g. patients) held out whole."""
+    groups = sorted({group(d) for d in documents})
+    held = set(random.Random(seed).sample(groups, max(1, round(fraction * len(groups)))))
+    return [d for d in documents if group(d) not in held], [d for d in documents if group(d) in held]
+
+
+def labeled_sentences(documents: Sequence[Document], scheme: str, label: str) -> list[LabeledSentence]:
+    return [s for d in documents for s in prepare_document(d, scheme, LABELS[label])]
+
+
+def pseudonymized(sentences: Sequence[LabeledSentence], pseudonymizer: Pseudonymizer, seed: int) -> list[LabeledSentence]:
+    """The sentences with every PHI token replaced (METHOD.md baseline); casing follows the new words."""
+    rng, result = random.Random(seed), []
+    for sentence in sentences:
+        tokens = [Token(word, t.start, t.end) for word, t in zip(pseudonymizer.sentence(sentence, rng), sentence.tokens)]
+        result.append(LabeledSentence(tokens, casing_ids(tokens), sentence.tags))
+    return result
+
+
+def train_tagger_run(train_documents: Sequence[Document], valid_documents: Sequence[Document], run_dir: str | Path, *,
+                     embeddings: str = "glove", casing: bool = True, scheme: str = "BIO", label: str = "source",
+                     neighbours: int | None = None, lstm_units: int = 128, max_epochs: int = 20, patience: int = 3,
+                     seed: int = 0, progress: bool = True, loaded_embeddings: Embeddings | None = None) -> dict:
+    """Train a tagger on raw embeddings (or, with `neighbours`, on pseudonymized training
+    sentences) with early stopping on the validation documents; writes the run directory
+    (config.json, history.json, metrics.json, tagger.keras) and returns the best metrics.
+    Every input problem is reported before any training starts."""
+    if label not in LABELS:
+        raise ValueError(f"unknown label {label!r}; choose one of: {', '.join(LABELS)}")
+    train_sentences = labeled_sentences(train_documents, scheme, label)
+    valid_sentences = labeled_sentences(valid_documents, scheme, label)
+    if not train_sentences:
+        raise ValueError("the training data holds no sentence")
+    if not any(tag != "O" for s in valid_sentences for tag in s.tags):
+        raise ValueError("the validation data holds no PHI: early stopping would have nothing to measure")
+    vectors = loaded_embeddings or load_embeddings(embeddings)
+    vocabulary = tag_vocabulary({LABELS[label](span) for d in (*train_documents, *valid_documents) for span in d.spans},
+                                scheme)
+    if neighbours is not None:
+        train_sentences = pseudonymized(train_sentences, Pseudonymizer(vectors, neighbours), seed)
+    train = SentenceData.from_sentences(train_sentences, vectors, vocabulary)
+    valid = SentenceData.from_sentences(valid_sentences, vectors, vocabulary)
+    keras.utils.set_random_seed(seed)
+    tagger = build_tagger(vectors.dim, len(vocabulary), use_casing=casing, lstm_units=lstm_units)
+    procedure = TaggerTraining(tagger, compute_class_weights(train.tag_counts(len(vocabulary))))
+    setup = {"format_version": RUN_FORMAT, "embeddings": embeddings, "embeddings_id": vectors.source_id,
+             "casing": casing, "scheme": scheme, "label": label, "tag_vocabulary": vocabulary,
+             "pseudonymization_neighbours": neighbours, "train_documents": len(train_documents),
+             "train_sentences": len(train), "valid_documents": len(valid_documents), "valid_sentences": len(valid)}
+    metrics = run_training(procedure, train, valid, run_dir, max_epochs=max_epochs, patience=patience, seed=seed,
+                           config=setup, progress=progress)
+    tagger.save(Path(run_dir) / TAGGER_FILE)
+    return metrics
+
+
+def load_tagger_run(run_dir: str | Path, loaded_embeddings: Embeddings | None = None) -> tuple[Tagger, dict, Embeddings]:
+    """(tagger, config, embeddings) of a run directory written by `train_tagger_run`."""
+    run_dir = Path(run_dir)
+    config_file, tagger_file = run_dir / "config.json", run_dir / TAGGER_FILE
+    if not config_file.is_file() or not tagger_file.is_file():
+        raise ValueError(f"{run_dir} is not a tagger run directory (needs config.json and {TAGGER_FILE})")
+    config = json.loads(config_file.read_text())
+    if config.get("format_version") != RUN_FORMAT:
+        raise ValueError(f"{run_dir} was written by another deidpool version (run format "
+                         f"{config.get('format_version')!r}, this version reads {RUN_FORMAT})")
+    vectors = loaded_embeddings or load_embeddings(config["embeddings"])
+    if vectors.source_id != config["embeddings_id"]:
+        raise ValueError(f"embeddings {vectors.source_id} differ from those the tagger was trained on "
+                         f"({config['embeddings_id']})")
+    return keras.saving.load_model(tagger_file, compile=False), config, vectors
+
+
+def predict_documents(tagger: Tagger, config: dict, vectors: Embeddings, documents: Sequence[Document]) -> list[Document]:
+    """The documents with their spans replaced by the tagger's predictions."""
+    sentences = [prepare_text(d.text) for d in documents]
+    flat = [s for doc_sentences in sentences for s in doc_sentences]
+    if not flat:
+        return [Document(d.id, d.text) for d in documents]
+    predictions = tag_sentences(tagger, SentenceData.from_sentences(flat, vectors))
+    return predicted_documents(documents, sentences, predictions, config["tag_vocabulary"], config["scheme"])
