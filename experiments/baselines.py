@@ -1,0 +1,170 @@
+"""Non-private and pseudonymization baselines (issue: the models): trains each configuration,
+tests it, and writes experiments/results/baselines.{md,json} and baselines_f1_vs_n.png.
+
+PhysioNet: train on provider + site_a + site_b + site_c minus a fixed 10% of their patients
+(validation), test on `test`. MEDDOCAN: train minus 10% of its documents, test on dev.
+Results are appended run by run to the JSON file, so an interrupted script resumes where it
+stopped; `--only NAME` runs a single configuration.
+
+    python experiments/baselines.py [--max-epochs 15] [--patience 3] [--seeds 0 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from corpus.formats import read_corpus  # noqa: E402
+from corpus.metrics import evaluate_corpus  # noqa: E402
+from corpus.prepare import prepare_document  # noqa: E402
+from representer.embeddings import load_embeddings, load_fasttext_bin, save_fasttext, train_fasttext  # noqa: E402
+from representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "experiments" / "results"
+RUNS = ROOT / "runs" / "baselines"
+NEIGHBOURS = (2, 5, 10, 20, 50, 100)
+
+
+def configurations(seeds: list[int]) -> list[dict]:
+    """Headline rows for every seed, the pseudonymization sweep and MEDDOCAN for the first."""
+    rows = []
+    for seed in seeds:
+        rows += [{"corpus": "physionet", "name": "GloVe + casing", "embeddings": "glove", "casing": True, "seed": seed},
+                 {"corpus": "physionet", "name": "GloVe", "embeddings": "glove", "casing": False, "seed": seed},
+                 {"corpus": "physionet", "name": "FastText + casing", "embeddings": "fasttext", "casing": True,
+                  "seed": seed}]
+    rows += [{"corpus": "meddocan", "name": "FastText + casing", "embeddings": "fasttext", "casing": True,
+              "seed": seeds[0]}]
+    rows += [{"corpus": "physionet", "name": f"pseudonymized N={n}", "embeddings": "glove", "casing": True,
+              "neighbours": n, "seed": seeds[0]} for n in NEIGHBOURS]
+    for row in rows:
+        row["key"] = f"{row['corpus']}/{row['name']}/seed{row['seed']}"
+    return rows
+
+
+def load_data(corpus: str):
+    """(train, valid, test) documents of a corpus."""
+    if corpus == "physionet":
+        path = DATA / "physionet-deid"
+        pool = [d for split in ("provider", "site_a", "site_b", "site_c") for d in read_corpus(path, "physionet", split=split)]
+        train, valid = split_documents(pool, 0.1, seed=0, group=lambda d: d.id.split("-")[0])
+        return train, valid, read_corpus(path, "physionet", split="test")
+    train, valid = split_documents(read_corpus(DATA / "meddocan" / "train" / "brat", "brat"), 0.1, seed=0)
+    return train, valid, read_corpus(DATA / "meddocan" / "dev" / "brat", "brat")
+
+
+def fasttext_for(corpus: str, train) -> Path:
+    """FastText trained with gensim on the training notes' tokens (cached in runs/)."""
+    path = RUNS / f"fasttext-{corpus}.bin"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sentences = [[t.text for t in s.tokens] for d in train for s in prepare_document(d)]
+        started = time.perf_counter()
+        save_fasttext(train_fasttext(sentences, dim=100, epochs=10), path)
+        print(f"trained FastText on {len(sentences)} {corpus} sentences in {time.perf_counter() - started:.0f} s")
+    return path
+
+
+def run(config: dict, data, max_epochs: int, patience: int) -> dict:
+    train, valid, test = data
+    spec = "glove" if config["embeddings"] == "glove" else f"fasttext:{fasttext_for(config['corpus'], train)}"
+    vectors = load_embeddings(spec)
+    run_dir = RUNS / config["key"].replace("/", "_").replace(" ", "").replace("+", "-").replace("=", "")
+    started = time.perf_counter()
+    metrics = train_tagger_run(train, valid, run_dir, embeddings=spec, casing=config["casing"],
+                               neighbours=config.get("neighbours"), max_epochs=max_epochs, patience=patience,
+                               seed=config["seed"], loaded_embeddings=vectors)
+    train_seconds = time.perf_counter() - started
+    tagger, setup, vectors = load_tagger_run(run_dir, loaded_embeddings=vectors)
+    started = time.perf_counter()
+    predicted = predict_documents(tagger, setup, vectors, test)
+    predict_seconds = time.perf_counter() - started
+    scores = evaluate_corpus(test, predicted)
+    history = json.loads((run_dir / "history.json").read_text())
+    return {**config, "epochs": metrics["epochs"], "best_epoch": metrics["best_epoch"],
+            "train_seconds": round(train_seconds, 1),
+            "epoch_seconds": round(statistics.median(h["seconds"] for h in history), 1),
+            "test_sentences": sum(len(prepare_document(d)) for d in test),
+            "predict_seconds": round(predict_seconds, 2),
+            **{f"{metric}_{part}": scores[metric][part] for metric in ("token_hipaa", "token_all", "entity_strict")
+               for part in ("precision", "recall", "f1")}}
+
+
+def spread(values: list[float]) -> str:
+    mean = statistics.mean(values)
+    return f"{mean:.4f}" if len(values) == 1 else f"{mean:.4f} ± {statistics.stdev(values):.4f}"
+
+
+def table(results: list[dict]) -> str:
+    """One row per (corpus, configuration): mean ± standard deviation over seeds."""
+    groups: dict[tuple, list[dict]] = {}
+    for result in results:
+        groups.setdefault((result["corpus"], result["name"]), []).append(result)
+    columns = ["token_hipaa_precision", "token_hipaa_recall", "token_hipaa_f1", "entity_strict_precision",
+               "entity_strict_recall", "entity_strict_f1"]
+    lines = ["| corpus | configuration | seeds | " + " | ".join(c.replace("_", " ") for c in columns)
+             + " | epochs | train min | s/epoch | test sentences/s |", "|---|---|---:|" + "---:|" * (len(columns) + 4)]
+    for (corpus, name), rows in groups.items():
+        rate = statistics.mean(r["test_sentences"] / r["predict_seconds"] for r in rows)
+        lines.append(f"| {corpus} | {name} | {len(rows)} | " + " | ".join(spread([r[c] for r in rows]) for c in columns)
+                     + f" | {statistics.mean(r['epochs'] for r in rows):.1f}"
+                     + f" | {statistics.mean(r['train_seconds'] for r in rows) / 60:.1f}"
+                     + f" | {statistics.mean(r['epoch_seconds'] for r in rows):.1f} | {rate:,.0f} |")
+    return "\n".join(lines)
+
+
+def plot(results: list[dict], path: Path) -> None:
+    sweep = sorted((r["neighbours"], r["token_hipaa_f1"]) for r in results if r.get("neighbours"))
+    reference = [r["token_hipaa_f1"] for r in results if r["corpus"] == "physionet" and r["name"] == "GloVe + casing"]
+    if not sweep:
+        return
+    figure, axes = plt.subplots(figsize=(6, 4))
+    axes.plot([n for n, _ in sweep], [f for _, f in sweep], "o-", label="pseudonymized training data")
+    if reference:
+        axes.axhline(statistics.mean(reference), color="grey", linestyle="--", label="non-private (GloVe + casing)")
+    axes.set(xscale="log", xlabel="neighbours N", ylabel="token-level binary HIPAA F1 (PhysioNet test)",
+             title="Pseudonymization baseline: F1 vs N")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--max-epochs", type=int, default=15)
+    parser.add_argument("--patience", type=int, default=3)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--only", help="run only the configurations whose key contains this text")
+    args = parser.parse_args()
+    if not DATA.exists():
+        sys.exit(f"reference corpora not found at {DATA} (they live in ../shared/data beside the repository)")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results_file = RESULTS / "baselines.json"
+    results = json.loads(results_file.read_text()) if results_file.exists() else []
+    done = {r["key"] for r in results}
+    data = {}
+    for config in configurations(args.seeds):
+        if config["key"] in done or (args.only and args.only not in config["key"]):
+            continue
+        data.setdefault(config["corpus"], load_data(config["corpus"]))
+        print(f"== {config['key']}", flush=True)
+        results.append(run(config, data[config["corpus"]], args.max_epochs, args.patience))
+        results_file.write_text(json.dumps(results, indent=2) + "\n")
+        (RESULTS / "baselines.md").write_text(table(results) + "\n")
+        plot(results, RESULTS / "baselines_f1_vs_n.png")
+        print(table(results), flush=True)
+
+
+if __name__ == "__main__":
+    main()
