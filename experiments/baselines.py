@@ -37,17 +37,15 @@ NEIGHBOURS = (2, 5, 10, 20, 50, 100)
 
 
 def configurations(seeds: list[int]) -> list[dict]:
-    """Headline rows for every seed, the pseudonymization sweep and MEDDOCAN for the first."""
-    rows = []
-    for seed in seeds:
-        rows += [{"corpus": "physionet", "name": "GloVe + casing", "embeddings": "glove", "casing": True, "seed": seed},
-                 {"corpus": "physionet", "name": "GloVe", "embeddings": "glove", "casing": False, "seed": seed},
-                 {"corpus": "physionet", "name": "FastText + casing", "embeddings": "fasttext", "casing": True,
-                  "seed": seed}]
-    rows += [{"corpus": "meddocan", "name": "FastText + casing", "embeddings": "fasttext", "casing": True,
-              "seed": seeds[0]}]
+    """Every row for the first seed (most important first); the headline rows again for the others."""
+    first, *others = seeds
+    rows = [{"corpus": "physionet", "name": "GloVe + casing", "embeddings": "glove", "casing": True, "seed": first},
+            {"corpus": "physionet", "name": "GloVe", "embeddings": "glove", "casing": False, "seed": first},
+            {"corpus": "physionet", "name": "FastText + casing", "embeddings": "fasttext", "casing": True, "seed": first},
+            {"corpus": "meddocan", "name": "FastText + casing", "embeddings": "fasttext", "casing": True, "seed": first}]
     rows += [{"corpus": "physionet", "name": f"pseudonymized N={n}", "embeddings": "glove", "casing": True,
-              "neighbours": n, "seed": seeds[0]} for n in NEIGHBOURS]
+              "neighbours": n, "seed": first} for n in NEIGHBOURS]
+    rows += [{**row, "seed": seed} for seed in others for row in rows[:4] if row["name"] != "GloVe"]
     for row in rows:
         row["key"] = f"{row['corpus']}/{row['name']}/seed{row['seed']}"
     return rows
