@@ -1,0 +1,77 @@
+"""Export of PHI-labeled notes as a contribution (DESIGN.md, Contribution): prepare, embed,
+represent with the bundle's representer (noise on), shuffle across all documents, then
+encrypt and sign; memory stays bounded by the chunk size and the shuffle's memory budget."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from operator import attrgetter
+from pathlib import Path
+
+import numpy as np
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+from tqdm import tqdm
+
+from client.contribution import ContributionHeader, encode_sentence, write_contribution
+from client.inference import apply_to_sentences, compile_representer
+from client.shuffle import MEMORY_BYTES, ExternalShuffle
+from corpus.document import Document
+from corpus.errors import CorpusError
+from corpus.prepare import LabeledSentence, prepare_document
+from representer.bundle import Bundle
+from representer.dataset import SentenceData
+
+CHUNK_SENTENCES = 16384
+
+
+def export_contribution(documents: Iterable[Document], bundle: Bundle, embeddings, out: str | Path, *,
+                        institution: str, signing_key: Ed25519PrivateKey, server_key: X25519PublicKey,
+                        dtype: str = "float16", chunk_sentences: int = CHUNK_SENTENCES,
+                        memory_bytes: int = MEMORY_BYTES, progress: bool = True) -> ContributionHeader:
+    """Write the contribution of `documents` to `out` and return its header.
+
+    `embeddings` are the bundle's (from `bundle.load_embeddings`). Sentences are represented
+    `chunk_sentences` at a time, spilled to a uniform external shuffle in `out`'s folder, and
+    written in shuffled order; on any error no file is left at `out`.
+    """
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    represent = compile_representer(bundle.load_representer(deterministic=False), embeddings.dim)
+    count = 0
+    with ExternalShuffle(out.parent, memory_bytes) as shuffle:
+        with tqdm(desc="representing", unit=" sentences", disable=not progress) as bar:
+            for sentences in _chunks(_labeled_sentences(documents, bundle), chunk_sentences):
+                data = SentenceData.from_sentences(sentences, embeddings, bundle.tags)
+                boundaries = np.cumsum(data.lengths)[:-1]
+                for vectors, tags, casing in zip(apply_to_sentences(represent, data),
+                                                 np.split(data.tags, boundaries), np.split(data.casing, boundaries)):
+                    shuffle.add(encode_sentence(vectors, tags, casing, dtype))
+                count += len(data)
+                bar.update(len(data))
+        if not count:
+            raise CorpusError("the notes hold no sentences to export")
+        records = tqdm(shuffle, total=count, desc="writing", unit=" sentences", disable=not progress)
+        return write_contribution(out, records, institution=institution, representer_id=bundle.representer_id,
+                                  dim=bundle.repr_size, signing_key=signing_key, server_key=server_key, dtype=dtype)
+
+
+def _labeled_sentences(documents: Iterable[Document], bundle: Bundle) -> Iterator[LabeledSentence]:
+    """Every document's sentences with tags of the bundle's scheme; a span whose label is not
+    in the bundle's tag set is an error naming the document and span."""
+    label = attrgetter(bundle.label)
+    known = {tag.partition("-")[2] for tag in bundle.tags if tag != "O"}
+    for document in documents:
+        for span in document.spans:
+            if label(span) not in known:
+                raise CorpusError(f"PHI label {label(span)!r} is not in the bundle's tag set "
+                                  f"({', '.join(sorted(known))})", None,
+                                  f"document {document.id!r}, span {span.source_type} [{span.start}, {span.end})")
+        yield from prepare_document(document, bundle.scheme, label)
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk

@@ -1,0 +1,49 @@
+"""Frozen models applied to prepared sentences: a representer (vectors for export) or a whole
+pipeline (Viterbi tag ids for de-identification), each compiled once for every batch shape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from representer.dataset import INFERENCE_BATCH_SIZE, SentenceData, inference_batches
+
+BatchFunction = Callable[[dict], tf.Tensor]
+
+
+def compile_representer(representer, embedding_dim: int) -> BatchFunction:
+    """Batch -> (B, T, d) representation vectors (noise as the model is set)."""
+    @tf.function(input_signature=[tf.TensorSpec((None, None, embedding_dim), tf.float32),
+                                  tf.TensorSpec((None, None), tf.bool)], autograph=False)
+    def run(features, mask):
+        return representer({"embeddings": features, "mask": mask})
+
+    return lambda batch: run(batch["features"], batch["mask"])
+
+
+def compile_pipeline(representer, tagger, embedding_dim: int) -> BatchFunction:
+    """Batch -> (B, T) Viterbi tag ids of the tagger over the representer's vectors."""
+    @tf.function(input_signature=[tf.TensorSpec((None, None, embedding_dim), tf.float32),
+                                  tf.TensorSpec((None, None), tf.int8),
+                                  tf.TensorSpec((None, None), tf.bool)], autograph=False)
+    def run(features, casing, mask):
+        vectors = tf.identity(representer({"embeddings": features, "mask": mask}))  # drop the Keras mask
+        return tagger.predict_tags({"features": vectors, "casing": casing, "mask": mask})
+
+    return lambda batch: run(batch["features"], batch["casing"], batch["mask"])
+
+
+def apply_to_sentences(function: BatchFunction, data: SentenceData,
+                       batch_size: int = INFERENCE_BATCH_SIZE) -> list[np.ndarray]:
+    """`function`'s output for every sentence of `data`, in order, cut to its length."""
+    result: list[np.ndarray] = [None] * len(data)
+    if not len(data):
+        return result
+    for batch in inference_batches(data, batch_size):
+        outputs = function(batch).numpy()
+        for output, index, length in zip(outputs, batch["index"].numpy(), batch["length"].numpy()):
+            result[index] = output[:length]
+    return result
+

@@ -1,0 +1,73 @@
+"""Upload of a contribution file to the pooling server, retried with exponential backoff.
+
+The request is `POST {server}/api/contributions` with the `.dpc` bytes as the body
+(`application/vnd.deidpool.contribution`, streamed from disk with a Content-Length), the
+institution id in `X-Deidpool-Institution` and the file's SHA-256 in
+`X-Deidpool-Content-SHA256`. The server deduplicates by that hash, so repeating an upload
+is safe; 200, 201 and 409 (already stored) count as success.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+
+from client.contribution import CHUNK_BYTES, read_header
+
+CONTENT_TYPE = "application/vnd.deidpool.contribution"
+ENDPOINT = "/api/contributions"
+RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504}
+
+
+class UploadError(RuntimeError):
+    """The server refused the contribution, or could not be reached after every retry."""
+
+
+def upload_contribution(path: str | Path, server: str, *, retries: int = 5, backoff: float = 1.0,
+                        timeout: float = 60.0, transport: httpx.BaseTransport | None = None,
+                        sleep: Callable[[float], None] = time.sleep) -> dict:
+    """Send the contribution at `path` to `server`; returns the server's JSON reply (or {}).
+
+    Network errors and the statuses in RETRY_STATUSES are retried up to `retries` times,
+    waiting `backoff`, 2 x `backoff`, 4 x `backoff`, ... seconds; other refusals fail at once.
+    """
+    path = Path(path)
+    header = read_header(path)
+    digest = hashlib.sha256()
+    for block in _blocks(path):
+        digest.update(block)
+    headers = {"Content-Type": CONTENT_TYPE, "Content-Length": str(path.stat().st_size),
+               "X-Deidpool-Institution": header.institution, "X-Deidpool-Content-SHA256": digest.hexdigest()}
+    url = server.rstrip("/") + ENDPOINT
+    with httpx.Client(timeout=timeout, transport=transport) as client:
+        for attempt in range(retries + 1):
+            try:
+                response = client.post(url, content=_blocks(path), headers=headers)
+            except httpx.TransportError as error:
+                problem = f"cannot reach {url}: {error}"
+            else:
+                if response.status_code in (200, 201, 409):
+                    return _json(response)
+                problem = f"{url} answered {response.status_code}: {response.text.strip()[:500]}"
+                if response.status_code not in RETRY_STATUSES:
+                    raise UploadError(problem)
+            if attempt < retries:
+                sleep(backoff * 2 ** attempt)
+    raise UploadError(f"{problem} (after {retries + 1} attempts)")
+
+
+def _blocks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as file:
+        while block := file.read(CHUNK_BYTES):
+            yield block
+
+
+def _json(response: httpx.Response) -> dict:
+    try:
+        return response.json()
+    except ValueError:
+        return {}

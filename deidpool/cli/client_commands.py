@@ -1,0 +1,200 @@
+"""`deidpool provider ...` (keys, signed bundles) and `deidpool client ...` (keys, export,
+inspect, upload, de-identification): the provider's and the institution's commands."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+
+from client.contribution import DTYPES, ContributionError
+from client.transport import UploadError
+from corpus.errors import CorpusError
+from representer import keys
+
+PASSPHRASE_ENV = "DEIDPOOL_KEY_PASSPHRASE"
+
+provider_app = typer.Typer(no_args_is_help=True, help="The provider: signing keys and signed representer bundles.")
+client_app = typer.Typer(no_args_is_help=True, help="The institution: export, inspect and upload contributions; "
+                                                    "de-identify notes with a published pipeline.")
+
+
+@contextlib.contextmanager
+def _clean_errors() -> Iterator[None]:
+    """Bad input of any kind -> one clear line on stderr and exit status 2."""
+    from representer.bundle import BundleError
+
+    try:
+        yield
+    except (CorpusError, BundleError, ContributionError, keys.KeyFileError, UploadError) as error:
+        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+
+
+def _new_passphrase(protect: bool) -> str | None:
+    if not protect:
+        return None
+    return os.environ.get(PASSPHRASE_ENV) or typer.prompt("passphrase", hide_input=True, confirmation_prompt=True)
+
+
+def _private_key(path: Path, kind: str):
+    """The private key at `path`, asking for its passphrase (or reading $DEIDPOOL_KEY_PASSPHRASE)."""
+    passphrase = None
+    if keys.is_encrypted(path):
+        passphrase = os.environ.get(PASSPHRASE_ENV) or typer.prompt(f"passphrase for {path}", hide_input=True)
+    return keys.load_private_key(path, kind, passphrase)
+
+
+def _print_pairs(pairs) -> None:
+    for pair in pairs:
+        typer.echo(f"wrote {pair.private} (private, keep it secret) and {pair.public}; fingerprint {pair.fingerprint}")
+
+
+_PASSPHRASE_HELP = f"Protect the private key with a passphrase (asked for, or ${PASSPHRASE_ENV})."
+
+
+@provider_app.command("keygen")
+def provider_keygen(
+    out: Path = typer.Option(..., "--out", help="Folder for provider.key and provider.pub."),
+    passphrase: bool = typer.Option(False, "--passphrase", help=_PASSPHRASE_HELP),
+) -> None:
+    """Create the provider's Ed25519 key that signs bundles; institutions pin provider.pub."""
+    with _clean_errors():
+        _print_pairs([keys.create_provider_keys(out, _new_passphrase(passphrase))])
+
+
+@provider_app.command("publish")
+def publish(
+    run: Path = typer.Option(..., "--run", help="Training run folder: models/representer.keras [models/tagger.keras], "
+                                                "config.json with 'embeddings' and 'tags', metrics.json."),
+    key: Path = typer.Option(..., "--key", help="The provider's private key (provider.key)."),
+    out: Path = typer.Option(..., "--out", help="New bundle: a folder, or a .tar file."),
+    audit: Path | None = typer.Option(None, "--audit", help="Audit summary: a JSON file or an audit run folder."),
+) -> None:
+    """Publish a training run as a signed bundle (a pipeline when the run has a tagger)."""
+    from representer.bundle import publish_run
+
+    with _clean_errors():
+        manifest = publish_run(run, _private_key(key, keys.SIGNING), out, audit)
+    typer.echo(f"published {manifest['kind']} {manifest['representer_id']} to {out} "
+               f"(signed by {manifest['signed_by']})")
+
+
+@client_app.command("keygen")
+def client_keygen(
+    out: Path = typer.Option(..., "--out", help="Folder for institution.key, institution.pub, institution.json."),
+    institution: str = typer.Option(..., "--institution", help="The institution id contributions carry."),
+    passphrase: bool = typer.Option(False, "--passphrase", help=_PASSPHRASE_HELP),
+) -> None:
+    """Create the institution's Ed25519 key that signs its contributions; the server registers institution.pub."""
+    from client.identity import check_institution_id, create_institution_keys
+
+    try:
+        check_institution_id(institution)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--institution") from None
+    with _clean_errors():
+        _print_pairs([create_institution_keys(out, institution, _new_passphrase(passphrase))])
+
+
+def _open_bundle(path: Path, provider_key: Path, embeddings: str | None):
+    """The verified bundle and its verified embeddings."""
+    from representer.bundle import open_bundle
+
+    bundle = open_bundle(path, keys.load_public_key(provider_key, keys.SIGNING))
+    return bundle, bundle.load_embeddings(embeddings)
+
+
+_EMBEDDINGS_HELP = "Where to find the bundle's embeddings, if not by its own spec (e.g. fasttext:PATH)."
+
+
+@client_app.command("export")
+def export(
+    bundle_path: Path = typer.Option(..., "--bundle", help="The provider's representer bundle (folder or .tar)."),
+    provider_key: Path = typer.Option(..., "--provider-key", help="The pinned provider public key (provider.pub)."),
+    notes: Path = typer.Option(..., "--notes", help="PHI-labeled notes (file or folder, as --format needs)."),
+    fmt: str = typer.Option(..., "--format", help="Format of the notes: i2b2, meddocan, brat, physionet, conll, json."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (PhysioNet splits.json)."),
+    server_key: Path = typer.Option(..., "--server-key", help="The server's X25519 public key "
+                                                              "(server-encryption.pub)."),
+    key: Path = typer.Option(..., "--key", help="The institution's private key (institution.key)."),
+    out: Path = typer.Option(..., "--out", help="The contribution file to write (.dpc)."),
+    dtype: str = typer.Option("float16", "--dtype", help="Vector precision: float16 or float32."),
+    embeddings: str | None = typer.Option(None, "--embeddings", help=_EMBEDDINGS_HELP),
+) -> None:
+    """Export labeled notes as an encrypted, signed contribution of noisy vectors, tags and casing."""
+    from client.export import export_contribution
+    from client.identity import institution_id
+    from corpus.formats import iter_corpus
+
+    if dtype not in DTYPES:
+        raise typer.BadParameter(f"choose one of {', '.join(DTYPES)}", param_hint="--dtype")
+    with _clean_errors():
+        signing_key = _private_key(key, keys.SIGNING)
+        institution = institution_id(key)
+        server = keys.load_public_key(server_key, keys.ENCRYPTION)
+        bundle, vectors = _open_bundle(bundle_path, provider_key, embeddings)
+        header = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out,
+                                     institution=institution, signing_key=signing_key, server_key=server, dtype=dtype)
+    typer.echo(f"wrote {header.sentences} sentences ({header.tokens} tokens) of {institution} to {out} "
+               f"({out.stat().st_size:,} bytes)")
+
+
+@client_app.command("inspect")
+def inspect(
+    contribution: Path = typer.Argument(..., help="A contribution file (.dpc)."),
+    key: Path = typer.Option(..., "--key", help="The institution's public key (institution.pub)."),
+) -> None:
+    """Print a contribution's header after checking its signature (no server key needed)."""
+    from client.contribution import verify_contribution
+
+    with _clean_errors():
+        public_key = keys.load_public_key(key, keys.SIGNING)
+        header = verify_contribution(contribution, public_key)
+    typer.echo(json.dumps(dataclasses.asdict(header), indent=2))
+    typer.echo(f"signature: valid (institution key {keys.fingerprint(public_key)})")
+
+
+@client_app.command("upload")
+def upload(
+    contribution: Path = typer.Argument(..., help="A contribution file (.dpc)."),
+    server: str = typer.Option(..., "--server", help="The pooling server's base URL."),
+    retries: int = typer.Option(5, "--retries", min=0, help="Retries after network errors or busy answers."),
+) -> None:
+    """Send a contribution to the pooling server (safe to repeat: it deduplicates by content hash)."""
+    from client.transport import upload_contribution
+
+    with _clean_errors():
+        reply = upload_contribution(contribution, server, retries=retries)
+    typer.echo(f"uploaded {contribution} to {server}" + (f": {json.dumps(reply)}" if reply else ""))
+
+
+@client_app.command("deidentify")
+def deidentify(
+    pipeline_path: Path = typer.Option(..., "--pipeline", help="A published pipeline (folder or .tar)."),
+    provider_key: Path = typer.Option(..., "--provider-key", help="The pinned public key that signed the pipeline."),
+    notes: Path = typer.Option(..., "--notes", help="Unlabeled notes: a .txt file or folder, or --notes-format's."),
+    notes_format: str = typer.Option("text", "--notes-format", help="text, or any corpus format (spans ignored)."),
+    out: Path = typer.Option(..., "--out", help="Output folder (a .jsonl file for --format json)."),
+    fmt: str = typer.Option(..., "--format", help="brat, i2b2, json (PHI spans) or text (notes with PHI replaced)."),
+    surrogate: bool = typer.Option(False, "--surrogate/--redact", help="For text: consistent surrogates instead "
+                                                                       "of [**CATEGORY**] markers."),
+    embeddings: str | None = typer.Option(None, "--embeddings", help=_EMBEDDINGS_HELP),
+) -> None:
+    """Find PHI in unlabeled notes with a published pipeline, and write spans or de-identified notes."""
+    from client.deidentify import OUTPUT_FORMATS, find_phi, read_notes, write_deidentified
+
+    if fmt not in OUTPUT_FORMATS:
+        raise typer.BadParameter(f"choose one of {', '.join(OUTPUT_FORMATS)}", param_hint="--format")
+    if surrogate and fmt != "text":
+        raise typer.BadParameter("--surrogate applies to --format text only", param_hint="--surrogate")
+    with _clean_errors():
+        pipeline, vectors = _open_bundle(pipeline_path, provider_key, embeddings)
+        found = find_phi(read_notes(notes, notes_format), pipeline, vectors, progress=True)
+        count = write_deidentified(found, out, fmt, surrogates=surrogate)
+    typer.echo(f"de-identified {count} notes to {out} ({fmt})")

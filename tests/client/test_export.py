@@ -1,0 +1,129 @@
+"""Privacy properties of an exported contribution (no token strings, offsets or document ids;
+sentences shuffled; fresh noise on every export) and export failures leaving no file."""
+
+import os
+from operator import attrgetter
+
+import numpy as np
+import pytest
+
+from client.contribution import decrypt_payload, iter_sentences, record_size, validate_contribution
+from client.export import export_contribution
+from corpus.document import Document, Span
+from corpus.errors import CorpusError
+from corpus.prepare import prepare_document
+
+from .conftest import REPR_SIZE, TAGS
+
+
+def _export(documents, pipeline, embeddings, loaded_keys, out, **options):
+    return export_contribution(documents, pipeline, embeddings, out, institution="site-a",
+                               signing_key=loaded_keys.institution, server_key=loaded_keys.server_public,
+                               progress=False, **options)
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory, documents, pipeline, embeddings, loaded_keys):
+    folder = tmp_path_factory.mktemp("export")
+    return [(folder / name, _export(documents, pipeline, embeddings, loaded_keys, folder / name))
+            for name in ("first.dpc", "second.dpc")]
+
+
+@pytest.fixture(scope="module")
+def input_sentences(documents):
+    """(tag ids, casing ids) of every sentence, in input order."""
+    index = {tag: i for i, tag in enumerate(TAGS)}
+    return [(tuple(index[tag] for tag in sentence.tags), tuple(sentence.casing))
+            for document in documents for sentence in prepare_document(document, "BIO", attrgetter("source_type"))]
+
+
+def _sentences(path, loaded_keys):
+    return list(iter_sentences(path, loaded_keys.server, loaded_keys.institution_public))
+
+
+def _payload(path, loaded_keys):
+    return b"".join(decrypt_payload(path, loaded_keys.server, loaded_keys.institution_public))
+
+
+def _key(sentence):
+    return tuple(int(tag) for tag in sentence.tags), tuple(int(casing) for casing in sentence.casing)
+
+
+def test_contribution_is_valid_for_the_server(exports, pipeline, loaded_keys, input_sentences):
+    path, header = exports[0]
+    assert validate_contribution(path, loaded_keys.server, loaded_keys.institution_public,
+                                 representer_ids=[pipeline.representer_id], dim=REPR_SIZE,
+                                 num_tags=len(TAGS)) == header
+    assert (header.institution, header.sentences, header.dtype) == ("site-a", len(input_sentences), "float16")
+    assert header.tokens == sum(len(tags) for tags, _ in input_sentences)
+
+
+def test_payload_holds_no_token_string(exports, documents, loaded_keys):
+    """No token of 3+ characters with a letter occurs anywhere in the decrypted bytes. (Digit-only
+    tokens can occur by chance inside float16 vector bytes; the next test shows that the payload
+    has no room for anything but vectors and small ids.) Letters cannot: every other byte of a
+    float16 in [-1, 1] is a sign/exponent byte outside the ASCII letters."""
+    payload = _payload(exports[0][0], loaded_keys)
+    words = {token for document in documents for sentence in prepare_document(document)
+             for token in (t.text for t in sentence.tokens) if len(token) >= 3 and not token.isdigit()}
+    assert len(words) > 200
+    found = [word for word in words if word.encode() in payload or word.lower().encode() in payload]
+    assert found == []
+    assert not any(document.id.encode() in payload or document.id.encode() in exports[0][0].read_bytes()
+                   for document in documents)
+
+
+def test_payload_is_nothing_but_sentence_records(exports, loaded_keys):
+    """Its size is exactly that of the records (length, tag ids, casing ids, vectors): no text,
+    offsets, document ids or per-document counts fit anywhere."""
+    path = exports[0][0]
+    sentences = _sentences(path, loaded_keys)
+    assert len(_payload(path, loaded_keys)) == sum(record_size(len(s.tags), REPR_SIZE, "float16") for s in sentences)
+    for sentence in sentences:
+        np.testing.assert_allclose(np.linalg.norm(sentence.vectors.astype(np.float32), axis=1), 1, atol=2e-3)
+
+
+def test_sentences_are_shuffled_across_documents(exports, loaded_keys, input_sentences):
+    exported = [_key(sentence) for sentence in _sentences(exports[0][0], loaded_keys)]
+    assert sorted(exported) == sorted(input_sentences)
+    assert exported != input_sentences
+    assert exported != [_key(sentence) for sentence in _sentences(exports[1][0], loaded_keys)]
+
+
+def test_exporting_twice_gives_the_same_tags_but_other_vectors(exports, loaded_keys):
+    first, second = ({_key(s): s.vectors for s in _sentences(path, loaded_keys)} for path, _ in exports)
+    assert first.keys() == second.keys()
+    assert not any(np.array_equal(first[key], second[key]) for key in first)
+
+
+def test_bounded_memory_export_spills_and_keeps_every_sentence(tmp_path, documents, pipeline, embeddings,
+                                                               loaded_keys, input_sentences):
+    header = _export(documents, pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", chunk_sentences=50,
+                     memory_bytes=20_000)
+    assert header.sentences == len(input_sentences)
+    assert sorted(_key(s) for s in _sentences(tmp_path / "a.dpc", loaded_keys)) == sorted(input_sentences)
+    assert os.listdir(tmp_path) == ["a.dpc"]
+
+
+def test_label_outside_the_tag_set_names_document_and_span(tmp_path, pipeline, embeddings, loaded_keys):
+    document = Document("note-7", "Seen at Fenway today.", (Span(8, 14, "Location", "Fenway"),))
+    with pytest.raises(CorpusError, match=r"document 'note-7', span Location \[8, 14\).*'Location' is not in"):
+        _export([document], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc")
+    assert os.listdir(tmp_path) == []
+
+
+def test_failure_midway_leaves_no_partial_file(tmp_path, documents, pipeline, embeddings, loaded_keys):
+    def failing():
+        yield from documents[:5]
+        raise CorpusError("offsets outside the text", "notes/bad.xml", "span T3")
+
+    with pytest.raises(CorpusError, match="notes/bad.xml: span T3"):
+        _export(failing(), pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", chunk_sentences=20,
+                memory_bytes=5_000)
+    assert os.listdir(tmp_path) == []
+
+
+def test_notes_without_sentences_are_refused(tmp_path, pipeline, embeddings, loaded_keys):
+    with pytest.raises(CorpusError, match="no sentences"):
+        _export([Document("empty", "   ")], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc")
+    assert os.listdir(tmp_path) == []

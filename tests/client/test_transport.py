@@ -1,0 +1,75 @@
+"""Tests of the upload: the request the server receives, retries with backoff, and refusals."""
+
+import hashlib
+
+import httpx
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from client.contribution import encode_sentence, write_contribution
+from client.transport import CONTENT_TYPE, UploadError, upload_contribution
+
+
+@pytest.fixture(scope="module")
+def contribution_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("upload") / "a.dpc"
+    vectors = np.ones((3, 4)) / 2
+    write_contribution(path, [encode_sentence(vectors, [0, 1, 0], [2, 2, 2])] * 5, institution="site-b",
+                       representer_id="rep-1", dim=4, signing_key=Ed25519PrivateKey.generate(),
+                       server_key=X25519PrivateKey.generate().public_key())
+    return path
+
+
+def _upload(path, answers, **options):
+    """Upload against a mock server answering with `answers` in turn; returns (reply, requests, sleeps)."""
+    requests, sleeps = [], []
+
+    def handle(request):
+        requests.append((request, request.read()))
+        answer = answers[min(len(requests), len(answers)) - 1]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    reply = upload_contribution(path, "http://server.test/", transport=httpx.MockTransport(handle),
+                                sleep=sleeps.append, **{"backoff": 0.5, **options})
+    return reply, requests, sleeps
+
+
+def test_request_carries_the_file_its_hash_and_the_institution(contribution_file):
+    reply, requests, sleeps = _upload(contribution_file, [httpx.Response(201, json={"id": "c1"})])
+    (request, body), = requests
+    assert reply == {"id": "c1"} and sleeps == []
+    assert request.method == "POST" and str(request.url) == "http://server.test/api/contributions"
+    assert body == contribution_file.read_bytes()
+    assert request.headers["content-type"] == CONTENT_TYPE
+    assert request.headers["x-deidpool-institution"] == "site-b"
+    assert request.headers["x-deidpool-content-sha256"] == hashlib.sha256(body).hexdigest()
+
+
+def test_busy_server_and_network_errors_are_retried_with_growing_waits(contribution_file):
+    answers = [httpx.Response(503), httpx.ConnectError("refused"), httpx.Response(429), httpx.Response(200)]
+    reply, requests, sleeps = _upload(contribution_file, answers)
+    assert len(requests) == 4 and sleeps == [0.5, 1.0, 2.0] and reply == {}
+    assert len({body for _, body in requests}) == 1
+
+
+def test_an_already_stored_contribution_counts_as_uploaded(contribution_file):
+    reply, requests, _ = _upload(contribution_file, [httpx.Response(409, json={"id": "c1", "duplicate": True})])
+    assert reply["duplicate"] and len(requests) == 1
+
+
+def test_a_refusal_is_not_retried(contribution_file):
+    with pytest.raises(UploadError, match="answered 403: unknown institution"):
+        _upload(contribution_file, [httpx.Response(403, text="unknown institution")])
+
+
+def test_giving_up_after_the_last_retry(contribution_file):
+    with pytest.raises(UploadError, match=r"cannot reach .* \(after 3 attempts\)"):
+        _upload(contribution_file, [httpx.ConnectError("refused")], retries=2)
+
+
+def test_reply_that_is_not_json(contribution_file):
+    assert _upload(contribution_file, [httpx.Response(201, text="stored")])[0] == {}
