@@ -1,15 +1,26 @@
 """The `deidpool` command: one Typer app dispatching to every package's commands."""
 
+import os
 import warnings
 
 import typer
 
-from deidpool.cli import corpus_commands, pseudonymize_command
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of the CLI
+
+from deidpool.cli import adversarial_commands, corpus_commands, pseudonymize_command, train_commands
+from deidpool.cli.client_commands import client_app, provider_app
 
 app = typer.Typer(no_args_is_help=True, help="Privacy-preserving pooling of de-identification training data.")
 app.add_typer(corpus_commands.corpus_app, name="corpus")
 app.command("evaluate")(corpus_commands.evaluate)
 app.command("pseudonymize")(pseudonymize_command.pseudonymize)
+train_commands.train_app.command("adversarial")(adversarial_commands.train_adversarial)
+train_commands.train_app.command("dann")(adversarial_commands.train_dann)
+app.add_typer(train_commands.train_app, name="train")
+app.command("audit")(adversarial_commands.audit)
+app.command("predict")(train_commands.predict)
+app.add_typer(provider_app, name="provider")
+app.add_typer(client_app, name="client")
 
 
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:

@@ -1,0 +1,45 @@
+"""Attack A2, the lookup table: an attacker stores the representations of known sentences; is a
+fresh representation of a sentence closer to its stored one than to the stored representation
+of the same sentence with one PHI token replaced? At 0.5 the table is useless."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from adversary.pairs import BATCH_SIZE, PairSource, Pairs, pair_batches
+from representer.procedures import represent
+
+
+def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
+    """For every sentence of `pairs`, its first fake pair over the draws of `seed`, epochs 0, 1, ..."""
+    partner, taken = pairs.features.copy(), np.zeros(len(pairs), bool)
+    replaced = np.full(len(pairs), -1, dtype=np.int64)
+    for epoch in itertools.count():
+        draw = pairs.draw(seed, epoch)
+        for index in np.flatnonzero((draw.labels == 0) & ~taken):
+            rows = slice(pairs.offsets[index], pairs.offsets[index] + pairs.lengths[index])
+            partner[rows], replaced[index] = draw.partner[rows], draw.replaced[index]
+        taken |= draw.labels == 0
+        if taken.all():
+            return Pairs(pairs.features, partner, pairs.lengths, np.zeros(len(pairs), np.float32), replaced)
+
+
+def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int = BATCH_SIZE) -> dict:
+    """The lookup attack on every sentence of `pairs` (one fake partner each): distances are
+    summed squared Euclidean distances over the tokens; a tie counts half.
+
+    Returns `sentences` and `successes` (how often the fresh representation was closer to
+    the stored one of its own sentence) and `rate` = successes / sentences."""
+    successes = 0.0
+    for batch in pair_batches(one_fake_per_sentence(pairs, seed), batch_size):
+        mask = batch["mask"]
+
+        stored, stored_fake, fresh = (represent(representer, embeddings, mask).numpy()
+                                      for embeddings in (batch["original"], batch["partner"], batch["original"]))
+        weight = mask.numpy()[..., None]
+        own = np.sum((fresh - stored) ** 2 * weight, axis=(1, 2))
+        other = np.sum((fresh - stored_fake) ** 2 * weight, axis=(1, 2))
+        successes += float(np.sum(own < other) + 0.5 * np.sum(own == other))
+    return {"sentences": len(pairs), "successes": successes, "rate": successes / len(pairs)}

@@ -1,0 +1,195 @@
+"""`deidpool train adversarial|dann` (a shareable representer trained against the adversaries)
+and `deidpool audit` (attacks on a frozen representer, with positive controls)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+
+from corpus.casing import CASING
+from corpus.errors import CorpusError
+from deidpool.cli.train_commands import training_documents
+
+_DATA = typer.Option(..., "--data", help="Annotated notes (file or folder, as --format needs).")
+_FORMAT = typer.Option(..., "--format", help="Format of --data.")
+_SPLITS = typer.Option(None, "--split", help="Read only these named splits (repeatable; PhysioNet splits.json).")
+_EMBEDDINGS = typer.Option("glove", "--embeddings", help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH.")
+_NEIGHBOURS = typer.Option(100, "--neighbours", "-n", min=2, help="N: fake pairs replace a PHI token by one of "
+                                                                 "its N nearest embedding neighbours.")
+_REPR_SIZE = typer.Option(50, "--repr-size", min=1, help="Representation size d.")
+_LAMBDA = typer.Option(1.0, "--lambda", min=0.0, help="Weight of the adversarial term.")
+_OUT = typer.Option(..., "--out", help="Run folder; an interrupted run in it resumes.")
+_VALID_DATA = typer.Option(None, "--valid-data", help="Validation notes (default: --data).")
+_VALID_SPLIT = typer.Option(None, "--valid-split", help="Named split for validation.")
+_VALID_FRACTION = typer.Option(0.1, "--valid-fraction", min=0.01, max=0.5,
+                               help="Held-out share of the documents when no validation set is named (by --seed).")
+_MAX_EPOCHS = typer.Option(40, "--max-epochs", min=1, help="Most epochs of P3 (DANN: of training).")
+_PATIENCE = typer.Option(10, "--patience", min=1, help="Early-stopping patience of P3 (DANN: of training).")
+_REPRESENTER_UNITS = typer.Option(128, "--representer-units", min=1, help="Representer LSTM units per direction.")
+_TAGGER_UNITS = typer.Option(128, "--tagger-units", min=1, help="Tagger LSTM units per direction.")
+_ADVERSARY_UNITS = typer.Option(64, "--adversary-units", min=1, help="Adversary LSTM units per direction.")
+_CASING = typer.Option(True, "--casing/--no-casing", help="Give the tagger the casing feature.")
+_LEARNING_RATE = typer.Option(0.002, "--learning-rate", min=0.0, help="Nadam learning rate of every model.")
+_SEED = typer.Option(0, "--seed", help="Random seed (weights, validation split, batches, pairs).")
+
+
+@contextlib.contextmanager
+def _clean_errors() -> Iterator[None]:
+    """Bad input (unreadable corpus, no PHI, wrong embeddings) -> one line on stderr, exit status 2."""
+    try:
+        yield
+    except (CorpusError, ValueError, OSError) as error:
+        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+
+
+def _sentences(documents: list) -> list:
+    from corpus.prepare import prepare_document
+
+    return [sentence for document in documents for sentence in prepare_document(document)]
+
+
+def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_fraction, embeddings, neighbours,
+           repr_size, lam, out, max_epochs, patience, seed, representer_units, tagger_units, adversary_units, casing,
+           learning_rate, pretrain_epochs=None, pretrain_patience=None) -> None:
+    """Both train commands, their options passed by name."""
+    import keras
+
+    from corpus.tagging import tag_vocabulary
+    from representer.embeddings import load_embeddings
+    from representer.procedures import AdversarialData, build_models, train_dann, train_three_phase
+    from representer.tagger import compute_class_weights
+
+    train_docs, valid_docs = training_documents(data, fmt, splits, valid_data, valid_split, valid_fraction, seed)
+    with _clean_errors():
+        vectors = load_embeddings(embeddings)
+        tags = tag_vocabulary({span.source_type for document in train_docs + valid_docs for span in document.spans})
+        train = AdversarialData.from_sentences(_sentences(train_docs), vectors, tags, neighbours)
+        valid = AdversarialData.from_sentences(_sentences(valid_docs), vectors, tags, neighbours)
+    keras.utils.set_random_seed(seed)
+    models = build_models(vectors.dim, len(tags), repr_size, representer_units=representer_units,
+                          tagger_units=tagger_units, adversary_units=adversary_units, use_casing=casing)
+    config = {"embeddings": embeddings, "tags": tags, "scheme": "BIO", "label": "source_type",
+              "neighbours": neighbours, "repr_size": repr_size, "embedding_dim": vectors.dim,
+              "casing": {"feature": "reimers-gurevych-2017", "classes": list(CASING)} if casing else None,
+              "units": {"representer": representer_units, "tagger": tagger_units, "adversary": adversary_units},
+              "data": {"path": str(data), "format": fmt, "splits": splits or None,
+                       "valid_data": valid_data and str(valid_data), "valid_split": valid_split,
+                       "valid_fraction": None if valid_split or valid_data else valid_fraction,
+                       "train_sentences": len(train.sentences), "train_pairs": len(train.pairs),
+                       "valid_sentences": len(valid.sentences), "valid_pairs": len(valid.pairs)}}
+    options = {"class_weights": compute_class_weights(train.sentences.tag_counts(len(tags))), "lam": lam,
+               "seed": seed, "config": config, "learning_rate": learning_rate}
+    if procedure == "three-phase":
+        metrics = train_three_phase(*models, train, valid, out, max_epochs=(pretrain_epochs, pretrain_epochs, max_epochs),
+                                    patience=(pretrain_patience, pretrain_patience, patience), **options)
+    else:
+        metrics = train_dann(*models, train, valid, out, max_epochs=max_epochs, patience=patience, **options)
+    typer.echo(f"{procedure} run in {out}: validation F1 {metrics['val_f1']:.4f}, adversary accuracy "
+               f"{metrics['val_adv_accuracy']:.3f} (best epoch {metrics['best_epoch']} of {metrics['epochs']})")
+
+
+def train_adversarial(
+    data: Path = _DATA, fmt: str = _FORMAT, splits: list[str] | None = _SPLITS, valid_data: Path | None = _VALID_DATA,
+    valid_split: str | None = _VALID_SPLIT, valid_fraction: float = _VALID_FRACTION, embeddings: str = _EMBEDDINGS,
+    neighbours: int = _NEIGHBOURS, repr_size: int = _REPR_SIZE, lam: float = _LAMBDA, out: Path = _OUT, max_epochs: int = _MAX_EPOCHS,
+    patience: int = _PATIENCE,
+    pretrain_epochs: int = typer.Option(20, "--pretrain-epochs", min=1, help="Most epochs of P1 and of P2."),
+    pretrain_patience: int = typer.Option(5, "--pretrain-patience", min=1, help="Early-stopping patience of P1, P2."),
+    seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS, tagger_units: int = _TAGGER_UNITS,
+    adversary_units: int = _ADVERSARY_UNITS, casing: bool = _CASING, learning_rate: float = _LEARNING_RATE,
+) -> None:
+    """Train representer, tagger and adversaries by the three-phase procedure (P1, P2, P3).
+
+    The run folder gets models/representer.keras, tagger.keras, adversary.keras and
+    representer_p1.keras (the audits' positive control), config.json, history.json, metrics.json."""
+    _train("three-phase", **locals())
+
+
+def train_dann(
+    data: Path = _DATA, fmt: str = _FORMAT, splits: list[str] | None = _SPLITS, valid_data: Path | None = _VALID_DATA,
+    valid_split: str | None = _VALID_SPLIT, valid_fraction: float = _VALID_FRACTION, embeddings: str = _EMBEDDINGS,
+    neighbours: int = _NEIGHBOURS, repr_size: int = _REPR_SIZE, lam: float = _LAMBDA, out: Path = _OUT, max_epochs: int = _MAX_EPOCHS,
+    patience: int = _PATIENCE, seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS,
+    tagger_units: int = _TAGGER_UNITS, adversary_units: int = _ADVERSARY_UNITS, casing: bool = _CASING,
+    learning_rate: float = _LEARNING_RATE,
+) -> None:
+    """Train representer, tagger and adversaries jointly with gradient reversal (DANN).
+
+    The comparison procedure, which continued adversary training is expected to break."""
+    _train("dann", **locals())
+
+
+def _run_models(representer: Path, adversary: Path | None,
+                p1_representer: Path | None) -> tuple[Path, Path | None, Path | None, dict]:
+    """The representer file, adversary, P1 representer and run config; a run folder supplies
+    models/representer.keras and, unless given, models/adversary.keras and representer_p1.keras."""
+    if not representer.is_dir():
+        return representer, adversary, p1_representer, {}
+    models = representer / "models"
+
+    def existing(path: Path) -> Path | None:
+        return path if path.exists() else None
+
+    config = json.loads((representer / "config.json").read_text()) if (representer / "config.json").exists() else {}
+    return (models / "representer.keras", adversary or existing(models / "adversary.keras"),
+            p1_representer or existing(models / "representer_p1.keras"), config)
+
+
+def audit(
+    representer: Path = typer.Option(..., "--representer", help="A representer .keras file, or a training run folder."),
+    data: Path = _DATA, fmt: str = _FORMAT, splits: list[str] | None = _SPLITS,
+    held_out_split: str | None = typer.Option(None, "--held-out-split", help="Held-out documents: this named split."),
+    held_out_fraction: float = typer.Option(0.2, "--held-out-fraction", min=0.01, max=0.5,
+                                            help="Without --held-out-split: this share of the documents (by --seed)."),
+    neighbours: int = _NEIGHBOURS,
+    epochs: int = typer.Option(100, "--epochs", min=1, help="Epochs of attack training (on PhysioNet, attacks on "
+                                                            "raw embeddings needed about 60 to reach 0.8)."),
+    out: Path = typer.Option(..., "--out", help="Report folder (metrics.json, report.md, accuracy.png)."),
+    adversary: Path | None = typer.Option(None, "--adversary", help="Trained adversaries to continue "
+                                                                    "(default: the run folder's)."),
+    p1_representer: Path | None = typer.Option(None, "--p1-representer", help="The positive control representer "
+                                                                              "(default: the run folder's P1 one)."),
+    embeddings: str | None = typer.Option(None, "--embeddings", help="Embeddings spec (default: the run's, or glove)."),
+    units: int = _ADVERSARY_UNITS, seed: int = _SEED,
+    learning_rate: float = typer.Option(0.01, "--learning-rate", min=0.0, help="Nadam learning rate of the attacks."),
+) -> None:
+    """Freeze a representer and attack it, with raw embeddings and the P1 representer as controls.
+
+    Fresh and continued adversaries, inversion (A1) and lookup (A2) attacks; the report
+    folder gets metrics.json, report.md, accuracy.png, history.json and config.json."""
+    import keras
+
+    from adversary.audit import run_audit
+    from adversary.pairs import PairSource
+    from adversary.pseudonymize import Pseudonymizer
+    from representer.embeddings import load_embeddings
+    from representer.representation import load_representer
+
+    kept, held_out = training_documents(data, fmt, splits, None, held_out_split, held_out_fraction, seed)
+    with _clean_errors():
+        representer_file, adversary_file, p1_file, run_config = _run_models(representer, adversary, p1_representer)
+        spec = embeddings or run_config.get("embeddings", "glove")
+        vectors = load_embeddings(spec)
+        model = load_representer(representer_file)
+        if int(model.input["embeddings"].shape[-1]) != vectors.dim:
+            raise ValueError(f"{representer_file} reads {model.input['embeddings'].shape[-1]}-dimensional embeddings, "
+                             f"{spec} has {vectors.dim}")
+        pseudonymizer = Pseudonymizer(vectors, neighbours)
+        train, test = PairSource(_sentences(kept), pseudonymizer), PairSource(_sentences(held_out), pseudonymizer)
+        keras.utils.set_random_seed(seed)
+        trained = keras.saving.load_model(adversary_file, compile=False) if adversary_file else None
+        p1 = load_representer(p1_file) if p1_file else None
+    config = {"representer": str(representer_file), "adversary": adversary_file and str(adversary_file),
+              "p1_representer": p1_file and str(p1_file), "embeddings": spec,
+              "data": {"path": str(data), "format": fmt, "splits": splits or None, "held_out_split": held_out_split,
+                       "held_out_fraction": None if held_out_split else held_out_fraction}}
+    report = run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
+                       seed=seed, config=config, learning_rate=learning_rate)
+    best = report["attacks"]["target/fresh"]
+    typer.echo(f"audit of {representer_file}: {report['verdict']} (fresh adversaries' best held-out accuracy "
+               f"{best['accuracy']:.3f}, lookup rate {report['lookup']['target']['rate']:.3f}); report in {out}")

@@ -1,0 +1,262 @@
+"""Adversarial representations on PhysioNet (issue: privacy): three-phase runs for N in
+{10, 50, 100, 500} and DANN at N = 100, each with the jointly trained tagger, a tagger retrained
+from scratch on exported noisy representations (as the pooling server would), and an audit;
+writes experiments/results/adversarial.{md,json} and adversarial_{f1_vs_n,audit}.png.
+
+Data as in the baselines: train on provider + site_a + site_b + site_c minus a fixed 10% of
+their patients (validation), test on `test`; GloVe + casing, representation size 50. The
+audit attacks with pairs from the training notes and judges on pairs from the test notes.
+Results are appended configuration by configuration, and every training run resumes from
+its checkpoints, so an interrupted script continues where it stopped.
+
+    python experiments/adversarial.py [--only N=100] [--pretrain-epochs 20] [--max-epochs 40]
+        [--patience 10] [--audit-epochs 100] [--retrain-epochs 20]
+
+Small budget (a check that everything runs, not results): --pretrain-epochs 1 --max-epochs 1
+--audit-epochs 2 --retrain-epochs 1 --results-name adversarial_smoke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import keras
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from adversary.audit import HEADS, run_audit  # noqa: E402
+from adversary.pairs import PairSource  # noqa: E402
+from adversary.pseudonymize import Pseudonymizer  # noqa: E402
+from client.inference import apply_to_sentences, compile_pipeline, compile_representer  # noqa: E402
+from corpus.casing import CASING  # noqa: E402
+from corpus.formats import read_corpus  # noqa: E402
+from corpus.metrics import evaluate_corpus  # noqa: E402
+from corpus.prepare import prepare_document, prepare_text  # noqa: E402
+from corpus.tagging import tag_vocabulary  # noqa: E402
+from representer.dataset import SentenceData, predicted_documents  # noqa: E402
+from representer.embeddings import load_glove_default  # noqa: E402
+from representer.procedures import AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
+from representer.representation import load_representer  # noqa: E402
+from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
+from representer.tagger_runs import split_documents  # noqa: E402
+from representer.training import TaggerTraining, run_training  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "physionet-deid"
+RESULTS = ROOT / "experiments" / "results"
+RUNS = ROOT / "runs"
+CONFIGURATIONS = [{"name": f"three-phase N={n}", "procedure": "three-phase", "neighbours": n} for n in (10, 50, 100, 500)]
+CONFIGURATIONS.append({"name": "DANN N=100", "procedure": "dann", "neighbours": 100})
+REPR_SIZE = 50
+BUDGET = ("pretrain_epochs", "max_epochs", "patience", "audit_epochs", "audit_learning_rate", "retrain_epochs",
+          "representer_units", "tagger_units", "adversary_units")  # recorded with every result
+
+
+def load_data():
+    """(train, valid, test) documents, split as in experiments/baselines.py."""
+    pool = [d for split in ("provider", "site_a", "site_b", "site_c") for d in read_corpus(DATA, "physionet", split=split)]
+    train, valid = split_documents(pool, 0.1, seed=0, group=lambda d: d.id.split("-")[0])
+    return train, valid, read_corpus(DATA, "physionet", split="test")
+
+
+def sentences(documents):
+    return [s for d in documents for s in prepare_document(d)]
+
+
+def test_scores(documents, predict_sentences, vocabulary) -> dict:
+    """Token-level binary HIPAA and entity-level strict P/R/F1 of a sentence predictor on `documents`."""
+    per_document = [prepare_text(d.text) for d in documents]
+    predictions = predict_sentences([s for doc in per_document for s in doc])
+    scores = evaluate_corpus(documents, predicted_documents(documents, per_document, predictions, vocabulary))
+    return {f"{metric}_{part}": scores[metric][part] for metric in ("token_hipaa", "entity_strict")
+            for part in ("precision", "recall", "f1")}
+
+
+def retrained_tagger(out: Path, representer, data, vocabulary, embeddings, args) -> tuple[object, dict]:
+    """A fresh tagger trained on noisy representations exported from the training and
+    validation sentences, as the pooling server trains on contributions."""
+    represent = compile_representer(representer, embeddings.dim)
+
+    def exported(sentence_data: SentenceData) -> SentenceData:
+        vectors = apply_to_sentences(represent, sentence_data)
+        lengths = sentence_data.lengths
+        return SentenceData.from_arrays(vectors, _split(sentence_data.casing, lengths), _split(sentence_data.tags, lengths))
+
+    train, valid = exported(data[0].sentences), exported(data[1].sentences)
+    keras.utils.set_random_seed(args.seed)
+    tagger = build_tagger(REPR_SIZE, len(vocabulary), lstm_units=args.tagger_units)
+    procedure = TaggerTraining(tagger, compute_class_weights(train.tag_counts(len(vocabulary))))
+    metrics = run_training(procedure, train, valid, out, max_epochs=args.retrain_epochs, patience=args.retrain_patience,
+                           seed=args.seed, config={"tags": vocabulary, "source": "exported representations"})
+    return tagger, metrics
+
+
+def _split(values, lengths):
+    """Flat per-token `values` cut into sentences of `lengths`."""
+    return np.split(values, np.cumsum(lengths)[:-1])
+
+
+def run_dir(config: dict, args) -> Path:
+    """runs/<results name>/<configuration>: smoke runs never resume into real ones."""
+    return RUNS / args.results_name / config["name"].replace(" ", "_").replace("=", "")
+
+
+def run(config: dict, documents, embeddings, args) -> dict:
+    train_docs, valid_docs, test_docs = documents
+    folder = run_dir(config, args)
+    vocabulary = tag_vocabulary({span.source_type for d in train_docs + valid_docs for span in d.spans})
+    n = config["neighbours"]
+    data = [AdversarialData.from_sentences(sentences(docs), embeddings, vocabulary, n) for docs in (train_docs, valid_docs)]
+    keras.utils.set_random_seed(args.seed)
+    models = build_models(embeddings.dim, len(vocabulary), REPR_SIZE, representer_units=args.representer_units,
+                          tagger_units=args.tagger_units, adversary_units=args.adversary_units)
+    options = {"class_weights": compute_class_weights(data[0].sentences.tag_counts(len(vocabulary))), "seed": args.seed,
+               "config": {"embeddings": "glove", "tags": vocabulary, "scheme": "BIO", "label": "source_type",
+                          "neighbours": n, "repr_size": REPR_SIZE,
+                          "casing": {"feature": "reimers-gurevych-2017", "classes": list(CASING)}}}
+    if config["procedure"] == "three-phase":
+        metrics = train_three_phase(*models, *data, folder / "training", max_epochs=(args.pretrain_epochs,
+                                    args.pretrain_epochs, args.max_epochs), patience=(args.pretrain_patience,
+                                    args.pretrain_patience, args.patience), **options)
+    else:
+        metrics = train_dann(*models, *data, folder / "training", max_epochs=args.max_epochs, patience=args.patience,
+                             **options)
+    train_seconds = sum(r["seconds"] for r in json.loads((folder / "training" / "history.json").read_text()))
+    model_dir = folder / "training" / "models"
+    representer, tagger = load_representer(model_dir / "representer.keras"), keras.saving.load_model(
+        model_dir / "tagger.keras", compile=False)
+    pipeline = compile_pipeline(representer, tagger, embeddings.dim)
+    joint = test_scores(test_docs, lambda s: apply_to_sentences(pipeline, SentenceData.from_sentences(s, embeddings)),
+                        vocabulary)
+    started = time.perf_counter()
+    pooled, pooled_metrics = retrained_tagger(folder / "retrained", representer, data, vocabulary, embeddings, args)
+    retrain_seconds = time.perf_counter() - started
+    represent = compile_representer(representer, embeddings.dim)
+
+    def pooled_predictions(prepared):
+        unlabeled = SentenceData.from_sentences(prepared, embeddings)
+        vectors = apply_to_sentences(represent, unlabeled)
+        return tag_sentences(pooled, SentenceData.from_arrays(vectors, _split(unlabeled.casing, unlabeled.lengths)))
+
+    retrained = test_scores(test_docs, pooled_predictions, vocabulary)
+    pseudonymizer = Pseudonymizer(embeddings, n)
+    started = time.perf_counter()
+    p1 = model_dir / "representer_p1.keras"
+    report = run_audit(representer, PairSource(sentences(train_docs), pseudonymizer),
+                       PairSource(sentences(test_docs), pseudonymizer), folder / "audit", epochs=args.audit_epochs,
+                       adversary=keras.saving.load_model(model_dir / "adversary.keras", compile=False),
+                       p1_representer=load_representer(p1) if p1.exists() else None, units=args.adversary_units,
+                       seed=args.seed, config={"representer": str(model_dir / "representer.keras")},
+                       learning_rate=args.audit_learning_rate)
+    audit_seconds = time.perf_counter() - started
+    return {**config, "epochs": metrics["epochs"], "train_seconds": round(train_seconds, 1),
+            "phase_seconds": metrics.get("seconds"), "val_f1": metrics["val_f1"],
+            "val_adv_accuracy": metrics["val_adv_accuracy"], "joint": joint, "retrained": retrained,
+            "retrain_epochs": pooled_metrics["epochs"], "retrain_seconds": round(retrain_seconds, 1),
+            "audit_seconds": round(audit_seconds, 1), "audit": report,
+            "budget": {key: getattr(args, key) for key in BUDGET}}
+
+
+def _accuracy(report: dict, attack: str) -> str:
+    result = report["attacks"].get(attack)
+    if result is None:
+        return "-"
+    heads = result["heads"]
+    return f"{max(h['rate'] for h in heads.values()):.3f} ({result['verdict']})"
+
+
+def table(results: list[dict], baselines: list[dict]) -> str:
+    """One row per configuration, the baselines' PhysioNet GloVe rows first."""
+    lines = ["| configuration | token HIPAA F1 (joint tagger) | token HIPAA F1 (retrained on exports) | "
+             "fresh adversary acc. | continued adversary acc. | raw / P1 control acc. | lookup rate | "
+             "inversion top-1 / top-10 (raw) | verdict | train min | max epochs P1,P2 / P3 / audit |",
+             "|---|---:|---:|---|---|---|---|---|---|---:|---|"]
+    for row in baselines:
+        if row["key"].startswith("physionet/GloVe + casing") or row.get("neighbours"):
+            lines.append(f"| {row['name']} (baseline) | {row['token_hipaa_f1']:.4f} | | | | | | | | "
+                         f"{row['train_seconds'] / 60:.1f} | |")
+    for r in results:
+        report, budget = r["audit"], r["budget"]
+        controls = " / ".join(_accuracy(report, f"{c}/fresh").split(" ")[0] for c in ("raw", "p1"))
+        inversion = report["inversion"]
+        lines.append(f"| {r['name']} | {r['joint']['token_hipaa_f1']:.4f} | {r['retrained']['token_hipaa_f1']:.4f} | "
+                     f"{_accuracy(report, 'target/fresh')} | {_accuracy(report, 'target/continued')} | {controls} | "
+                     f"{report['lookup']['target']['rate']:.3f} | {inversion['target']['top1']:.3f} / "
+                     f"{inversion['target']['top10']:.3f} ({inversion['raw']['top1']:.3f} / "
+                     f"{inversion['raw']['top10']:.3f}) | {report['verdict']} | {r['train_seconds'] / 60:.1f} | "
+                     f"{budget['pretrain_epochs']} / {budget['max_epochs']} / {budget['audit_epochs']} |")
+    return "\n".join(lines)
+
+
+def plot(results: list[dict], args, path_f1: Path, path_audit: Path) -> None:
+    three_phase = sorted((r["neighbours"], r) for r in results if r["procedure"] == "three-phase")
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for key, label in (("joint", "joint tagger"), ("retrained", "tagger retrained on exports")):
+        axes.plot([n for n, _ in three_phase], [r[key]["token_hipaa_f1"] for _, r in three_phase], "o-", label=label)
+    axes.set(xscale="log", xlabel="neighbours N", ylabel="token-level binary HIPAA F1 (test)",
+             title="Three-phase adversarial representation: F1 vs N")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path_f1, dpi=120)
+    plt.close(figure)
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for r in results:
+        history = json.loads((run_dir(r, args) / "audit" / "history.json").read_text())
+        records = history["target/fresh"]
+        axes.plot([h["epoch"] for h in records], [max(h[f"accuracy{s}"] for s in HEADS.values()) for h in records],
+                  marker="o", label=r["name"])
+    axes.axhline(0.5, color="grey", linestyle="--")
+    axes.set(xlabel="audit epoch", ylabel="fresh adversary held-out accuracy (best output)", ylim=(0, 1))
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path_audit, dpi=120)
+    plt.close(figure)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="run only the configurations whose name contains this text")
+    parser.add_argument("--pretrain-epochs", type=int, default=20, help="most epochs of P1 and of P2")
+    parser.add_argument("--pretrain-patience", type=int, default=5)
+    parser.add_argument("--max-epochs", type=int, default=40, help="most epochs of P3 and of DANN")
+    parser.add_argument("--patience", type=int, default=10)
+    parser.add_argument("--audit-epochs", type=int, default=100,
+                        help="attacks on raw PhysioNet embeddings needed about 60 epochs to reach 0.8")
+    parser.add_argument("--audit-learning-rate", type=float, default=0.01)
+    parser.add_argument("--retrain-epochs", type=int, default=20)
+    parser.add_argument("--retrain-patience", type=int, default=3)
+    parser.add_argument("--representer-units", type=int, default=128)
+    parser.add_argument("--tagger-units", type=int, default=128)
+    parser.add_argument("--adversary-units", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--results-name", default="adversarial", help="stem of the result files")
+    args = parser.parse_args()
+    if not DATA.exists():
+        sys.exit(f"PhysioNet data not found at {DATA} (it lives in ../shared/data beside the repository)")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results_file = RESULTS / f"{args.results_name}.json"
+    results = json.loads(results_file.read_text()) if results_file.exists() else []
+    baselines_file = RESULTS / "baselines.json"
+    baselines = json.loads(baselines_file.read_text()) if baselines_file.exists() else []
+    done = {r["name"] for r in results}
+    documents, embeddings = load_data(), load_glove_default()
+    for config in CONFIGURATIONS:
+        if config["name"] in done or (args.only and args.only not in config["name"]):
+            continue
+        print(f"== {config['name']}", flush=True)
+        results.append(run(config, documents, embeddings, args))
+        results_file.write_text(json.dumps(results, indent=2) + "\n")
+        (RESULTS / f"{args.results_name}.md").write_text(table(results, baselines) + "\n")
+        plot(results, args, RESULTS / f"{args.results_name}_f1_vs_n.png", RESULTS / f"{args.results_name}_audit.png")
+        print(table(results, baselines), flush=True)
+
+
+if __name__ == "__main__":
+    main()

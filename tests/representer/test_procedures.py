@@ -1,0 +1,198 @@
+"""Tests for the three-phase and DANN procedures: what each step trains and freezes, the P3b
+loss, the gradient reversal, and a `deidpool train adversarial` run that resumes after a kill."""
+
+import json
+import math
+import shutil
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from gensim.models import KeyedVectors
+from typer.testing import CliRunner
+
+from adversary.models import adversary_step
+from corpus.formats import write_corpus
+from corpus.prepare import prepare_document
+from corpus.synth import generate_documents
+from corpus.tagging import tag_vocabulary
+from deidpool.cli import app
+from representer.dataset import training_batches
+from representer.embeddings import Embeddings
+from representer.noise import set_deterministic
+from representer.procedures import (AdversarialData, AdversaryTraining, AlternatingTraining, DANNTraining,
+                                    build_models)
+from representer.representation import load_representer
+from representer.tagger import tagger_loss
+
+DIM, REPR = 8, 6
+TINY = {"representer_units": 4, "tagger_units": 4, "adversary_units": 8}
+TINY_OPTIONS = ["--repr-size", str(REPR), "--representer-units", "4", "--tagger-units", "4", "--adversary-units", "8",
+                "--neighbours", "5", "--valid-fraction", "0.3"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def fast_graph_compilation():
+    """Grappler's graph rewrites take longer than these tiny models ever run."""
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+    yield
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": False})
+
+
+@pytest.fixture(scope="module")
+def documents():
+    return list(generate_documents(6, seed=0))
+
+
+def random_vectors(documents) -> dict[str, np.ndarray]:
+    """A random vector for every lower-cased token of the documents."""
+    words = sorted({t.text.lower() for d in documents for s in prepare_document(d) for t in s.tokens})
+    return dict(zip(words, np.random.default_rng(0).normal(size=(len(words), DIM)).astype(np.float32)))
+
+
+@pytest.fixture(scope="module")
+def toy(documents):
+    """Short sentences of the documents, tiny models and a procedure's worth of settings."""
+    vectors = random_vectors(documents)
+    kv = KeyedVectors(DIM)
+    kv.add_vectors(list(vectors), np.array(list(vectors.values())))
+    sentences = [s for d in documents for s in prepare_document(d, max_tokens=8)]
+    tags = tag_vocabulary({span.source_type for d in documents for span in d.spans})
+    data = AdversarialData.from_sentences(sentences[:64], Embeddings(kv, "toy"), tags, 5)
+    keras.utils.set_random_seed(0)
+    return data, build_models(DIM, len(tags), REPR, **TINY)
+
+
+def test_p3b_loss_is_deid_loss_plus_lambda_times_distance_of_adversary_loss_from_log_2(toy):
+    data, (representer, tagger, adversary) = toy
+    procedure = AlternatingTraining(representer, tagger, adversary, lam=0.7)
+    tagger_batch = next(iter(training_batches(data.sentences, 0)))
+    pair_batch = next(iter(data.pairs.epoch(0, 0)))
+    set_deterministic(representer, True)
+    try:
+        losses = procedure.combined_loss(tagger_batch, pair_batch)
+        features = representer({"embeddings": tagger_batch["features"], "mask": tagger_batch["mask"]})
+        deid = float(tagger_loss(tagger, {**tagger_batch, "features": features}))
+        adversarial = float(adversary_step(adversary, representer, pair_batch)["loss"])
+    finally:
+        set_deterministic(representer, False)
+    assert float(losses["loss_deid"]) == pytest.approx(deid, rel=1e-5)
+    assert float(losses["loss_adv"]) == pytest.approx(adversarial, rel=1e-5)
+    assert float(losses["loss"]) == pytest.approx(deid + 0.7 * abs(adversarial - math.log(2)), rel=1e-5)
+
+
+def test_dann_reverses_the_adversarial_gradient_for_the_representer_only(toy):
+    data, (representer, tagger, adversary) = toy
+    procedure = DANNTraining(representer, tagger, adversary, lam=0.5)
+    tagger_batch = next(iter(training_batches(data.sentences, 0)))
+    pair_batch = next(iter(data.pairs.epoch(0, 0)))
+    variables = representer.trainable_variables + adversary.trainable_variables
+    set_deterministic(representer, True)
+    try:
+        with tf.GradientTape(persistent=True) as tape:
+            reversed_loss = procedure.losses(tagger_batch, pair_batch)["loss_adv"]
+            plain_loss = adversary_step(adversary, representer, pair_batch)["loss"]
+    finally:
+        set_deterministic(representer, False)
+    assert float(reversed_loss) == pytest.approx(float(plain_loss), rel=1e-6)
+    count = len(representer.trainable_variables)
+    reversed_gradients, plain_gradients = (
+        [np.zeros(v.shape) if g is None else g.numpy() for g, v in zip(tape.gradient(loss, variables), variables)]
+        for loss in (reversed_loss, plain_loss))  # None: the noise is off, its std unused
+    assert any(np.any(g != 0) for g in plain_gradients[:count])
+    for reversed_gradient, plain_gradient in zip(reversed_gradients[:count], plain_gradients[:count]):
+        np.testing.assert_allclose(reversed_gradient, -0.5 * plain_gradient, rtol=1e-5, atol=1e-8)
+    for reversed_gradient, plain_gradient in zip(reversed_gradients[count:], plain_gradients[count:]):
+        np.testing.assert_allclose(reversed_gradient, plain_gradient, rtol=1e-5, atol=1e-8)
+
+
+@pytest.fixture(scope="module")
+def corpus_files(tmp_path_factory, documents):
+    root = tmp_path_factory.mktemp("corpus")
+    write_corpus(documents, root / "notes.jsonl", "json")
+    with (root / "vectors.txt").open("w") as file:
+        for word, vector in random_vectors(documents).items():
+            file.write(" ".join([word, *map(str, vector)]) + "\n")
+    return ["--data", str(root / "notes.jsonl"), "--format", "json", "--embeddings", f"glove-text:{root / 'vectors.txt'}"]
+
+
+def train(command, corpus_files, out, *options):
+    return CliRunner().invoke(app, ["train", command, *corpus_files, *TINY_OPTIONS, "--out", str(out), *options])
+
+
+class Spy:
+    """Records, for every P2 epoch and P3 part, which models' weights changed; kills the first
+    run inside its first P3 epoch."""
+
+    def __init__(self):
+        self.changed, self.kill = [], True
+        self.train_part, self.train_epoch = AlternatingTraining.train_part, AdversaryTraining.train_epoch
+
+    def _record(self, step, models, run):
+        before = {name: model.get_weights() for name, model in models.items()}
+        result = run()
+        self.changed.append((step, {name: any(not np.array_equal(old, new) for old, new in
+                                              zip(before[name], model.get_weights(), strict=True))
+                                    for name, model in models.items()}))
+        return result
+
+    def p3_part(self, procedure, part, train_data, rng):
+        if self.kill:
+            self.kill = False
+            raise RuntimeError("killed")
+        return self._record(f"p3{part}", procedure.models(),
+                            lambda: self.train_part(procedure, part, train_data, rng))
+
+    def p2_epoch(self, procedure, train_data, epoch, rng):
+        models = {"representer": procedure.representer, "adversary": procedure.adversary}
+        return self._record("p2", models, lambda: self.train_epoch(procedure, train_data, epoch, rng))
+
+
+@pytest.fixture(scope="module")
+def adversarial_run(tmp_path_factory, corpus_files):
+    """A tiny `deidpool train adversarial` run killed in P3, then resumed: (run folder, its
+    history when killed, the Spy)."""
+    run, spy = tmp_path_factory.mktemp("adversarial") / "run", Spy()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AlternatingTraining, "train_part", lambda procedure, *args: spy.p3_part(procedure, *args))
+        patch.setattr(AdversaryTraining, "train_epoch", lambda procedure, *args: spy.p2_epoch(procedure, *args))
+        killed = train("adversarial", corpus_files, run, "--pretrain-epochs", "1", "--max-epochs", "1")
+        assert isinstance(killed.exception, RuntimeError), killed.output
+        history_when_killed = {phase: json.loads((run / phase / "history.json").read_text()) for phase in ("p1", "p2")}
+        assert not (run / "p3" / "history.json").exists()
+        result = train("adversarial", corpus_files, run, "--pretrain-epochs", "1", "--max-epochs", "1")
+    assert result.exit_code == 0, result.output
+    return run, history_when_killed, spy
+
+
+def test_frozen_models_keep_their_weights_bit_for_bit(adversarial_run):
+    _, _, spy = adversarial_run
+    assert spy.changed == [("p2", {"representer": False, "adversary": True}),
+                           ("p3a", {"representer": False, "tagger": True, "adversary": True}),
+                           ("p3b", {"representer": True, "tagger": False, "adversary": False})]
+
+
+def test_adversarial_run_holds_what_bundles_and_audits_read(adversarial_run):
+    run, _, _ = adversarial_run
+    models = run / "models"
+    assert sorted(p.name for p in models.iterdir()) == ["adversary.keras", "representer.keras",
+                                                        "representer_p1.keras", "tagger.keras"]
+    assert load_representer(models / "representer.keras").output.shape[-1] == REPR
+    config = json.loads((run / "config.json").read_text())
+    assert config["procedure"] == "three-phase" and config["embeddings"].startswith("glove-text:")
+    assert config["tags"][0] == "O" and config["neighbours"] == 5 and config["repr_size"] == REPR
+    assert config["casing"]["classes"] and config["max_epochs"] == {"p1": 1, "p2": 1, "p3": 1}
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert set(metrics["phases"]) == set(metrics["seconds"]) == {"p1", "p2", "p3"}
+    assert metrics["val_loss"] == pytest.approx(metrics["val_loss_deid"] + abs(metrics["val_adv_loss"] - math.log(2)))
+
+
+def test_a_killed_run_resumes_in_the_phase_it_was_in(adversarial_run):
+    run, history_when_killed, spy = adversarial_run
+    history = json.loads((run / "history.json").read_text())
+    assert [(r["phase"], r["epoch"]) for r in history] == [("p1", 1), ("p2", 1), ("p3", 1)]
+    # P1 and P2 were not trained again: the same records (timings included), one P2 epoch in all.
+    assert [r for r in history if r["phase"] != "p3"] == [
+        {"phase": phase, **record} for phase, records in history_when_killed.items() for record in records]
+    assert [step for step, _ in spy.changed].count("p2") == 1
