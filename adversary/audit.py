@@ -12,7 +12,7 @@ from adversary.inversion import inversion_attack
 from adversary.lookup import lookup_attack
 from adversary.models import DEFAULT_UNITS
 from adversary.pairs import PairSource
-from representer.procedures import AdversaryTraining, build_adversary
+from adversary.procedures import AdversaryTraining, build_adversary
 from representer.training import _write_config, _write_json, run_training
 
 Z_95 = 1.959963984540054

@@ -11,7 +11,7 @@ from keras import ops
 
 from adversary.pairs import PairSource
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
-from representer.procedures import represent
+from adversary.procedures import represent
 
 QUERY_CHUNK = 64  # PHI tokens ranked against the vocabulary at once (64 x 400k floats for GloVe)
 

@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 
 from adversary.pairs import BATCH_SIZE, PairSource, Pairs, pair_batches
-from representer.procedures import represent
+from adversary.procedures import represent
 
 
 def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:

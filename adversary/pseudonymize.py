@@ -21,6 +21,7 @@ from functools import cached_property
 
 from gensim.parsing.preprocessing import STOPWORDS
 
+from corpus.casing import casing_ids
 from corpus.document import Document, Span
 from corpus.prepare import LabeledSentence, prepare_document
 from corpus.tokenize import Token
@@ -71,6 +72,14 @@ class Pseudonymizer:
         """Token strings of `sentence` with every PHI token (or only positions `only`) replaced."""
         positions = set(only) if only is not None else {i for i, tag in enumerate(sentence.tags) if tag != "O"}
         return [self.pseudonym(t.text, rng) if i in positions else t.text for i, t in enumerate(sentence.tokens)]
+
+    def labeled_sentences(self, sentences: Iterable[LabeledSentence], rng: random.Random) -> list[LabeledSentence]:
+        """Training sentences with every PHI token replaced; casing ids follow the new words."""
+        result = []
+        for sentence in sentences:
+            tokens = [Token(word, t.start, t.end) for word, t in zip(self.sentence(sentence, rng), sentence.tokens)]
+            result.append(LabeledSentence(tokens, casing_ids(tokens), sentence.tags))
+        return result
 
     def document(self, document: Document, rng: random.Random) -> Document:
         """`document` with every PHI token replaced and span offsets moved to match."""

@@ -42,7 +42,7 @@ from corpus.prepare import prepare_document, prepare_text  # noqa: E402
 from corpus.tagging import tag_vocabulary  # noqa: E402
 from representer.dataset import SentenceData, predicted_documents  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
-from representer.procedures import AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
+from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
 from representer.representation import load_representer  # noqa: E402
 from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
 from representer.tagger_runs import split_documents  # noqa: E402

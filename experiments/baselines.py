@@ -23,6 +23,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from adversary.pseudonymize import Pseudonymizer  # noqa: E402
 from corpus.formats import read_corpus  # noqa: E402
 from corpus.metrics import evaluate_corpus  # noqa: E402
 from corpus.prepare import prepare_document  # noqa: E402
@@ -81,7 +82,8 @@ def run(config: dict, data, max_epochs: int, patience: int) -> dict:
     run_dir = RUNS / config["key"].replace("/", "_").replace(" ", "").replace("+", "-").replace("=", "")
     started = time.perf_counter()
     metrics = train_tagger_run(train, valid, run_dir, embeddings=spec, casing=config["casing"],
-                               neighbours=config.get("neighbours"), max_epochs=max_epochs, patience=patience,
+                               pseudonymizer=config.get("neighbours") and Pseudonymizer(vectors, config["neighbours"]),
+                               max_epochs=max_epochs, patience=patience,
                                seed=config["seed"], loaded_embeddings=vectors)
     train_seconds = time.perf_counter() - started
     tagger, setup, vectors = load_tagger_run(run_dir, loaded_embeddings=vectors)

@@ -11,12 +11,9 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from adversary.pseudonymize import Pseudonymizer
-from corpus.casing import casing_ids
 from corpus.document import Document, Span
 from corpus.prepare import LabeledSentence, prepare_document, prepare_text
 from corpus.tagging import tag_vocabulary
-from corpus.tokenize import Token
 from representer.dataset import SentenceData, predicted_documents
 from representer.embeddings import Embeddings, load_embeddings
 from representer.tagger import Tagger, build_tagger, compute_class_weights, tag_sentences
@@ -39,23 +36,14 @@ def labeled_sentences(documents: Sequence[Document], scheme: str, label: str) ->
     return [s for d in documents for s in prepare_document(d, scheme, LABELS[label])]
 
 
-def pseudonymized(sentences: Sequence[LabeledSentence], pseudonymizer: Pseudonymizer, seed: int) -> list[LabeledSentence]:
-    """The sentences with every PHI token replaced (METHOD.md baseline); casing follows the new words."""
-    rng, result = random.Random(seed), []
-    for sentence in sentences:
-        tokens = [Token(word, t.start, t.end) for word, t in zip(pseudonymizer.sentence(sentence, rng), sentence.tokens)]
-        result.append(LabeledSentence(tokens, casing_ids(tokens), sentence.tags))
-    return result
-
-
 def train_tagger_run(train_documents: Sequence[Document], valid_documents: Sequence[Document], run_dir: str | Path, *,
                      embeddings: str = "glove", casing: bool = True, scheme: str = "BIO", label: str = "source",
-                     neighbours: int | None = None, lstm_units: int = 128, max_epochs: int = 20, patience: int = 3,
+                     pseudonymizer=None, lstm_units: int = 128, max_epochs: int = 20, patience: int = 3,
                      seed: int = 0, progress: bool = True, loaded_embeddings: Embeddings | None = None) -> dict:
-    """Train a tagger on raw embeddings (or, with `neighbours`, on pseudonymized training
-    sentences) with early stopping on the validation documents; writes the run directory
-    (config.json, history.json, metrics.json, tagger.keras) and returns the best metrics.
-    Every input problem is reported before any training starts."""
+    """Train a tagger on raw embeddings (or, given an `adversary.pseudonymize.Pseudonymizer`,
+    on pseudonymized training sentences) with early stopping on the validation documents;
+    writes the run directory (config.json, history.json, metrics.json, tagger.keras) and
+    returns the best metrics. Every input problem is reported before any training starts."""
     if label not in LABELS:
         raise ValueError(f"unknown label {label!r}; choose one of: {', '.join(LABELS)}")
     train_sentences = labeled_sentences(train_documents, scheme, label)
@@ -67,8 +55,8 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
     vectors = loaded_embeddings or load_embeddings(embeddings)
     vocabulary = tag_vocabulary({LABELS[label](span) for d in (*train_documents, *valid_documents) for span in d.spans},
                                 scheme)
-    if neighbours is not None:
-        train_sentences = pseudonymized(train_sentences, Pseudonymizer(vectors, neighbours), seed)
+    if pseudonymizer is not None:
+        train_sentences = pseudonymizer.labeled_sentences(train_sentences, random.Random(seed))
     train = SentenceData.from_sentences(train_sentences, vectors, vocabulary)
     valid = SentenceData.from_sentences(valid_sentences, vectors, vocabulary)
     keras.utils.set_random_seed(seed)
@@ -76,7 +64,7 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
     procedure = TaggerTraining(tagger, compute_class_weights(train.tag_counts(len(vocabulary))))
     setup = {"format_version": RUN_FORMAT, "embeddings": embeddings, "embeddings_id": vectors.source_id,
              "casing": casing, "scheme": scheme, "label": label, "tag_vocabulary": vocabulary,
-             "pseudonymization_neighbours": neighbours, "train_documents": len(train_documents),
+             "pseudonymization_neighbours": pseudonymizer and pseudonymizer.neighbours, "train_documents": len(train_documents),
              "train_sentences": len(train), "valid_documents": len(valid_documents), "valid_sentences": len(valid)}
     metrics = run_training(procedure, train, valid, run_dir, max_epochs=max_epochs, patience=patience, seed=seed,
                            config=setup, progress=progress)

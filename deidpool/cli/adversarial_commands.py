@@ -61,7 +61,7 @@ def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_
 
     from corpus.tagging import tag_vocabulary
     from representer.embeddings import load_embeddings
-    from representer.procedures import AdversarialData, build_models, train_dann, train_three_phase
+    from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase
     from representer.tagger import compute_class_weights
 
     train_docs, valid_docs = training_documents(data, fmt, splits, valid_data, valid_split, valid_fraction, seed)

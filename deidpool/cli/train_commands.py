@@ -46,13 +46,17 @@ def train_tagger(
     out: Path = typer.Option(..., "--out", help="Run directory (rerun to resume an interrupted run)."),
 ) -> None:
     """Train the BiLSTM-CRF tagger on raw embeddings (non-private baseline) or on pseudonymized notes."""
+    from adversary.pseudonymize import Pseudonymizer
+    from representer.embeddings import load_embeddings
     from representer.tagger_runs import train_tagger_run
 
     train, valid = training_documents(data, fmt, split, valid_data, valid_split, valid_fraction, seed)
     try:
+        vectors = load_embeddings(embeddings)
         metrics = train_tagger_run(train, valid, out, embeddings=embeddings, casing=casing, scheme=scheme, label=label,
-                                   neighbours=neighbours, lstm_units=lstm_units, max_epochs=max_epochs,
-                                   patience=patience, seed=seed)
+                                   pseudonymizer=neighbours and Pseudonymizer(vectors, neighbours),
+                                   lstm_units=lstm_units, max_epochs=max_epochs, patience=patience, seed=seed,
+                                   loaded_embeddings=vectors)
     except ValueError as error:
         typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None

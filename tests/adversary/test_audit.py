@@ -23,7 +23,7 @@ from corpus.prepare import prepare_document
 from deidpool.cli import app
 from representer.embeddings import Embeddings
 from representer.noise import set_deterministic
-from representer.procedures import build_adversary
+from adversary.procedures import build_adversary
 from representer.representation import build_representer
 
 # PHI words on axes of their own (cosine 0 with every other word), fillers in the last two

@@ -1,4 +1,5 @@
 import json
+import random
 
 import numpy as np
 import pytest
@@ -11,8 +12,8 @@ from corpus.formats import write_corpus
 from corpus.synth import generate_documents
 from deidpool.cli import app
 from representer.embeddings import Embeddings
-from representer.tagger_runs import (labeled_sentences, load_tagger_run, predict_documents, pseudonymized,
-                                     split_documents, train_tagger_run)
+from representer.tagger_runs import (labeled_sentences, load_tagger_run, predict_documents, split_documents,
+                                     train_tagger_run)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,7 @@ def test_split_documents_holds_out_whole_groups_reproducibly():
 
 def test_pseudonymized_sentences_change_only_phi_tokens(tiny_vectors):
     sentences = labeled_sentences(DOCS[:4], "BIO", "source")
-    changed = pseudonymized(sentences, Pseudonymizer(tiny_vectors, 5), seed=1)
+    changed = Pseudonymizer(tiny_vectors, 5).labeled_sentences(sentences, random.Random(1))
     for before, after in zip(sentences, changed):
         assert after.tags == before.tags
         for tag, old, new in zip(before.tags, before.tokens, after.tokens):

@@ -21,7 +21,7 @@ from deidpool.cli import app
 from representer.dataset import training_batches
 from representer.embeddings import Embeddings
 from representer.noise import set_deterministic
-from representer.procedures import (AdversarialData, AdversaryTraining, AlternatingTraining, DANNTraining,
+from adversary.procedures import (AdversarialData, AdversaryTraining, AlternatingTraining, DANNTraining,
                                     build_models)
 from representer.representation import load_representer
 from representer.tagger import tagger_loss
