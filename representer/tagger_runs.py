@@ -20,7 +20,7 @@ from representer.tagger import Tagger, build_tagger, compute_class_weights, tag_
 from representer.training import TaggerTraining, run_training
 
 RUN_FORMAT = 1
-TAGGER_FILE = "tagger.keras"
+TAGGER_FILE = "models/tagger.keras"  # where run_training saves the best tagger
 LABELS: dict[str, Callable[[Span], str]] = {"source": lambda span: span.source_type, "type": lambda span: span.type}
 
 
@@ -42,7 +42,7 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
                      seed: int = 0, progress: bool = True, loaded_embeddings: Embeddings | None = None) -> dict:
     """Train a tagger on raw embeddings (or, given an `adversary.pseudonymize.Pseudonymizer`,
     on pseudonymized training sentences) with early stopping on the validation documents;
-    writes the run directory (config.json, history.json, metrics.json, tagger.keras) and
+    writes the run directory (config.json, history.json, metrics.json, models/tagger.keras) and
     returns the best metrics. Every input problem is reported before any training starts."""
     if label not in LABELS:
         raise ValueError(f"unknown label {label!r}; choose one of: {', '.join(LABELS)}")
@@ -66,10 +66,8 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
              "casing": casing, "scheme": scheme, "label": label, "tag_vocabulary": vocabulary,
              "pseudonymization_neighbours": pseudonymizer and pseudonymizer.neighbours, "train_documents": len(train_documents),
              "train_sentences": len(train), "valid_documents": len(valid_documents), "valid_sentences": len(valid)}
-    metrics = run_training(procedure, train, valid, run_dir, max_epochs=max_epochs, patience=patience, seed=seed,
-                           config=setup, progress=progress)
-    tagger.save(Path(run_dir) / TAGGER_FILE)
-    return metrics
+    return run_training(procedure, train, valid, run_dir, max_epochs=max_epochs, patience=patience, seed=seed,
+                        config=setup, progress=progress)
 
 
 def load_tagger_run(run_dir: str | Path, loaded_embeddings: Embeddings | None = None) -> tuple[Tagger, dict, Embeddings]:
