@@ -129,13 +129,15 @@ def plot(results: list[dict], path: Path) -> None:
     reference = [r["token_hipaa_f1"] for r in results if r["corpus"] == "physionet" and r["name"] == "GloVe + casing"]
     if not sweep:
         return
-    figure, axes = plt.subplots(figsize=(6, 4))
+    figure, axes = plt.subplots(figsize=(6, 4.5))
     axes.plot([n for n, _ in sweep], [f for _, f in sweep], "o-", label="pseudonymized training data")
     if reference:
         axes.axhline(statistics.mean(reference), color="grey", linestyle="--", label="non-private (GloVe + casing)")
     axes.set(xscale="log", xlabel="neighbours N", ylabel="token-level binary HIPAA F1 (PhysioNet test)",
              title="Pseudonymization baseline: F1 vs N")
-    axes.legend()
+    axes.set_xticks([n for n, _ in sweep], [str(n) for n, _ in sweep])
+    axes.minorticks_off()
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
 
@@ -146,6 +148,7 @@ def main() -> None:
     parser.add_argument("--patience", type=int, default=3)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--only", help="run only the configurations whose key contains this text")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the table and plot from the JSON results")
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"reference corpora not found at {DATA} (they live in ../shared/data beside the repository)")
@@ -153,6 +156,10 @@ def main() -> None:
     results_file = RESULTS / "baselines.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else []
     done = {r["key"] for r in results}
+    if args.report_only:
+        (RESULTS / "baselines.md").write_text(table(results) + "\n")
+        plot(results, RESULTS / "baselines_f1_vs_n.png")
+        return
     data = {}
     for config in configurations(args.seeds):
         if config["key"] in done or (args.only and args.only not in config["key"]):
