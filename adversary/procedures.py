@@ -23,7 +23,7 @@ from adversary.pseudonymize import Pseudonymizer
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
 from representer.representation import build_representer
 from representer.tagger import build_tagger, tagger_loss
-from representer.training import CHECKPOINT, TrainingProcedure, _write_config, _write_json, phi_token_counts, run_training
+from representer.training import CHECKPOINT, TrainingProcedure, _write_config, _write_json, loss_and_phi_f1, run_training
 
 LOG_2 = math.log(2.0)  # L_adv of an adversary that guesses
 PHASES = ("p1", "p2", "p3")
@@ -198,13 +198,8 @@ class _JointProcedure(_Procedure):
         """Validation L_deid and token-level binary PHI F1 of the Viterbi tags."""
         batches = inference_batches(data)
         step = self._step(self._deid_validation_step, batches.element_spec)
-        total, counts = 0.0, np.zeros(3, dtype=np.int64)
-        for batch in batches:
-            loss, paths = step(batch)
-            total += float(loss) * len(batch["index"])
-            counts += phi_token_counts(paths.numpy(), batch["tags"].numpy(), batch["mask"].numpy())
-        tp, fp, fn = counts
-        return {"loss_deid": total / len(data), "f1": float(2 * tp / max(2 * tp + fp + fn, 1))}
+        loss, f1 = loss_and_phi_f1(step, batches, len(data))
+        return {"loss_deid": loss, "f1": f1}
 
     def validate(self, valid: AdversarialData):
         """Both losses, F1, adversary accuracies and `loss` = L_deid + lambda * |L_adv - log 2|."""

@@ -223,15 +223,21 @@ class TaggerTraining(TrainingProcedure):
         return {"loss": total / len(train)}
 
     def validate(self, valid: SentenceData):
-        total, counts = 0.0, np.zeros(3, dtype=np.int64)
         batches = inference_batches(valid)
-        step = self._compile(self._validation_step, batches)
-        for batch in batches:
-            loss, paths = step(batch)
-            total += float(loss) * len(batch["index"])
-            counts += phi_token_counts(paths.numpy(), batch["tags"].numpy(), batch["mask"].numpy())
-        tp, fp, fn = counts
-        return {"loss": total / len(valid), "f1": float(2 * tp / max(2 * tp + fp + fn, 1))}
+        loss, f1 = loss_and_phi_f1(self._compile(self._validation_step, batches), batches, len(valid))
+        return {"loss": loss, "f1": f1}
+
+
+def loss_and_phi_f1(step, batches, sentences: int) -> tuple[float, float]:
+    """Mean loss per sentence and token-level binary PHI F1 over labeled `batches` of
+    `sentences` sentences; `step(batch)` returns the batch's mean loss and Viterbi paths."""
+    total, counts = 0.0, np.zeros(3, dtype=np.int64)
+    for batch in batches:
+        loss, paths = step(batch)
+        total += float(loss) * len(batch["index"])
+        counts += phi_token_counts(paths.numpy(), batch["tags"].numpy(), batch["mask"].numpy())
+    tp, fp, fn = counts
+    return total / sentences, float(2 * tp / max(2 * tp + fp + fn, 1))
 
 
 def phi_token_counts(predicted, gold, mask) -> np.ndarray:
