@@ -8,6 +8,7 @@ import abc
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import keras
@@ -50,7 +51,7 @@ class TrainingProcedure(abc.ABC):
 
 def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path, *, max_epochs: int,
                  patience: int, monitor: str = "val_loss", seed: int = 0, config: dict | None = None,
-                 progress: bool = True) -> dict:
+                 progress: bool = True, on_epoch: Callable[[dict], None] | None = None) -> dict:
     """Train epoch by epoch with early stopping on `monitor` (lower is better), resuming from
     the checkpoint in `run_dir` if there is one; returns the final metrics.
 
@@ -61,7 +62,8 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
     run. At the end the models get their best epoch's weights and are saved as
     run_dir/models/<name>.keras. `run_dir` also gets config.json (`config` adds entries,
     e.g. data sources), history.json (one record per epoch) and metrics.json (the best
-    epoch's record). Call `keras.utils.set_random_seed` before building the models for
+    epoch's record). `on_epoch(record)` is called with each new epoch's record once its
+    checkpoint and history are written (not for epochs restored from a checkpoint). Call `keras.utils.set_random_seed` before building the models for
     reproducible initial weights; run_training does not reseed the global generators, as
     that would also drop TensorFlow's compiled kernels (seconds per compiled function).
     """
@@ -93,6 +95,8 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
             state["wait"] += 1
         _save_checkpoint(run_dir / CHECKPOINT, state, models, optimizers, best_weights)
         _write_json(run_dir / "history.json", state["history"])
+        if on_epoch is not None:
+            on_epoch(record)
         bar.update()
         bar.set_postfix({name: f"{value:.4g}" for name, value in record.items() if name not in ("epoch", "seconds")})
     bar.close()

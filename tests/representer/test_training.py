@@ -54,6 +54,21 @@ def test_early_stopping_restores_the_best_epoch_and_writes_the_run_files(tmp_pat
     assert rerun.model.get_weights()[0].item() == 2.0  # restored from the checkpoint, nothing retrained
 
 
+def test_on_epoch_sees_each_new_epoch_once_it_is_checkpointed(tmp_path):
+    seen = []
+
+    def on_epoch(record):
+        history = json.loads((tmp_path / "history.json").read_text())
+        seen.append((record["epoch"], history[-1] == record, (tmp_path / "checkpoints" / "latest.npz").exists()))
+
+    losses = [3.0, 2.0, 1.0]
+    run_training(ScriptedProcedure(losses), None, None, tmp_path, max_epochs=2, patience=5, progress=False,
+                 on_epoch=on_epoch)
+    run_training(ScriptedProcedure(losses), None, None, tmp_path, max_epochs=3, patience=5, progress=False,
+                 on_epoch=on_epoch)  # resumed: epochs 1-2 come from the checkpoint
+    assert seen == [(1, True, True), (2, True, True), (3, True, True)]
+
+
 def test_a_run_dir_refuses_another_config_and_unknown_monitors(tmp_path):
     run_training(ScriptedProcedure([1.0]), None, None, tmp_path, max_epochs=1, patience=1, progress=False)
     with pytest.raises(ValueError, match="patience"):
