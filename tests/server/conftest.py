@@ -1,0 +1,43 @@
+"""Fixtures of the pooled training tests: `pool`, with institution and server keys, synthetic
+sentences (the first vector component of every token is its sentence's number) and a writer
+of contributions."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from client.contribution import encode_sentence, write_contribution
+
+DIM, REPRESENTER = 6, "rep-test"
+TAGS = ["O", "B-NAME", "I-NAME"]
+
+
+def synthetic_sentences(first: int, count: int, seed: int = 0) -> list[tuple]:
+    """`count` (vectors, tags, casing) sentences numbered from `first`; a token is PHI
+    ("B-NAME") when its second vector component is positive."""
+    rng = np.random.default_rng([seed, first])
+    sentences = []
+    for number, length in enumerate(rng.integers(2, 12, size=count), first):
+        vectors = rng.normal(size=(length, DIM))
+        vectors[:, 0] = number
+        sentences.append((vectors, (vectors[:, 1] > 0).astype(int), rng.integers(0, 5, length)))
+    return sentences
+
+
+@pytest.fixture(scope="session")
+def pool():
+    """Keys of a server and of institutions site-a and site-b; `pool.write(path, institution,
+    sentences, representer_id=REPRESENTER)` writes a contribution and returns its header."""
+    server_key = X25519PrivateKey.generate()
+    institution_keys = {name: Ed25519PrivateKey.generate() for name in ("site-a", "site-b")}
+
+    def write(path, institution, sentences, representer_id=REPRESENTER):
+        records = [encode_sentence(*sentence) for sentence in sentences]
+        return write_contribution(path, records, institution=institution, representer_id=representer_id, dim=DIM,
+                                  signing_key=institution_keys[institution], server_key=server_key.public_key())
+
+    return SimpleNamespace(dim=DIM, representer=REPRESENTER, tags=TAGS, server_key=server_key,
+                           institution_keys=institution_keys, sentences=synthetic_sentences, write=write)

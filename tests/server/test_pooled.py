@@ -1,0 +1,97 @@
+"""Tests of the pooled data (decryption, per-institution validation split, errors) and of the
+pooled tagger's training run."""
+
+import json
+
+import numpy as np
+import pytest
+
+from server.pooled import PooledContribution, PooledDataError, load_pooled_data, train_pooled
+
+
+def contribute(pool, folder, institution, sentences, name=None, **options) -> PooledContribution:
+    path = folder / f"{name or institution}.dpc"
+    pool.write(path, institution, sentences, **options)
+    return PooledContribution(path.stem, path, institution, pool.institution_keys[institution].public_key())
+
+
+def numbers(data) -> list[int]:
+    """The sentence numbers of `data` (first vector component of each sentence's first token)."""
+    starts = np.concatenate([[0], np.cumsum(data.lengths)[:-1]])
+    return [int(data.features[start, 0]) for start in starts]
+
+
+@pytest.fixture(scope="module")
+def contributions(pool, tmp_path_factory):
+    """site-a: sentences 0-19 and 20-29 in two contributions; site-b: sentences 100-109."""
+    folder = tmp_path_factory.mktemp("contributions")
+    return [contribute(pool, folder, "site-a", pool.sentences(0, 20), "a1"),
+            contribute(pool, folder, "site-b", pool.sentences(100, 10)),
+            contribute(pool, folder, "site-a", pool.sentences(20, 10), "a2")]
+
+
+def load(pool, contributions, **options):
+    return load_pooled_data(contributions, pool.server_key, **{"representer_id": pool.representer,
+                                                               "num_tags": len(pool.tags), "valid_fraction": 0.2,
+                                                               **options})
+
+
+def test_each_institution_gives_its_fraction_of_sentences_to_validation(pool, contributions):
+    data = load(pool, contributions, seed=1)
+    assert data.split == {"site-a": {"train": 24, "valid": 6}, "site-b": {"train": 8, "valid": 2}}
+    train, valid = numbers(data.train), numbers(data.valid)
+    assert sorted(train + valid) == [*range(30), *range(100, 110)]
+    assert sum(n < 100 for n in valid) == 6 and sum(n >= 100 for n in valid) == 2
+    expected = {number: sentence for number, sentence in enumerate(pool.sentences(0, 20) + pool.sentences(20, 10))}
+    first = expected[valid[0]]
+    np.testing.assert_allclose(data.valid.features[:len(first[1])], first[0], atol=1e-2)  # float16 vectors
+    np.testing.assert_array_equal(data.valid.tags[:len(first[1])], first[1])
+    np.testing.assert_array_equal(data.valid.casing[:len(first[1])], first[2])
+    assert numbers(load(pool, contributions, seed=1).valid) == valid
+    assert numbers(load(pool, contributions, seed=2).valid) != valid
+
+
+def test_an_institution_keeps_a_training_sentence(pool, contributions, tmp_path):
+    single = contribute(pool, tmp_path, "site-b", pool.sentences(200, 1))
+    data = load(pool, [contributions[0], single], valid_fraction=0.99)
+    assert data.split == {"site-a": {"train": 1, "valid": 19}, "site-b": {"train": 1, "valid": 0}}
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0])
+def test_the_validation_fraction_must_be_a_proper_fraction(pool, contributions, fraction):
+    with pytest.raises(PooledDataError, match="valid_fraction"):
+        load(pool, contributions, valid_fraction=fraction)
+
+
+def test_no_data_is_a_clear_error(pool, contributions, tmp_path):
+    with pytest.raises(PooledDataError, match="no contributions for representer rep-test"):
+        load(pool, [])
+    with pytest.raises(PooledDataError, match="no validation sentence"):
+        load(pool, [contribute(pool, tmp_path, "site-a", pool.sentences(0, 2))])
+
+
+def test_contributions_that_do_not_belong_are_refused(pool, contributions, tmp_path):
+    forged = PooledContribution("forged", contributions[1].path, "site-b", pool.institution_keys["site-a"].public_key())
+    with pytest.raises(PooledDataError, match="contribution forged: .*signature"):
+        load(pool, [forged])
+    other = contribute(pool, tmp_path, "site-a", pool.sentences(0, 5), representer_id="rep-other")
+    with pytest.raises(PooledDataError, match="for rep-other, not from site-a for rep-test"):
+        load(pool, [contributions[0], other])
+    with pytest.raises(PooledDataError, match="outside the tag vocabulary of 1 tags"):
+        load(pool, contributions, num_tags=1)
+
+
+def test_training_reports_each_epoch_and_describes_the_run(pool, contributions, tmp_path):
+    data = load(pool, contributions)
+    records = []
+    metrics = train_pooled(data, tmp_path, tags=pool.tags, representer_id=pool.representer,
+                           contributions=[c.sha256 for c in contributions], max_epochs=2, patience=2, lstm_units=4,
+                           on_epoch=records.append)
+    assert [record["epoch"] for record in records] == [1, 2]
+    assert all(np.isfinite(record["val_loss"]) and 0 <= record["val_f1"] <= 1 for record in records)
+    assert records == json.loads((tmp_path / "history.json").read_text())
+    assert metrics["epochs"] == 2 and metrics["best_epoch"] in (1, 2)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["tags"] == pool.tags and config["representer_id"] == pool.representer
+    assert config["contributions"] == ["a1", "a2", "site-b"] and config["split"] == data.split
+    assert config["tagger"]["lstm_units"] == 4 and (tmp_path / "models" / "tagger.keras").is_file()
