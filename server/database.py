@@ -1,0 +1,190 @@
+"""The server's database (docs/server.md, Database): SQLAlchemy 2 models, the engine (SQLite
+in the data directory by default, PostgreSQL through $DATABASE_URL), Alembic migrations and
+sessions.
+
+Use `open_database(data_dir)` for a `sessionmaker`; `with sessions.begin() as session:`
+commits on success and rolls back on error.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import (JSON, Boolean, DateTime, Engine, ForeignKey, Integer, String, Text, TypeDecorator,
+                        create_engine, event)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+from server.settings import Layout
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
+RUN_STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class UTCDateTime(TypeDecorator):
+    """A timezone-aware UTC datetime on every backend (SQLite keeps no time zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("datetimes stored in the database must be timezone-aware")
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: datetime | None, dialect):
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Institution(Base):
+    __tablename__ = "institutions"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    public_key: Mapped[str] = mapped_column(Text)
+    fingerprint: Mapped[str] = mapped_column(String(32))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Representer(Base):
+    __tablename__ = "representers"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    payload_sha256: Mapped[str] = mapped_column(String(64))
+    manifest: Mapped[dict] = mapped_column(JSON)
+    current: Mapped[bool] = mapped_column(Boolean, default=False)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Contribution(Base):
+    __tablename__ = "contributions"
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    institution_id: Mapped[str] = mapped_column(ForeignKey("institutions.id"), index=True)
+    representer_id: Mapped[str] = mapped_column(String(64), index=True)
+    nonce: Mapped[str] = mapped_column(String(64), unique=True)
+    sentences: Mapped[int] = mapped_column(Integer)
+    tokens: Mapped[int] = mapped_column(Integer)
+    dim: Mapped[int] = mapped_column(Integer)
+    dtype: Mapped[str] = mapped_column(String(16))
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    header_created: Mapped[datetime] = mapped_column(UTCDateTime)
+    received: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class TrainingRun(Base):
+    __tablename__ = "training_runs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    representer_id: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)
+    config: Mapped[dict] = mapped_column(JSON)
+    contributions: Mapped[list] = mapped_column(JSON)
+    epochs_done: Mapped[int] = mapped_column(Integer, default=0)
+    best_epoch: Mapped[int | None] = mapped_column(Integer)
+    metrics: Mapped[dict | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    worker_id: Mapped[str | None] = mapped_column(String(128))
+    heartbeat: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    started: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class RunEpoch(Base):
+    __tablename__ = "run_epochs"
+    run_id: Mapped[int] = mapped_column(ForeignKey("training_runs.id"), primary_key=True)
+    epoch: Mapped[int] = mapped_column(Integer, primary_key=True)
+    metrics: Mapped[dict] = mapped_column(JSON)
+
+
+class Pipeline(Base):
+    __tablename__ = "pipelines"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("training_runs.id"))
+    representer_id: Mapped[str] = mapped_column(String(64))
+    payload_sha256: Mapped[str] = mapped_column(String(64))
+    manifest: Mapped[dict] = mapped_column(JSON)
+    audit_override: Mapped[bool] = mapped_column(Boolean, default=False)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Audit(Base):
+    __tablename__ = "audits"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    representer_id: Mapped[str] = mapped_column(String(64), index=True)
+    verdict: Mapped[str] = mapped_column(String(32))
+    report: Mapped[dict] = mapped_column(JSON)
+    signer_fingerprint: Mapped[str] = mapped_column(String(32))
+    signature: Mapped[str] = mapped_column(Text)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+def normalized_url(url: str) -> str:
+    """`url` with PostgreSQL URLs using the psycopg (3) driver, the one installed."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`. SQLite gets WAL journaling, a busy timeout and transactions that
+    take the write lock when they begin, so that concurrent writers (uploads, the worker)
+    wait for each other instead of failing."""
+    engine = create_engine(normalized_url(url), pool_pre_ping=True)
+    if engine.dialect.name == "sqlite":
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(connection, record):
+            connection.isolation_level = None  # transactions begin below, not in the sqlite3 module
+            cursor = connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin_immediate(connection):
+            # Take the write lock at the start: a read-then-write transaction (claiming a run)
+            # then cannot fail halfway when another writer got there first.
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+    return engine
+
+
+def upgrade(engine: Engine) -> None:
+    """Apply every Alembic migration not yet applied to the database behind `engine`."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+def migrate_database(url: str) -> None:
+    """Bring the database at `url` up to date (and close its connections)."""
+    engine = make_engine(url)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+
+
+def open_database(data_dir: str | Path, *, migrate: bool = True) -> sessionmaker:
+    """Sessions on the data directory's database ($DATABASE_URL or D/deidpool.sqlite),
+    brought up to date first unless `migrate` is false."""
+    engine = make_engine(Layout(Path(data_dir)).database_url)
+    if migrate:
+        upgrade(engine)
+    return sessionmaker(engine, expire_on_commit=False)

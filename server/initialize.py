@@ -1,0 +1,41 @@
+"""`deidpool server init`: a new data directory (docs/server.md, Data directory) with the
+server's keys, the pinned provider key, server.json and an up-to-date database."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+from representer import keys
+from server.auth import new_admin_token
+from server.database import migrate_database
+from server.settings import Layout, Settings, SettingsError
+
+
+def init_data_dir(data_dir: str | Path, provider_key: str | Path, force: bool = False) -> str:
+    """Create (or with `force`, re-initialize) the data directory; returns the new admin token,
+    which is stored nowhere (only its SHA-256 is).
+
+    Re-initializing keeps the server's keys, payloads and database; it pins the given provider
+    key and replaces the admin token (the old one stops working); the limits stay.
+    """
+    layout = Layout(Path(data_dir))
+    provider = keys.load_public_key(provider_key, keys.SIGNING)
+    if layout.settings.exists() and not force:
+        raise SettingsError(f"{layout.settings} exists: {layout.root} is already a server data directory "
+                            "(--force re-initializes it with a new admin token)")
+    layout.root.mkdir(parents=True, exist_ok=True)
+    if not (layout.encryption_key.exists() and layout.signing_key.exists()):
+        keys.create_server_keys(layout.keys)
+    shutil.copyfile(provider_key, layout.provider_key)
+    layout.payloads.mkdir(exist_ok=True)
+    layout.runs.mkdir(exist_ok=True)
+    token, token_sha256 = new_admin_token()
+    settings = Settings(provider_fingerprint=keys.fingerprint(provider), admin_token_sha256=token_sha256)
+    if layout.settings.exists():  # keep the limits set before
+        settings = dataclasses.replace(Settings.load(layout), provider_fingerprint=settings.provider_fingerprint,
+                                       admin_token_sha256=token_sha256)
+    settings.save(layout)
+    migrate_database(layout.database_url)
+    return token

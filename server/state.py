@@ -1,0 +1,38 @@
+"""Everything a running server works with, opened once from its data directory: settings,
+database sessions, payload store and keys."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from sqlalchemy.orm import sessionmaker
+
+from representer import keys
+from server.database import open_database
+from server.payloads import PayloadStore
+from server.settings import Layout, Settings
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerState:
+    layout: Layout
+    settings: Settings
+    sessions: sessionmaker
+    payloads: PayloadStore
+    encryption_key: X25519PrivateKey
+    signing_key: Ed25519PrivateKey
+    provider_key: Ed25519PublicKey
+
+    @classmethod
+    def open(cls, data_dir: str | Path) -> ServerState:
+        """The server state of `data_dir`, with its database migrated to the latest schema."""
+        layout = Layout(Path(data_dir))
+        settings = Settings.load(layout)
+        return cls(layout=layout, settings=settings, sessions=open_database(layout.root),
+                   payloads=PayloadStore(layout.payloads),
+                   encryption_key=keys.load_private_key(layout.encryption_key, keys.ENCRYPTION),
+                   signing_key=keys.load_private_key(layout.signing_key, keys.SIGNING),
+                   provider_key=keys.load_public_key(layout.provider_key, keys.SIGNING))

@@ -1,0 +1,91 @@
+"""Acceptance of an uploaded contribution (docs/server.md, Uploads): the checks in the
+documented order, each failure a `Refused` with its HTTP status, and only then the
+payload moved into the store and its row committed. A refused upload changes nothing stored."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from client.contribution import ContributionError, read_header, validate_contribution, verify_contribution
+from server.auth import load_ed25519_public_key
+from server.database import Contribution, Institution, Representer
+from server.errors import Refused
+from server.payloads import StagedPayload
+from server.settings import MAX_CLOCK_SKEW_SECONDS
+from server.state import ServerState
+
+
+def accept_contribution(state: ServerState, staged: StagedPayload, institution_header: str | None,
+                        sha256_header: str | None) -> Contribution:
+    """Check the finished `staged` upload and store it; returns the new row."""
+    path = staged.path
+    header = _checked(400, lambda: read_header(path), path)
+    if header.institution != institution_header:
+        raise Refused(401, f"X-Deidpool-Institution ({institution_header or 'missing'}) is not the "
+                                 f"contribution header's institution ({header.institution})")
+    with state.sessions() as session:
+        institution = session.get(Institution, header.institution)
+        current = session.scalars(select(Representer).where(Representer.current)).first()
+        if institution is None:
+            raise Refused(401, f"institution {header.institution} is not registered")
+        if not institution.enabled:
+            raise Refused(403, f"institution {header.institution} is disabled")
+        key = load_ed25519_public_key(institution.public_key, f"the key of {institution.id}")
+        known_nonce = session.scalars(select(Contribution.sha256).where(Contribution.nonce == header.nonce)).first()
+        stored = session.get(Contribution, staged.sha256) is not None
+    _checked(401, lambda: verify_contribution(path, key), path)
+    if sha256_header is None or sha256_header.strip().lower() != staged.sha256:
+        raise Refused(400, f"X-Deidpool-Content-SHA256 ({sha256_header or 'missing'}) is not the SHA-256 of "
+                                 f"the received bytes ({staged.sha256}); the upload was cut short or altered")
+    if stored or state.payloads.exists(staged.sha256):
+        raise Refused(409, f"contribution {staged.sha256} is already stored")
+    if known_nonce is not None:
+        raise Refused(400, f"nonce {header.nonce} was already used by contribution {known_nonce} (a replay)")
+    created = _check_created(header.created, state.settings.max_age_seconds)
+    if current is None:
+        raise Refused(422, "the server has no current representer to accept contributions for")
+    _checked(422, lambda: validate_contribution(
+        path, state.encryption_key, key, representer_ids=[current.id], dim=current.manifest["repr_size"],
+        num_tags=len(current.manifest["tags"]["vocabulary"])), path)
+    row = Contribution(sha256=staged.sha256, institution_id=header.institution, representer_id=header.representer_id,
+                       nonce=header.nonce, sentences=header.sentences, tokens=header.tokens, dim=header.dim,
+                       dtype=header.dtype, size_bytes=staged.size, header_created=created)
+    try:
+        with state.sessions.begin() as session:
+            session.add(row)
+            session.flush()  # a concurrent upload of the same bytes or nonce fails here, before the file moves
+            state.payloads.commit(staged)
+    except IntegrityError:
+        with state.sessions() as session:
+            if session.get(Contribution, staged.sha256) is not None:
+                raise Refused(409, f"contribution {staged.sha256} is already stored") from None
+        raise Refused(400, f"nonce {header.nonce} was already used (a replay)") from None
+    return row
+
+
+def _checked(status: int, check, path):
+    """`check()`'s result; its ContributionError refuses the upload with `status` (the message
+    names "the upload", not the temporary file)."""
+    try:
+        return check()
+    except ContributionError as error:
+        raise Refused(status, str(error).replace(str(path), "the upload")) from None
+
+
+def _check_created(created: str, max_age_seconds: int) -> datetime:
+    try:
+        moment = datetime.fromisoformat(created)
+    except ValueError:
+        raise Refused(400, f"the header's creation time {created!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    now = datetime.now(timezone.utc)
+    if moment < now - timedelta(seconds=max_age_seconds):
+        raise Refused(400, f"the contribution was created at {created}, more than {max_age_seconds} s ago "
+                                 "(stale): export it again")
+    if moment > now + timedelta(seconds=MAX_CLOCK_SKEW_SECONDS):
+        raise Refused(400, f"the contribution was created at {created}, in the future (stale clock)")
+    return moment
