@@ -4,13 +4,11 @@ and `deidpool audit` (attacks on a frozen representer, with positive controls)."
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 
-from corpus.casing import CASING
 from corpus.errors import CorpusError
 from deidpool.cli.train_commands import training_documents
 
@@ -47,48 +45,23 @@ def _clean_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
-def _sentences(documents: list) -> list:
-    from corpus.prepare import prepare_document
-
-    return [sentence for document in documents for sentence in prepare_document(document)]
-
-
 def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_fraction, embeddings, neighbours,
            repr_size, lam, out, max_epochs, patience, seed, representer_units, tagger_units, adversary_units, casing,
-           learning_rate, pretrain_epochs=None, pretrain_patience=None) -> None:
+           learning_rate, pretrain_epochs=20, pretrain_patience=5) -> None:
     """Both train commands, their options passed by name."""
-    import keras
-
-    from corpus.tagging import tag_vocabulary
-    from representer.embeddings import load_embeddings
-    from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase
-    from representer.tagger import compute_class_weights
+    from adversary.runs import AdversarialSettings, train_adversarial_run
 
     train_docs, valid_docs = training_documents(data, fmt, splits, valid_data, valid_split, valid_fraction, seed)
+    settings = AdversarialSettings(neighbours=neighbours, repr_size=repr_size, lam=lam, max_epochs=max_epochs,
+                                   patience=patience, pretrain_epochs=pretrain_epochs,
+                                   pretrain_patience=pretrain_patience, representer_units=representer_units,
+                                   tagger_units=tagger_units, adversary_units=adversary_units, casing=casing,
+                                   learning_rate=learning_rate, seed=seed)
+    source = {"path": str(data), "format": fmt, "splits": splits or None, "valid_data": valid_data and str(valid_data),
+              "valid_split": valid_split, "valid_fraction": None if valid_split or valid_data else valid_fraction}
     with _clean_errors():
-        vectors = load_embeddings(embeddings)
-        tags = tag_vocabulary({span.source_type for document in train_docs + valid_docs for span in document.spans})
-        train = AdversarialData.from_sentences(_sentences(train_docs), vectors, tags, neighbours)
-        valid = AdversarialData.from_sentences(_sentences(valid_docs), vectors, tags, neighbours)
-    keras.utils.set_random_seed(seed)
-    models = build_models(vectors.dim, len(tags), repr_size, representer_units=representer_units,
-                          tagger_units=tagger_units, adversary_units=adversary_units, use_casing=casing)
-    config = {"embeddings": embeddings, "tags": tags, "scheme": "BIO", "label": "source_type",
-              "neighbours": neighbours, "repr_size": repr_size, "embedding_dim": vectors.dim,
-              "casing": {"feature": "reimers-gurevych-2017", "classes": list(CASING)} if casing else None,
-              "units": {"representer": representer_units, "tagger": tagger_units, "adversary": adversary_units},
-              "data": {"path": str(data), "format": fmt, "splits": splits or None,
-                       "valid_data": valid_data and str(valid_data), "valid_split": valid_split,
-                       "valid_fraction": None if valid_split or valid_data else valid_fraction,
-                       "train_sentences": len(train.sentences), "train_pairs": len(train.pairs),
-                       "valid_sentences": len(valid.sentences), "valid_pairs": len(valid.pairs)}}
-    options = {"class_weights": compute_class_weights(train.sentences.tag_counts(len(tags))), "lam": lam,
-               "seed": seed, "config": config, "learning_rate": learning_rate}
-    if procedure == "three-phase":
-        metrics = train_three_phase(*models, train, valid, out, max_epochs=(pretrain_epochs, pretrain_epochs, max_epochs),
-                                    patience=(pretrain_patience, pretrain_patience, patience), **options)
-    else:
-        metrics = train_dann(*models, train, valid, out, max_epochs=max_epochs, patience=patience, **options)
+        metrics = train_adversarial_run(procedure, train_docs, valid_docs, out, settings, embeddings=embeddings,
+                                        data=source)
     typer.echo(f"{procedure} run in {out}: validation F1 {metrics['val_f1']:.4f}, adversary accuracy "
                f"{metrics['val_adv_accuracy']:.3f} (best epoch {metrics['best_epoch']} of {metrics['epochs']})")
 
@@ -124,22 +97,6 @@ def train_dann(
     _train("dann", **locals())
 
 
-def _run_models(representer: Path, adversary: Path | None,
-                p1_representer: Path | None) -> tuple[Path, Path | None, Path | None, dict]:
-    """The representer file, adversary, P1 representer and run config; a run folder supplies
-    models/representer.keras and, unless given, models/adversary.keras and representer_p1.keras."""
-    if not representer.is_dir():
-        return representer, adversary, p1_representer, {}
-    models = representer / "models"
-
-    def existing(path: Path) -> Path | None:
-        return path if path.exists() else None
-
-    config = json.loads((representer / "config.json").read_text()) if (representer / "config.json").exists() else {}
-    return (models / "representer.keras", adversary or existing(models / "adversary.keras"),
-            p1_representer or existing(models / "representer_p1.keras"), config)
-
-
 def audit(
     representer: Path = typer.Option(..., "--representer", help="A representer .keras file, or a training run folder."),
     data: Path = _DATA, fmt: str = _FORMAT, splits: list[str] | None = _SPLITS,
@@ -162,34 +119,15 @@ def audit(
 
     Fresh and continued adversaries, inversion (A1) and lookup (A2) attacks; the report
     folder gets metrics.json, report.md, accuracy.png, history.json and config.json."""
-    import keras
-
-    from adversary.audit import run_audit
-    from adversary.pairs import PairSource
-    from adversary.pseudonymize import Pseudonymizer
-    from representer.embeddings import load_embeddings
-    from representer.representation import load_representer
+    from adversary.runs import audit_run
 
     kept, held_out = training_documents(data, fmt, splits, None, held_out_split, held_out_fraction, seed)
+    source = {"path": str(data), "format": fmt, "splits": splits or None, "held_out_split": held_out_split,
+              "held_out_fraction": None if held_out_split else held_out_fraction}
     with _clean_errors():
-        representer_file, adversary_file, p1_file, run_config = _run_models(representer, adversary, p1_representer)
-        spec = embeddings or run_config.get("embeddings", "glove")
-        vectors = load_embeddings(spec)
-        model = load_representer(representer_file)
-        if int(model.input["embeddings"].shape[-1]) != vectors.dim:
-            raise ValueError(f"{representer_file} reads {model.input['embeddings'].shape[-1]}-dimensional embeddings, "
-                             f"{spec} has {vectors.dim}")
-        pseudonymizer = Pseudonymizer(vectors, neighbours)
-        train, test = PairSource(_sentences(kept), pseudonymizer), PairSource(_sentences(held_out), pseudonymizer)
-        keras.utils.set_random_seed(seed)
-        trained = keras.saving.load_model(adversary_file, compile=False) if adversary_file else None
-        p1 = load_representer(p1_file) if p1_file else None
-    config = {"representer": str(representer_file), "adversary": adversary_file and str(adversary_file),
-              "p1_representer": p1_file and str(p1_file), "embeddings": spec,
-              "data": {"path": str(data), "format": fmt, "splits": splits or None, "held_out_split": held_out_split,
-                       "held_out_fraction": None if held_out_split else held_out_fraction}}
-    report = run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
-                       seed=seed, config=config, learning_rate=learning_rate)
+        report = audit_run(representer, kept, held_out, out, neighbours=neighbours, epochs=epochs, adversary=adversary,
+                           p1_representer=p1_representer, embeddings=embeddings, units=units, seed=seed,
+                           learning_rate=learning_rate, data=source)
     best = report["attacks"]["target/fresh"]
-    typer.echo(f"audit of {representer_file}: {report['verdict']} (fresh adversaries' best held-out accuracy "
+    typer.echo(f"audit of {representer}: {report['verdict']} (fresh adversaries' best held-out accuracy "
                f"{best['accuracy']:.3f}, lookup rate {report['lookup']['target']['rate']:.3f}); report in {out}")

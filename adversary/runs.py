@@ -1,0 +1,135 @@
+"""Representer runs from documents: adversarial training (three-phase or DANN) into a run
+folder, and the privacy audit of a trained run folder. The CLI and `deidpool demo` share them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import keras
+
+from corpus.casing import CASING
+from corpus.document import Document
+from corpus.prepare import LabeledSentence, prepare_document
+from corpus.tagging import tag_vocabulary
+from representer.embeddings import Embeddings, load_embeddings
+from representer.tagger import compute_class_weights
+
+LABELS = {"source_type": lambda span: span.source_type, "type": lambda span: span.type}
+
+
+@dataclass(frozen=True)
+class AdversarialSettings:
+    """Sizes and budgets of an adversarial run (defaults: METHOD.md's reference values)."""
+
+    neighbours: int = 100
+    repr_size: int = 50
+    lam: float = 1.0
+    max_epochs: int = 40
+    patience: int = 10
+    pretrain_epochs: int = 20
+    pretrain_patience: int = 5
+    representer_units: int = 128
+    tagger_units: int = 128
+    adversary_units: int = 64
+    casing: bool = True
+    learning_rate: float = 0.002
+    seed: int = 0
+
+
+def sentences(documents: Sequence[Document], label: str = "source_type") -> list[LabeledSentence]:
+    """Every document's training sentences (BIO tags of `label`: source_type or type)."""
+    return [sentence for document in documents for sentence in prepare_document(document, "BIO", LABELS[label])]
+
+
+def train_adversarial_run(procedure: str, train_documents: Sequence[Document], valid_documents: Sequence[Document],
+                          out: str | Path, settings: AdversarialSettings = AdversarialSettings(), *,
+                          embeddings: str = "glove", tags: Sequence[str] | None = None, label: str = "source_type",
+                          loaded_embeddings: Embeddings | None = None, data: dict | None = None,
+                          progress: bool = True) -> dict:
+    """Train representer, tagger and adversaries by `procedure` ("three-phase" or "dann") in
+    the run folder `out` (an interrupted run resumes); returns the final metrics.
+
+    `tags` is the tag vocabulary (default: BIO tags of the labels in the documents); `data`
+    describes the data source in config.json."""
+    from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase
+
+    if procedure not in ("three-phase", "dann"):
+        raise ValueError(f"unknown procedure {procedure!r}: three-phase or dann")
+    vectors = loaded_embeddings or load_embeddings(embeddings)
+    if tags is None:
+        tags = tag_vocabulary({LABELS[label](span) for document in (*train_documents, *valid_documents)
+                               for span in document.spans})
+    train = AdversarialData.from_sentences(sentences(train_documents, label), vectors, tags, settings.neighbours)
+    valid = AdversarialData.from_sentences(sentences(valid_documents, label), vectors, tags, settings.neighbours)
+    keras.utils.set_random_seed(settings.seed)
+    models = build_models(vectors.dim, len(tags), settings.repr_size, representer_units=settings.representer_units,
+                          tagger_units=settings.tagger_units, adversary_units=settings.adversary_units,
+                          use_casing=settings.casing)
+    config = {"embeddings": embeddings, "embeddings_id": vectors.source_id, "tags": list(tags), "scheme": "BIO",
+              "label": label, "neighbours": settings.neighbours, "repr_size": settings.repr_size,
+              "embedding_dim": vectors.dim,
+              "casing": {"feature": "reimers-gurevych-2017", "classes": list(CASING)} if settings.casing else None,
+              "units": {"representer": settings.representer_units, "tagger": settings.tagger_units,
+                        "adversary": settings.adversary_units},
+              "data": {**(data or {}), "train_sentences": len(train.sentences), "train_pairs": len(train.pairs),
+                       "valid_sentences": len(valid.sentences), "valid_pairs": len(valid.pairs)}}
+    options = {"class_weights": compute_class_weights(train.sentences.tag_counts(len(tags))), "lam": settings.lam,
+               "seed": settings.seed, "config": config, "learning_rate": settings.learning_rate, "progress": progress}
+    if procedure == "three-phase":
+        pretrain = (settings.pretrain_epochs, settings.pretrain_epochs, settings.max_epochs)
+        patience = (settings.pretrain_patience, settings.pretrain_patience, settings.patience)
+        return train_three_phase(*models, train, valid, out, max_epochs=pretrain, patience=patience, **options)
+    return train_dann(*models, train, valid, out, max_epochs=settings.max_epochs, patience=settings.patience, **options)
+
+
+def run_models(representer: Path, adversary: Path | None = None,
+               p1_representer: Path | None = None) -> tuple[Path, Path | None, Path | None, dict]:
+    """The representer file, adversary, P1 representer and run config; a run folder supplies
+    models/representer.keras and, unless given, models/adversary.keras and representer_p1.keras."""
+    representer = Path(representer)
+    if not representer.is_dir():
+        return representer, adversary, p1_representer, {}
+    models = representer / "models"
+
+    def existing(path: Path) -> Path | None:
+        return path if path.exists() else None
+
+    config = json.loads((representer / "config.json").read_text()) if (representer / "config.json").exists() else {}
+    return (models / "representer.keras", adversary or existing(models / "adversary.keras"),
+            p1_representer or existing(models / "representer_p1.keras"), config)
+
+
+def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Document], out: str | Path, *,
+              neighbours: int = 100, epochs: int = 100, adversary: Path | None = None,
+              p1_representer: Path | None = None, embeddings: str | None = None,
+              loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
+              learning_rate: float = 0.01, data: dict | None = None, progress: bool = True) -> dict:
+    """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
+    with pairs from `kept`, judged on `held_out` (see `adversary.audit.run_audit`); returns
+    the report. A run folder's config names the label its sentences are prepared with."""
+    from adversary.audit import run_audit
+    from adversary.pairs import PairSource
+    from adversary.pseudonymize import Pseudonymizer
+    from representer.representation import load_representer
+
+    representer_file, adversary_file, p1_file, run_config = run_models(representer, adversary, p1_representer)
+    spec = embeddings or run_config.get("embeddings", "glove")
+    vectors = loaded_embeddings or load_embeddings(spec)
+    model = load_representer(representer_file)
+    if int(model.input["embeddings"].shape[-1]) != vectors.dim:
+        raise ValueError(f"{representer_file} reads {model.input['embeddings'].shape[-1]}-dimensional embeddings, "
+                         f"{spec} has {vectors.dim}")
+    label = run_config.get("label", "source_type")
+    pseudonymizer = Pseudonymizer(vectors, neighbours)
+    train = PairSource(sentences(kept, label), pseudonymizer)
+    test = PairSource(sentences(held_out, label), pseudonymizer)
+    keras.utils.set_random_seed(seed)
+    trained = keras.saving.load_model(adversary_file, compile=False) if adversary_file else None
+    p1 = load_representer(p1_file) if p1_file else None
+    config = {"representer": str(representer_file), "adversary": adversary_file and str(adversary_file),
+              "p1_representer": p1_file and str(p1_file), "embeddings": spec, "data": data or {}}
+    return run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
+                     seed=seed, config=config, learning_rate=learning_rate, progress=progress)
