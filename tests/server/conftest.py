@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from client.contribution import encode_sentence, write_contribution
+from representer import keys
 
 DIM, REPRESENTER = 6, "rep-test"
 TAGS = ["O", "B-NAME", "I-NAME"]
@@ -28,10 +28,12 @@ def synthetic_sentences(first: int, count: int, seed: int = 0) -> list[tuple]:
 
 
 @pytest.fixture(scope="session")
-def pool():
-    """Keys of a server and of institutions site-a and site-b; `pool.write(path, institution,
-    sentences, representer_id=REPRESENTER)` writes a contribution and returns its header."""
-    server_key = X25519PrivateKey.generate()
+def pool(tmp_path_factory):
+    """Keys of a server (files in `pool.server_keys`) and of institutions site-a and site-b;
+    `pool.write(path, institution, sentences, representer_id=REPRESENTER)` writes a
+    contribution and returns its header."""
+    server_keys = tmp_path_factory.mktemp("server-keys")
+    server_key = keys.load_private_key(keys.create_server_keys(server_keys)[keys.ENCRYPTION].private, keys.ENCRYPTION)
     institution_keys = {name: Ed25519PrivateKey.generate() for name in ("site-a", "site-b")}
 
     def write(path, institution, sentences, representer_id=REPRESENTER):
@@ -39,5 +41,5 @@ def pool():
         return write_contribution(path, records, institution=institution, representer_id=representer_id, dim=DIM,
                                   signing_key=institution_keys[institution], server_key=server_key.public_key())
 
-    return SimpleNamespace(dim=DIM, representer=REPRESENTER, tags=TAGS, server_key=server_key,
+    return SimpleNamespace(dim=DIM, representer=REPRESENTER, tags=TAGS, server_key=server_key, server_keys=server_keys,
                            institution_keys=institution_keys, sentences=synthetic_sentences, write=write)

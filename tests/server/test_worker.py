@@ -1,0 +1,182 @@
+"""Tests of the pooled training worker: claims, epochs in the database, resume after an
+interruption (in process, and a real worker process killed with SIGKILL), failures."""
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from types import SimpleNamespace
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from sqlalchemy import select, update
+
+from representer import keys
+from server import worker
+from server.database import (FAILED, QUEUED, RUNNING, SUCCEEDED, Contribution, Institution, Representer, RunEpoch,
+                             TrainingRun, open_database, utcnow)
+from server.payloads import PayloadStore
+from server.initialize import init_data_dir
+from server.settings import Layout
+from server.worker import claim_run, run_worker
+
+TINY = {"max_epochs": 3, "patience": 3, "seed": 0, "valid_fraction": 0.2, "lstm_units": 4}
+
+
+@pytest.fixture
+def server(pool, tmp_path):
+    """A server data directory holding site-a's and site-b's contributions for pool.representer;
+    `server.queue(**config)` queues a run over them (TINY config by default) and returns its id."""
+    layout = Layout(tmp_path / "server")
+    shutil.copytree(pool.server_keys, layout.keys)  # init keeps them: contributions are encrypted to pool.server_key
+    init_data_dir(layout.root, keys.create_provider_keys(tmp_path / "provider").public)
+    sessions = open_database(layout.root)
+    store = PayloadStore(layout.payloads)
+    hashes = []
+    with sessions.begin() as session:
+        session.add(Representer(id=pool.representer, payload_sha256="0" * 64, current=True,
+                                manifest={"repr_size": pool.dim, "tags": {"vocabulary": pool.tags, "scheme": "BIO"}}))
+        for institution, key in pool.institution_keys.items():
+            session.add(Institution(id=institution, public_key=_pem(key), fingerprint=keys.fingerprint(key.public_key())))
+        session.flush()  # institutions before the contributions that refer to them
+        for number, institution in enumerate(pool.institution_keys):
+            path = tmp_path / f"{institution}.dpc"
+            header = pool.write(path, institution, pool.sentences(100 * number, 30))
+            hashes.append(store.add_file(path))
+            session.add(Contribution(sha256=hashes[-1], institution_id=institution, representer_id=pool.representer,
+                                     nonce=header.nonce, sentences=header.sentences, tokens=header.tokens,
+                                     dim=header.dim, dtype=header.dtype, size_bytes=path.stat().st_size,
+                                     header_created=utcnow()))
+
+    def queue(contributions=hashes, **config):
+        with sessions.begin() as session:
+            run = TrainingRun(representer_id=pool.representer, config={**TINY, **config},
+                              contributions=list(contributions))
+            session.add(run)
+            session.flush()
+            return run.id
+
+    return SimpleNamespace(root=layout.root, layout=layout, sessions=sessions, queue=queue, contributions=hashes)
+
+
+def _pem(private_key) -> str:
+    return private_key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                 serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+
+
+def run_row(server, run_id) -> TrainingRun:
+    with server.sessions() as session:
+        return session.get(TrainingRun, run_id)
+
+
+def epochs(server, run_id) -> list[dict]:
+    with server.sessions() as session:
+        rows = session.scalars(select(RunEpoch).where(RunEpoch.run_id == run_id).order_by(RunEpoch.epoch)).all()
+        return [row.metrics for row in rows]
+
+
+def history(server, run_id) -> list[dict]:
+    return json.loads((server.layout.run_dir(run_id) / "history.json").read_text())
+
+
+def test_a_queued_run_is_trained_with_each_epoch_recorded(server, caplog):
+    run_id = server.queue()
+    with caplog.at_level(logging.INFO, logger="server.worker"):
+        assert run_worker(server.root, once=True, worker_id="w1") == run_id
+    run = run_row(server, run_id)
+    assert (run.status, run.worker_id, run.error, run.epochs_done) == (SUCCEEDED, "w1", None, 3)
+    assert run.started <= run.finished and run.best_epoch == run.metrics["best_epoch"]
+    assert epochs(server, run_id) == history(server, run_id) and len(history(server, run_id)) == 3
+    config = json.loads((server.layout.run_dir(run_id) / "config.json").read_text())
+    assert config["contributions"] == sorted(server.contributions)
+    assert f"run {run_id}: epoch 3/3" in caplog.text and "val PHI F1" in caplog.text
+    assert run_worker(server.root, once=True) is None  # nothing left to claim
+
+
+def test_a_run_stopped_by_sigterm_resumes_without_duplicate_epochs(server, monkeypatch):
+    run_id = server.queue()
+    record = worker._record_epochs
+
+    def sigterm_at_epoch_2(sessions, run, worker_id, records):
+        if [r["epoch"] for r in records] == [2]:
+            os.kill(os.getpid(), signal.SIGTERM)
+        record(sessions, run, worker_id, records)
+
+    monkeypatch.setattr(worker, "_record_epochs", sigterm_at_epoch_2)
+    handler = signal.getsignal(signal.SIGTERM)
+    assert run_worker(server.root, once=True, worker_id="w1") is None
+    assert signal.getsignal(signal.SIGTERM) == handler
+    run = run_row(server, run_id)
+    assert (run.status, run.worker_id, len(epochs(server, run_id))) == (QUEUED, None, 1)  # back in the queue
+    first = epochs(server, run_id)[0]
+    monkeypatch.setattr(worker, "_record_epochs", record)
+    assert run_worker(server.root, once=True, worker_id="w2") == run_id
+    run = run_row(server, run_id)
+    assert (run.status, run.epochs_done) == (SUCCEEDED, 3)
+    recorded = epochs(server, run_id)
+    assert recorded == history(server, run_id) and [r["epoch"] for r in recorded] == [1, 2, 3]
+    assert recorded[0] == first  # restored from the checkpoint, not trained again
+
+
+def test_a_claim_is_exclusive(server):
+    first, second = server.queue(), server.queue()
+    claims = []
+    threads = [threading.Thread(target=lambda n=n: claims.append(claim_run(server.sessions, f"w{n}")))
+               for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(claim for claim in claims if claim) == [first, second] and claims.count(None) == 4
+    assert claim_run(server.sessions, "late") is None  # both are running with a fresh heartbeat
+    with server.sessions.begin() as session:
+        session.execute(update(TrainingRun).where(TrainingRun.id == second)
+                        .values(heartbeat=utcnow() - timedelta(seconds=worker.STALE_SECONDS + 1)))
+    assert claim_run(server.sessions, "late") == second  # its worker stopped beating: taken over
+    assert run_row(server, second).worker_id == "late"
+    with pytest.raises(worker.RunLost):
+        worker._record_epochs(server.sessions, second, "w-old", [{"epoch": 1}])
+
+
+def test_a_failing_run_is_marked_failed_and_the_worker_goes_on(server):
+    missing = server.queue(contributions=[server.contributions[0], "f" * 64])
+    unsplittable = server.queue(valid_fraction=1.5)
+    assert run_worker(server.root, once=True) == missing
+    assert run_worker(server.root, once=True) == unsplittable
+    run = run_row(server, missing)
+    assert run.status == FAILED and run.error == f"the run's contributions {'f' * 64} are not stored on the server"
+    assert run.finished is not None and epochs(server, missing) == []
+    assert run_row(server, unsplittable).error == "valid_fraction must be between 0 and 1, got 1.5"
+
+
+def test_a_killed_worker_process_is_resumed_by_the_next(server):
+    """A real `deidpool server worker` killed with SIGKILL after its first recorded epoch; the
+    next worker takes the run over once its heartbeat is stale and completes it."""
+    run_id = server.queue(max_epochs=8, patience=8)
+    command = [sys.executable, "-m", "deidpool", "server", "worker", "--data-dir", str(server.root), "--once"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not epochs(server, run_id):
+        assert process.poll() is None, process.stderr.read().decode()[-3000:]
+        assert time.monotonic() < deadline, "no epoch recorded within 120 s"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed = run_row(server, run_id)
+    assert killed.status == RUNNING and 1 <= killed.epochs_done < 8
+    with server.sessions.begin() as session:  # as if a minute had passed since the last heartbeat
+        session.execute(update(TrainingRun).where(TrainingRun.id == run_id)
+                        .values(heartbeat=utcnow() - timedelta(seconds=worker.STALE_SECONDS + 1)))
+    finished = subprocess.run(command, capture_output=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr.decode()[-3000:]
+    run = run_row(server, run_id)
+    recorded = epochs(server, run_id)
+    assert run.status == SUCCEEDED and run.epochs_done == run.metrics["epochs"] == len(recorded)
+    assert [r["epoch"] for r in recorded] == list(range(1, len(recorded) + 1)) and len(recorded) == 8
+    assert recorded == history(server, run_id)
