@@ -9,6 +9,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up
 
 from deidpool.cli import adversarial_commands, corpus_commands, pseudonymize_command, train_commands
 from deidpool.cli.client_commands import client_app, provider_app
+from deidpool.cli.coordinator_commands import coordinator_app
+from deidpool.cli.server_commands import server_app
 
 app = typer.Typer(no_args_is_help=True, help="Privacy-preserving pooling of de-identification training data.")
 app.add_typer(corpus_commands.corpus_app, name="corpus")
@@ -21,6 +23,8 @@ app.command("audit")(adversarial_commands.audit)
 app.command("predict")(train_commands.predict)
 app.add_typer(provider_app, name="provider")
 app.add_typer(client_app, name="client")
+app.add_typer(server_app, name="server")
+app.add_typer(coordinator_app, name="coordinator")
 
 
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:

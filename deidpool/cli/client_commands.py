@@ -15,6 +15,7 @@ import typer
 from client.contribution import DTYPES, ContributionError
 from client.transport import UploadError
 from corpus.errors import CorpusError
+from deidpool.cli.http import ServerError
 from representer import keys
 
 PASSPHRASE_ENV = "DEIDPOOL_KEY_PASSPHRASE"
@@ -25,13 +26,16 @@ client_app = typer.Typer(no_args_is_help=True, help="The institution: export, in
 
 
 @contextlib.contextmanager
-def _clean_errors() -> Iterator[None]:
-    """Bad input of any kind -> one clear line on stderr and exit status 2."""
+def clean_errors() -> Iterator[None]:
+    """Bad input of any kind, or a refusal by the server -> one clear line on stderr and exit
+    status 2."""
     from representer.bundle import BundleError
+    from server.settings import SettingsError
 
     try:
         yield
-    except (CorpusError, BundleError, ContributionError, keys.KeyFileError, UploadError) as error:
+    except (CorpusError, BundleError, ContributionError, keys.KeyFileError, UploadError, ServerError,
+            SettingsError) as error:
         typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
 
@@ -42,7 +46,7 @@ def _new_passphrase(protect: bool) -> str | None:
     return os.environ.get(PASSPHRASE_ENV) or typer.prompt("passphrase", hide_input=True, confirmation_prompt=True)
 
 
-def _private_key(path: Path, kind: str):
+def private_key(path: Path, kind: str):
     """The private key at `path`, asking for its passphrase (or reading $DEIDPOOL_KEY_PASSPHRASE)."""
     passphrase = None
     if keys.is_encrypted(path):
@@ -64,7 +68,7 @@ def provider_keygen(
     passphrase: bool = typer.Option(False, "--passphrase", help=_PASSPHRASE_HELP),
 ) -> None:
     """Create the provider's Ed25519 key that signs bundles; institutions pin provider.pub."""
-    with _clean_errors():
+    with clean_errors():
         _print_pairs([keys.create_provider_keys(out, _new_passphrase(passphrase))])
 
 
@@ -79,8 +83,8 @@ def publish(
     """Publish a training run as a signed bundle (a pipeline when the run has a tagger)."""
     from representer.bundle import publish_run
 
-    with _clean_errors():
-        manifest = publish_run(run, _private_key(key, keys.SIGNING), out, audit)
+    with clean_errors():
+        manifest = publish_run(run, private_key(key, keys.SIGNING), out, audit)
     typer.echo(f"published {manifest['kind']} {manifest['representer_id']} to {out} "
                f"(signed by {manifest['signed_by']})")
 
@@ -98,7 +102,7 @@ def client_keygen(
         check_institution_id(institution)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--institution") from None
-    with _clean_errors():
+    with clean_errors():
         _print_pairs([create_institution_keys(out, institution, _new_passphrase(passphrase))])
 
 
@@ -134,8 +138,8 @@ def export(
 
     if dtype not in DTYPES:
         raise typer.BadParameter(f"choose one of {', '.join(DTYPES)}", param_hint="--dtype")
-    with _clean_errors():
-        signing_key = _private_key(key, keys.SIGNING)
+    with clean_errors():
+        signing_key = private_key(key, keys.SIGNING)
         institution = institution_id(key)
         server = keys.load_public_key(server_key, keys.ENCRYPTION)
         bundle, vectors = _open_bundle(bundle_path, provider_key, embeddings)
@@ -153,7 +157,7 @@ def inspect(
     """Print a contribution's header after checking its signature (no server key needed)."""
     from client.contribution import verify_contribution
 
-    with _clean_errors():
+    with clean_errors():
         public_key = keys.load_public_key(key, keys.SIGNING)
         header = verify_contribution(contribution, public_key)
     typer.echo(json.dumps(dataclasses.asdict(header), indent=2))
@@ -169,7 +173,7 @@ def upload(
     """Send a contribution to the pooling server (safe to repeat: it deduplicates by content hash)."""
     from client.transport import upload_contribution
 
-    with _clean_errors():
+    with clean_errors():
         reply = upload_contribution(contribution, server, retries=retries)
     typer.echo(f"uploaded {contribution} to {server}" + (f": {json.dumps(reply)}" if reply else ""))
 
@@ -193,8 +197,72 @@ def deidentify(
         raise typer.BadParameter(f"choose one of {', '.join(OUTPUT_FORMATS)}", param_hint="--format")
     if surrogate and fmt != "text":
         raise typer.BadParameter("--surrogate applies to --format text only", param_hint="--surrogate")
-    with _clean_errors():
+    with clean_errors():
         pipeline, vectors = _open_bundle(pipeline_path, provider_key, embeddings)
         found = find_phi(read_notes(notes, notes_format), pipeline, vectors, progress=True)
         count = write_deidentified(found, out, fmt, surrogates=surrogate)
     typer.echo(f"de-identified {count} notes to {out} ({fmt})")
+
+
+@client_app.command("contributions")
+def contributions(
+    server: str = typer.Option(..., "--server", help="The pooling server's base URL."),
+    key: Path = typer.Option(..., "--key", help="The institution's private key (institution.key)."),
+) -> None:
+    """List this institution's contributions stored on the server (a request signed with its key)."""
+    from client.identity import institution_id
+    from client.signed_requests import signed_headers
+    from deidpool.cli.http import ServerConnection
+
+    path = "/api/contributions"
+    with clean_errors(), ServerConnection(server) as connection:
+        headers = signed_headers(private_key(key, keys.SIGNING), institution_id(key), "GET", path)
+        rows = connection.call("GET", path, headers=headers)
+    typer.echo(f"{'received':25}  {'sentences':>9}  {'tokens':>9}  {'representer':20}  sha256")
+    for row in rows:
+        typer.echo(f"{row['received']:25}  {row['sentences']:>9}  {row['tokens']:>9}  {row['representer_id']:20}  "
+                   f"{row['sha256']}")
+    typer.echo(f"{len(rows)} contributions")
+
+
+@client_app.command("download")
+def download(
+    server: str = typer.Option(..., "--server", help="The pooling server's base URL."),
+    representer: bool | None = typer.Option(None, "--representer/--pipeline", show_default=False, help="The "
+                                            "current representer bundle (signed by the provider) or the latest "
+                                            "published pipeline (signed by the server)."),
+    out: Path = typer.Option(..., "--out", help="The bundle file to write (.tar)."),
+    provider_key: Path | None = typer.Option(None, "--provider-key", help="The pinned provider public key "
+                                                                          "(needed for --representer)."),
+    server_key: Path | None = typer.Option(None, "--server-key", help="The server's signing public key "
+                                           "(server-signing.pub) for --pipeline; fetched from the server if absent."),
+) -> None:
+    """Download a bundle from the pooling server and verify its signature (the file is removed if it fails)."""
+    from cryptography.hazmat.primitives import serialization
+
+    from deidpool.cli.http import ServerConnection
+    from representer.bundle import open_bundle
+
+    if representer is None:
+        raise typer.BadParameter("choose --representer or --pipeline", param_hint="--representer/--pipeline")
+    if representer and provider_key is None:
+        raise typer.BadParameter("a representer bundle is verified with the provider key", param_hint="--provider-key")
+    with clean_errors(), ServerConnection(server) as connection:
+        if representer:
+            signer = keys.load_public_key(provider_key, keys.SIGNING)
+        elif server_key is not None:
+            signer = keys.load_public_key(server_key, keys.SIGNING)
+        else:
+            signer = serialization.load_pem_public_key(connection.call("GET", "/api/keys")["signing_public_key"]
+                                                       .encode())
+            typer.echo(f"verifying with the server's signing key {keys.fingerprint(signer)} as the server reports it; "
+                       "compare it with the coordinator's, or pass --server-key")
+        connection.download("/api/representers/current/bundle" if representer else "/api/pipelines/latest/bundle",
+                            out)
+        try:
+            bundle = open_bundle(out, signer)
+        except BaseException:
+            out.unlink()
+            raise
+    typer.echo(f"downloaded {bundle.manifest['kind']} {bundle.representer_id} to {out} "
+               f"(signature valid, key {keys.fingerprint(signer)})")

@@ -1,0 +1,5 @@
+"""`python -m deidpool`: the `deidpool` command."""
+
+from deidpool.cli import app
+
+app()

@@ -1,0 +1,176 @@
+"""`deidpool coordinator ...`: the coordinator's administration of a pooling server over its
+HTTP API (institutions, the current representer, pooled training runs, audits, publication).
+The admin token comes from --token or $DEIDPOOL_ADMIN_TOKEN and is never printed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from cryptography.hazmat.primitives import serialization
+
+from deidpool.cli.client_commands import clean_errors, private_key
+from deidpool.cli.http import ServerConnection
+from representer import keys
+
+TOKEN_ENV = "DEIDPOOL_ADMIN_TOKEN"
+FINISHED = ("succeeded", "failed")
+
+coordinator_app = typer.Typer(no_args_is_help=True, help="The coordinator: institutions, representer, pooled "
+                                                         "training runs, audits and publication on a pooling server.")
+
+Server = Annotated[str, typer.Option("--server", help="The pooling server's base URL, e.g. http://127.0.0.1:8000.")]
+Token = Annotated[str, typer.Option("--token", envvar=TOKEN_ENV, show_default=False,
+                                    help=f"The admin token (better: set ${TOKEN_ENV}).")]
+
+
+@coordinator_app.command("register")
+def register(
+    server: Server, token: Token,
+    institution: str = typer.Option(..., "--institution", help="The institution id its contributions carry."),
+    public_key: Path = typer.Option(..., "--public-key", help="The institution's public key (institution.pub)."),
+) -> None:
+    """Register an institution and its public key."""
+    with clean_errors(), ServerConnection(server, token) as connection:
+        keys.load_public_key(public_key, keys.SIGNING)
+        row = connection.call("POST", "/api/institutions", json={"id": institution,
+                                                                 "public_key": public_key.read_text()})
+    typer.echo(f"registered {row['id']} (key {row['fingerprint']})")
+
+
+@coordinator_app.command("disable")
+def disable(institution: Annotated[str, typer.Argument(help="Institution id.")], server: Server, token: Token) -> None:
+    """Refuse an institution's uploads from now on."""
+    with clean_errors(), ServerConnection(server, token) as connection:
+        connection.call("POST", f"/api/institutions/{institution}/disable")
+    typer.echo(f"disabled {institution}")
+
+
+@coordinator_app.command("enable")
+def enable(institution: Annotated[str, typer.Argument(help="Institution id.")], server: Server, token: Token) -> None:
+    """Accept an institution's uploads again."""
+    with clean_errors(), ServerConnection(server, token) as connection:
+        connection.call("POST", f"/api/institutions/{institution}/enable")
+    typer.echo(f"enabled {institution}")
+
+
+@coordinator_app.command("set-representer")
+def set_representer(bundle: Annotated[Path, typer.Argument(help="The provider-signed representer bundle (.tar).")],
+                    server: Server, token: Token) -> None:
+    """Upload a representer bundle and make it the one contributions must be made with."""
+    if not bundle.is_file():
+        raise typer.BadParameter(f"{bundle} is not a file (a bundle .tar)", param_hint="BUNDLE")
+    with clean_errors(), ServerConnection(server, token) as connection:
+        row = connection.call("POST", "/api/representers", file=bundle, content_type="application/x-tar")
+    typer.echo(f"current representer: {row['representer_id']}")
+
+
+@coordinator_app.command("start-run")
+def start_run(
+    server: Server, token: Token,
+    max_epochs: int = typer.Option(30, "--max-epochs", min=1),
+    patience: int = typer.Option(5, "--patience", min=1, help="Stop after this many epochs without improvement."),
+    seed: int = typer.Option(0, "--seed", min=0),
+    valid_fraction: float = typer.Option(0.1, "--valid-fraction", min=0.0, max=1.0,
+                                         help="Share of each institution's sentences held out for validation."),
+) -> None:
+    """Queue a pooled training run over every contribution of the current representer; prints its id."""
+    config = {"max_epochs": max_epochs, "patience": patience, "seed": seed, "valid_fraction": valid_fraction}
+    with clean_errors(), ServerConnection(server, token) as connection:
+        run = connection.call("POST", "/api/runs", json=config)
+    typer.echo(run["id"])
+
+
+def _summary(run: dict) -> str:
+    line = (f"run {run['id']}: {run['status']}, epoch {run['epochs_done']}/{run['config'].get('max_epochs', '?')}, "
+            f"{run['contributions']} contributions")
+    if run["epochs"]:
+        last = run["epochs"][-1]
+        line += "".join(f", {name} {last[name]:.4f}" for name in ("val_loss", "val_phi_f1")
+                        if isinstance(last.get(name), (int, float)))
+    return line + (f" - {run['error']}" if run["error"] else "")
+
+
+@coordinator_app.command("runs")
+def runs(server: Server, token: Token) -> None:
+    """List the pooled training runs."""
+    with clean_errors(), ServerConnection(server, token) as connection:
+        for run in connection.call("GET", "/api/runs"):
+            typer.echo(_summary(run))
+
+
+@coordinator_app.command("run")
+def run(run_id: Annotated[int, typer.Argument(help="Training run id.")], server: Server, token: Token) -> None:
+    """A run's status and its epochs' metrics."""
+    with clean_errors(), ServerConnection(server, token) as connection:
+        details = connection.call("GET", f"/api/runs/{run_id}")
+    typer.echo(_summary(details))
+    for epoch in details["epochs"]:
+        typer.echo("  " + ", ".join(f"{name} {value:.4f}" if isinstance(value, float) else f"{name} {value}"
+                                    for name, value in epoch.items()))
+
+
+@coordinator_app.command("wait-run")
+def wait_run(run_id: Annotated[int, typer.Argument(help="Training run id.")], server: Server, token: Token,
+             interval: float = typer.Option(5.0, "--interval", min=0.1, help="Seconds between polls.")) -> None:
+    """Wait for a run to succeed or fail, with a progress line; exit status 1 if it failed."""
+    shown = None
+    with clean_errors(), ServerConnection(server, token) as connection:
+        while True:
+            details = connection.call("GET", f"/api/runs/{run_id}")
+            if _summary(details) != shown:
+                shown = _summary(details)
+                typer.echo(shown)
+            if details["status"] in FINISHED:
+                break
+            time.sleep(interval)
+    if details["status"] == "failed":
+        raise typer.Exit(1)
+
+
+@coordinator_app.command("publish")
+def publish(run_id: Annotated[int, typer.Argument(help="A succeeded training run id.")], server: Server, token: Token,
+            override_audit: bool = typer.Option(False, "--override-audit", help="Publish although the representer "
+                                                "has no audit with verdict \"consistent with chance\".")) -> None:
+    """Publish a succeeded run as a server-signed pipeline."""
+    with clean_errors(), ServerConnection(server, token) as connection:
+        pipeline = connection.call("POST", f"/api/runs/{run_id}/publish", json={"override_audit": override_audit})
+    typer.echo(f"published pipeline {pipeline['id']} of run {run_id} (sha256 {pipeline['payload_sha256']})"
+               + (" WITHOUT a passing audit (override)" if pipeline["audit_override"] else ""))
+
+
+@coordinator_app.command("record-audit")
+def record_audit(
+    report_path: Annotated[Path, typer.Argument(help="The audit report (metrics.json of `deidpool audit`).")],
+    server: Server, token: Token,
+    key: Path = typer.Option(..., "--key", help="The signer's Ed25519 private key (e.g. provider.key)."),
+    representer: str | None = typer.Option(None, "--representer", help="The audited representer id, when the "
+                                                                        "report does not name it (default: current)."),
+) -> None:
+    """Sign an audit report and record it for its representer."""
+    from server.auth import canonical_json
+
+    try:
+        report = json.loads(report_path.read_text())
+    except (OSError, ValueError) as error:
+        raise typer.BadParameter(f"cannot read {report_path} as JSON: {error}", param_hint="REPORT") from None
+    if not isinstance(report, dict):
+        raise typer.BadParameter(f"{report_path} does not hold a JSON object", param_hint="REPORT")
+    if representer and report.setdefault("representer_id", representer) != representer:
+        raise typer.BadParameter(f"the report audits {report['representer_id']}, not {representer}",
+                                 param_hint="--representer")
+    with clean_errors(), ServerConnection(server, token) as connection:
+        if "representer_id" not in report:
+            report["representer_id"] = connection.call("GET", "/api/representers/current")["representer_id"]
+        signing_key = private_key(key, keys.SIGNING)
+        signature = base64.b64encode(signing_key.sign(canonical_json(report))).decode()
+        public = signing_key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                       serialization.PublicFormat.SubjectPublicKeyInfo)
+        audit = connection.call("POST", "/api/audits", json={"report": report, "signature": signature,
+                                                            "signer_public_key": public.decode()})
+    typer.echo(f"recorded audit {audit['id']} of {audit['representer_id']}: {audit['verdict']} "
+               f"(signed by {audit['signer_fingerprint']})")

@@ -1,0 +1,79 @@
+"""`deidpool server ...`: create a pooling server's data directory, run the server (with its
+worker beside it), or run a worker alone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+from deidpool.cli.client_commands import clean_errors
+
+server_app = typer.Typer(no_args_is_help=True, help="The pooling server: data directory, HTTP API, training worker.")
+
+_DATA_DIR_HELP = "The server's data directory (created by `deidpool server init`)."
+
+
+@server_app.command("init")
+def init(
+    data_dir: Path = typer.Option(..., "--data-dir", help="The data directory to create."),
+    provider_key: Path = typer.Option(..., "--provider-key", help="The provider's public key (provider.pub) that "
+                                                                  "representer bundles must be signed with."),
+    force: bool = typer.Option(False, "--force", help="Re-initialize an existing data directory: pin this provider "
+                                                      "key and replace the admin token; keys and data stay."),
+) -> None:
+    """Create the server's keys, settings and database, and print the admin token once."""
+    from server.initialize import init_data_dir
+    from server.settings import Layout
+
+    with clean_errors():
+        token = init_data_dir(data_dir, provider_key, force)
+    layout = Layout(data_dir)
+    typer.echo(f"initialized {data_dir}: contributions are encrypted to {layout.encryption_public_key}, "
+               f"pipelines signed with {layout.signing_public_key}")
+    typer.echo(f"admin token: {token}")
+    typer.secho("Store the admin token now (e.g. in a password manager, or DEIDPOOL_ADMIN_TOKEN): it is shown only "
+                "once, and the server keeps only its hash.", fg=typer.colors.YELLOW, err=True)
+
+
+@server_app.command("run")
+def run(
+    data_dir: Path = typer.Option(..., "--data-dir", help=_DATA_DIR_HELP),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port to listen on."),
+    worker: bool = typer.Option(True, "--worker/--no-worker", help="Start a training worker process beside it."),
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs) with Uvicorn."""
+    import uvicorn
+
+    from server.app import create_app
+
+    with clean_errors():
+        app = create_app(data_dir)
+    process = None
+    if worker:
+        process = subprocess.Popen([sys.executable, "-m", "deidpool", "server", "worker", "--data-dir", str(data_dir)])
+        typer.echo(f"started training worker (pid {process.pid})")
+    try:
+        uvicorn.run(app, host=host, port=port)
+    finally:
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@server_app.command("worker")
+def worker(
+    data_dir: Path = typer.Option(..., "--data-dir", help=_DATA_DIR_HELP),
+    once: bool = typer.Option(False, "--once", help="Train at most one waiting run, then exit."),
+) -> None:
+    """Claim and train queued pooled training runs (resuming a crashed worker's)."""
+    from server.worker import run_worker
+
+    with clean_errors():
+        run_worker(data_dir, once=once)
