@@ -1,37 +1,13 @@
-"""Fixtures of the client tests: keys, synthetic labeled notes, tiny word vectors, and a tiny
-untrained pipeline (representer + tagger) published as a signed bundle, built once."""
+"""Fixtures of the client tests: loaded keys, notes on disk, the verified tiny pipeline and its
+word vectors (the keys, documents and pipeline bundle themselves are in tests/conftest.py)."""
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
-from client.identity import create_institution_keys
-from corpus.categories import PHI_TYPES
 from corpus.formats import write_corpus
-from corpus.synth import generate_documents
-from corpus.tagging import tag_vocabulary
 from representer import keys
-
-EMBEDDING_DIM, REPR_SIZE, UNITS = 8, 6, 4
-TAGS = tag_vocabulary({phi.type for phi in PHI_TYPES.values()})
-
-
-@pytest.fixture(scope="session")
-def workspace(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("client")
-
-
-@pytest.fixture(scope="session")
-def key_files(workspace):
-    """Paths of every key: provider, institution "site-a" and the server's encryption key."""
-    folder = workspace / "keys"
-    provider = keys.create_provider_keys(folder)
-    institution = create_institution_keys(folder, "site-a")
-    server = keys.create_server_keys(folder)[keys.ENCRYPTION]
-    return SimpleNamespace(provider=provider, institution=institution, server=server)
 
 
 @pytest.fixture(scope="session")
@@ -45,38 +21,9 @@ def loaded_keys(key_files):
 
 
 @pytest.fixture(scope="session")
-def documents():
-    return list(generate_documents(12, seed=3))
-
-
-@pytest.fixture(scope="session")
 def notes_dir(workspace, documents) -> Path:
     write_corpus(documents, workspace / "notes", "i2b2")
     return workspace / "notes"
-
-
-@pytest.fixture(scope="session")
-def pipeline_path(workspace, documents, key_files) -> Path:
-    """A training run with a tiny representer and tagger (untrained), published as a .tar."""
-    from representer.bundle import publish_run
-    from representer.representation import build_representer, save_representer
-    from representer.tagger import build_tagger
-
-    run = workspace / "run"
-    (run / "models").mkdir(parents=True)
-    words = sorted({word.lower() for document in documents for word in document.text.split() if word.isalpha()})
-    rng = np.random.default_rng(0)
-    vectors = workspace / "vectors.txt"
-    vectors.write_text("".join(f"{word} {' '.join(f'{x:.4f}' for x in rng.normal(size=EMBEDDING_DIM))}\n"
-                               for word in words))
-    save_representer(build_representer(EMBEDDING_DIM, REPR_SIZE, UNITS), run / "models" / "representer.keras")
-    build_tagger(REPR_SIZE, len(TAGS), lstm_units=UNITS).save(run / "models" / "tagger.keras")
-    (run / "config.json").write_text(json.dumps({"embeddings": f"glove-text:{vectors}", "tags": TAGS,
-                                                 "neighbours": 100, "procedure": "three-phase"}))
-    (run / "metrics.json").write_text(json.dumps({"val_loss": 1.5}))
-    signing_key = keys.load_private_key(key_files.provider.private, keys.SIGNING)
-    publish_run(run, signing_key, workspace / "pipeline.tar")
-    return workspace / "pipeline.tar"
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from corpus.document import Document, Span
 from corpus.errors import CorpusError
 from corpus.prepare import prepare_document
 
-from .conftest import REPR_SIZE, TAGS
+from ..conftest import REPR_SIZE, TAGS
 
 
 def _export(documents, pipeline, embeddings, loaded_keys, out, **options):
