@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from client.contribution import encode_sentence, write_contribution
+from client.identity import create_institution_keys
 from representer import keys
 
 DIM, REPRESENTER = 6, "rep-test"
@@ -28,18 +28,19 @@ def synthetic_sentences(first: int, count: int, seed: int = 0) -> list[tuple]:
 
 
 @pytest.fixture(scope="session")
-def pool(tmp_path_factory):
-    """Keys of a server (files in `pool.server_keys`) and of institutions site-a and site-b;
-    `pool.write(path, institution, sentences, representer_id=REPRESENTER)` writes a
-    contribution and returns its header."""
-    server_keys = tmp_path_factory.mktemp("server-keys")
-    server_key = keys.load_private_key(keys.create_server_keys(server_keys)[keys.ENCRYPTION].private, keys.ENCRYPTION)
-    institution_keys = {name: Ed25519PrivateKey.generate() for name in ("site-a", "site-b")}
+def pool(key_files, tmp_path_factory):
+    """The shared server key and institution site-a (tests/conftest.py `key_files`) and a second
+    institution, site-b; `pool.write(path, institution, sentences, representer_id=REPRESENTER)`
+    writes a contribution and returns its header."""
+    site_b = create_institution_keys(tmp_path_factory.mktemp("site-b"), "site-b")
+    institution_keys = {name: keys.load_private_key(pair.private, keys.SIGNING)
+                        for name, pair in (("site-a", key_files.institution), ("site-b", site_b))}
+    server_key = keys.load_private_key(key_files.server.private, keys.ENCRYPTION)
 
     def write(path, institution, sentences, representer_id=REPRESENTER):
         records = [encode_sentence(*sentence) for sentence in sentences]
         return write_contribution(path, records, institution=institution, representer_id=representer_id, dim=DIM,
                                   signing_key=institution_keys[institution], server_key=server_key.public_key())
 
-    return SimpleNamespace(dim=DIM, representer=REPRESENTER, tags=TAGS, server_key=server_key, server_keys=server_keys,
+    return SimpleNamespace(dim=DIM, representer=REPRESENTER, tags=TAGS, server_key=server_key,
                            institution_keys=institution_keys, sentences=synthetic_sentences, write=write)

@@ -21,8 +21,8 @@ from representer import keys
 from server import worker
 from server.database import (FAILED, QUEUED, RUNNING, SUCCEEDED, Contribution, Institution, Representer, RunEpoch,
                              TrainingRun, open_database, utcnow)
-from server.payloads import PayloadStore
 from server.initialize import init_data_dir
+from server.payloads import PayloadStore
 from server.settings import Layout
 from server.worker import claim_run, run_worker
 
@@ -30,12 +30,14 @@ TINY = {"max_epochs": 3, "patience": 3, "seed": 0, "valid_fraction": 0.2, "lstm_
 
 
 @pytest.fixture
-def server(pool, tmp_path):
+def server(pool, key_files, tmp_path):
     """A server data directory holding site-a's and site-b's contributions for pool.representer;
     `server.queue(**config)` queues a run over them (TINY config by default) and returns its id."""
     layout = Layout(tmp_path / "server")
-    shutil.copytree(pool.server_keys, layout.keys)  # init keeps them: contributions are encrypted to pool.server_key
-    init_data_dir(layout.root, keys.create_provider_keys(tmp_path / "provider").public)
+    layout.keys.mkdir(parents=True)
+    for path in key_files.server.private.parent.glob("server-*"):  # init keeps them: pool.write encrypts to them
+        shutil.copy(path, layout.keys)
+    init_data_dir(layout.root, key_files.provider.public)
     sessions = open_database(layout.root)
     store = PayloadStore(layout.payloads)
     hashes = []
