@@ -7,6 +7,7 @@ answered as `{"detail": message}`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Annotated
@@ -321,10 +322,17 @@ def _validation_message(error: RequestValidationError) -> str:
 def create_app(data_dir: str | Path) -> FastAPI:
     """The API of the server in `data_dir` (created by `deidpool server init`); its database
     is migrated to the latest schema first."""
-    app = FastAPI(title="deidpool pooling server", version="1",
+    state = ServerState.open(data_dir)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        state.close()
+
+    app = FastAPI(title="deidpool pooling server", version="1", lifespan=lifespan,
                   description="Institutions upload encrypted, signed contributions; the coordinator trains and "
                               "publishes the pooled tagger. See docs/server.md.")
-    app.state.server = ServerState.open(data_dir)
+    app.state.server = state
     app.include_router(api)
 
     @app.exception_handler(Refused)

@@ -36,3 +36,7 @@ class ServerState:
                    encryption_key=keys.load_private_key(layout.encryption_key, keys.ENCRYPTION),
                    signing_key=keys.load_private_key(layout.signing_key, keys.SIGNING),
                    provider_key=keys.load_public_key(layout.provider_key, keys.SIGNING))
+
+    def close(self) -> None:
+        """Close the database connections."""
+        self.sessions.kw["bind"].dispose()

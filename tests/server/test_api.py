@@ -1,0 +1,137 @@
+"""The API around uploads: health and keys, admin authentication, institutions, representer
+bundles, JSON errors for bad input, and no secret in responses, logs or stored files."""
+
+import io
+import logging
+import tarfile
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from representer import keys
+
+from .support import admin, api, database, server_dir, site, stored  # noqa: F401 (fixtures)
+
+ADMIN_ROUTES = [("GET", "/api/institutions"), ("POST", "/api/institutions"), ("POST", "/api/institutions/a/disable"),
+                ("POST", "/api/representers"), ("POST", "/api/runs"), ("GET", "/api/runs"), ("GET", "/api/runs/1"),
+                ("POST", "/api/runs/1/publish"), ("POST", "/api/audits")]
+
+
+def _pem(public_key) -> str:
+    return public_key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+
+
+def test_health_keys_and_openapi_are_public(api, server_dir, key_files):
+    assert api.get("/api/health").json() == {"status": "ok"}
+    reply = api.get("/api/keys").json()
+    signing = keys.load_public_key(server_dir.layout.signing_public_key, keys.SIGNING)
+    assert reply["signing_public_key"] == server_dir.layout.signing_public_key.read_text()
+    assert reply["encryption_public_key"] == server_dir.layout.encryption_public_key.read_text()
+    assert reply["fingerprints"]["signing"] == keys.fingerprint(signing)
+    assert reply["fingerprints"]["provider"] == key_files.provider.fingerprint
+    assert "PRIVATE" not in str(reply)
+    paths = api.get("/openapi.json").json()["paths"]
+    assert {"/api/contributions", "/api/runs/{run_id}/publish", "/api/pipelines/latest/bundle"} <= set(paths)
+    assert "/" not in paths
+
+
+@pytest.mark.parametrize("method, path", ADMIN_ROUTES)
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", "Basic abc", "Bearer "])
+def test_admin_routes_need_the_admin_token(api, method, path, authorization):
+    headers = {"Authorization": authorization} if authorization else {}
+    reply = api.request(method, path, headers=headers, json={})
+    assert reply.status_code == 401
+    assert "admin token" in reply.json()["detail"]
+
+
+def test_registering_institutions(api, admin, key_files):
+    public = key_files.institution.public.read_text()
+    reply = api.post("/api/institutions", headers=admin, json={"id": "site-a", "public_key": public})
+    assert reply.status_code == 201
+    assert reply.json()["fingerprint"] == key_files.institution.fingerprint and reply.json()["enabled"] is True
+    again = api.post("/api/institutions", headers=admin, json={"id": "site-a", "public_key": public})
+    assert again.status_code == 409 and "already registered" in again.json()["detail"]
+    assert [row["id"] for row in api.get("/api/institutions", headers=admin).json()] == ["site-a"]
+    assert api.post("/api/institutions/site-z/disable", headers=admin).status_code == 404
+
+
+@pytest.mark.parametrize("body, words", [
+    ({"id": "../etc", "public_key": "x"}, "institution id"),
+    ({"id": "site-b", "public_key": "not a key"}, "public_key is not a PEM"),
+    ({"id": "site-b", "public_key": _pem(X25519PrivateKey.generate().public_key())}, "not an Ed25519"),
+    ({"id": "site-b"}, "body.public_key: Field required"),
+    ({"id": 7, "public_key": "x"}, "body.id"),
+    ({"id": "site-b", "public_key": "x", "extra": 1}, "body.extra"),
+    ([1, 2], "body"),
+])
+def test_bad_institution_bodies_give_422_naming_the_field(api, admin, body, words, server_dir):
+    before = stored(server_dir)
+    reply = api.post("/api/institutions", headers=admin, json=body)
+    assert reply.status_code == 422 and words in reply.json()["detail"]
+    assert stored(server_dir) == before
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/api/institutions", b"{not json"), ("/api/runs", b"[]"), ("/api/runs", b'{"max_epochs": "3"}'),
+    ("/api/runs", b'{"valid_fraction": 1.5}'), ("/api/runs", b'{"seed": -1}'), ("/api/audits", b'{"report": 1}'),
+    ("/api/runs/1/publish", b'{"override_audit": "yes"}'),
+])
+def test_malformed_json_and_wrong_types_give_422(api, admin, path, body):
+    reply = api.post(path, headers={**admin, "Content-Type": "application/json"}, content=body)
+    assert reply.status_code == 422 and isinstance(reply.json()["detail"], str)
+
+
+@pytest.mark.parametrize("path", ["/api/runs/0", "/api/runs/abc", "/api/runs/99999999999999"])
+def test_bad_run_ids_give_422(api, admin, path):
+    assert api.get(path, headers=admin).status_code == 422
+
+
+def test_representer_bundle_is_verified_stored_and_made_current(api, admin, pipeline_path, server_dir, tmp_path):
+    assert api.get("/api/representers/current").status_code == 404
+    before = stored(server_dir)
+    tampered = tmp_path / "tampered.tar"
+    with tarfile.open(pipeline_path) as source, tarfile.open(tampered, "w") as target:
+        for member in source.getmembers():
+            data = source.extractfile(member).read()
+            if member.name == "tagger.keras":
+                data = data[:-1] + bytes([data[-1] ^ 1])
+            member.size = len(data)
+            target.addfile(member, io.BytesIO(data))
+    reply = api.post("/api/representers", headers=admin, content=tampered.read_bytes())
+    assert reply.status_code == 400 and "altered" in reply.json()["detail"] and str(tmp_path) not in reply.text
+    assert api.post("/api/representers", headers=admin, content=b"junk").status_code == 400
+    assert stored(server_dir) == before
+    created = api.post("/api/representers", headers=admin, content=pipeline_path.read_bytes())
+    assert created.status_code == 201
+    representer = created.json()["representer_id"]
+    assert representer.startswith("rep-") and created.json()["current"] is True
+    assert api.post("/api/representers", headers=admin, content=pipeline_path.read_bytes()).status_code == 200
+    assert stored(server_dir)[0]["representers"] == 1
+    assert api.get("/api/representers/current").json()["manifest"]["representer_id"] == representer
+    bundle = api.get("/api/representers/current/bundle")
+    assert bundle.status_code == 200 and bundle.content == pipeline_path.read_bytes()
+
+
+def test_representer_signed_by_another_key_is_refused(api, admin, tmp_path):
+    from representer.bundle import REPRESENTER_FILE, write_bundle
+
+    write_bundle(tmp_path / "other.tar", Ed25519PrivateKey.generate(), {REPRESENTER_FILE: b"model"}, {})
+    reply = api.post("/api/representers", headers=admin, content=(tmp_path / "other.tar").read_bytes())
+    assert reply.status_code == 400 and "provider key" in reply.json()["detail"]
+
+
+def test_no_secret_in_responses_logs_or_stored_files(api, admin, server_dir, site, caplog):
+    caplog.set_level(logging.DEBUG)
+    token = server_dir.token
+    replies = [api.get("/api/institutions", headers=admin), api.get("/api/institutions",
+                                                                    headers={"Authorization": f"Bearer {token}x"}),
+               api.get("/api/keys"), api.get("/api/runs", headers=admin), api.post("/api/runs", headers=admin, json={}),
+               api.get("/openapi.json")]
+    for reply in replies:
+        assert token not in reply.text and "PRIVATE KEY" not in reply.text
+    assert token not in caplog.text
+    for path in server_dir.path.rglob("*"):
+        if path.is_file():
+            assert token.encode() not in path.read_bytes(), path

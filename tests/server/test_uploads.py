@@ -1,0 +1,186 @@
+"""Uploads of contributions (docs/server.md, Uploads): accepted once, every refusal with its
+status and nothing stored changed, idempotent re-upload, concurrent uploads, and the signed
+listing of an institution's own contributions."""
+
+import hashlib
+import json
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives import serialization
+
+from client import contribution
+from client.signed_requests import signed_headers
+
+from .support import admin, api, database, server_dir, set_limits, site, stored, upload, write  # noqa: F401 (fixtures)
+
+
+def test_a_valid_contribution_is_stored_once_and_a_repeat_is_idempotent(api, site, server_dir, tmp_path):
+    body = write(tmp_path / "a.dpc", site).read_bytes()
+    before = stored(server_dir)
+    reply = upload(api, body)
+    assert reply.status_code == 201, reply.text
+    digest = hashlib.sha256(body).hexdigest()
+    assert reply.json()["sha256"] == digest and reply.json()["sentences"] == 8
+    counts, files = stored(server_dir)
+    assert counts["contributions"] == before[0]["contributions"] + 1
+    assert files == sorted(before[1] + [f"{digest[:2]}/{digest}"])
+    assert (server_dir.layout.payloads / digest[:2] / digest).read_bytes() == body
+    again = upload(api, body)
+    assert again.status_code == 409 and "already stored" in again.json()["detail"]
+    assert stored(server_dir) == (counts, files)
+
+
+def _other_institution_key():
+    return Ed25519PrivateKey.generate()
+
+
+def _tamper(body: bytes) -> bytes:
+    altered = bytearray(body)
+    altered[100] ^= 1
+    return bytes(altered)
+
+
+CASES = {
+    # name: (how to make the body and headers, expected status, words of the message)
+    "unknown institution": (lambda s, p: (write(p, s, institution="site-x", signing_key=_other_institution_key()),
+                                          {"institution": "site-x"}), 401, "not registered"),
+    "header institution differs": (lambda s, p: (write(p, s), {"institution": "site-b"}), 401, "is not the"),
+    "missing institution header": (lambda s, p: (write(p, s), {"institution": None}), 401, "missing"),
+    "wrong signature": (lambda s, p: (write(p, s, signing_key=_other_institution_key()), {}), 401, "signature"),
+    "altered bytes": (lambda s, p: (_tamper(write(p, s).read_bytes()), {}), 401, "altered"),
+    "truncated": (lambda s, p: (write(p, s).read_bytes()[:-40], {}), 400, "truncated"),
+    "not a contribution": (lambda s, p: (b"hello" * 100, {}), 400, "not a contribution"),
+    "wrong hash header": (lambda s, p: (write(p, s), {"sha256": "0" * 64}), 400, "X-Deidpool-Content-SHA256"),
+    "wrong representer": (lambda s, p: (write(p, s, representer_id="rep-0000000000000000"), {}), 422,
+                          "representer id"),
+    "wrong dimension": (lambda s, p: (write(p, s, dim=3), {}), 422, "size 3"),
+    "tag id out of range": (lambda s, p: (write(p, s, num_tags=200), {}), 422, "tag id"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_refused_uploads_change_nothing_stored(case, api, site, server_dir, tmp_path):
+    make, status, words = CASES[case]
+    body, headers = make(site, tmp_path / "a.dpc")
+    body = body if isinstance(body, bytes) else body.read_bytes()
+    before = stored(server_dir)
+    reply = upload(api, body, **headers)
+    assert reply.status_code == status, reply.text
+    assert words in reply.json()["detail"]
+    assert str(tmp_path) not in reply.json()["detail"] and str(server_dir.path) not in reply.json()["detail"]
+    assert stored(server_dir) == before
+
+
+def test_disabled_institution_gets_403_until_enabled(api, site, admin, server_dir, tmp_path):
+    body = write(tmp_path / "a.dpc", site).read_bytes()
+    assert api.post("/api/institutions/site-a/disable", headers=admin).json()["enabled"] is False
+    before = stored(server_dir)
+    reply = upload(api, body)
+    assert reply.status_code == 403 and "disabled" in reply.json()["detail"]
+    assert stored(server_dir) == before
+    assert api.post("/api/institutions/site-a/enable", headers=admin).status_code == 200
+    assert upload(api, body).status_code == 201
+
+
+def test_oversized_upload_gives_413_and_leaves_no_file(server_dir, key_files, pipeline_path, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from server.app import create_app
+
+    set_limits(server_dir, max_upload_bytes=2000)
+    with TestClient(create_app(server_dir.path)) as client:
+        admin_headers = {"Authorization": f"Bearer {server_dir.token}"}
+        client.post("/api/institutions", headers=admin_headers,
+                    json={"id": "site-a", "public_key": key_files.institution.public.read_text()})
+        assert client.post("/api/representers", headers=admin_headers,
+                           content=pipeline_path.read_bytes()).status_code == 413
+        before = stored(server_dir)
+        body = b"x" * 5000
+        declared = upload(client, body)
+        assert declared.status_code == 413 and "2,000" in declared.json()["detail"]
+        streamed = client.post("/api/contributions", content=iter([body[:1500], body[1500:]]),
+                               headers={"X-Deidpool-Institution": "site-a"})
+        assert streamed.status_code == 413
+        assert stored(server_dir) == before
+
+
+def test_replayed_nonce_is_refused(api, site, server_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(contribution.secrets, "token_hex", lambda size: "ab" * size)
+    first = write(tmp_path / "a.dpc", site, seed=1).read_bytes()
+    replay = write(tmp_path / "b.dpc", site, seed=2).read_bytes()
+    assert first != replay
+    assert upload(api, first).status_code == 201
+    before = stored(server_dir)
+    reply = upload(api, replay)
+    assert reply.status_code == 400 and "replay" in reply.json()["detail"]
+    assert stored(server_dir) == before
+
+
+@pytest.mark.parametrize("shift", [timedelta(days=8), timedelta(hours=-1)], ids=["old", "future"])
+def test_stale_creation_time_is_refused(api, site, server_dir, tmp_path, monkeypatch, shift):
+    moment = datetime.now(timezone.utc) - shift
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return moment
+
+    monkeypatch.setattr(contribution, "datetime", Clock)
+    body = write(tmp_path / "a.dpc", site).read_bytes()
+    before = stored(server_dir)
+    reply = upload(api, body)
+    assert reply.status_code == 400 and "stale" in reply.json()["detail"]
+    assert stored(server_dir) == before
+
+
+def test_concurrent_uploads_are_all_stored_once(api, site, server_dir, tmp_path):
+    bodies = [write(tmp_path / f"{number}.dpc", site, seed=number).read_bytes() for number in range(6)]
+    statuses = []
+
+    def send(body):
+        statuses.append(upload(api, body).status_code)
+
+    threads = [threading.Thread(target=send, args=(body,)) for body in bodies + bodies[:2]]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [201] * 6 + [409] * 2
+    counts, files = stored(server_dir)
+    assert counts["contributions"] == 6
+    assert len([name for name in files if "/" in name and not name.split("/")[1].startswith(".")]) == 6 + 1
+
+
+def _listing(api, key, institution="site-a", **options):
+    headers = signed_headers(key, institution, "GET", "/api/contributions", **options)
+    return api.get("/api/contributions", headers=headers)
+
+
+def test_an_institution_lists_its_own_contributions_with_signed_requests(api, site, admin, key_files, tmp_path):
+    other = Ed25519PrivateKey.generate()
+    public = other.public_key().public_bytes(serialization.Encoding.PEM,
+                                             serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    assert api.post("/api/institutions", headers=admin, json={"id": "site-b", "public_key": public}).status_code == 201
+    assert upload(api, write(tmp_path / "a.dpc", site).read_bytes()).status_code == 201
+    assert upload(api, write(tmp_path / "b.dpc", site, institution="site-b", signing_key=other).read_bytes(),
+                  institution="site-b").status_code == 201
+    mine = _listing(api, site.key)
+    assert mine.status_code == 200, mine.text
+    assert [row["institution"] for row in mine.json()] == ["site-a"]
+    assert set(mine.json()[0]) >= {"sha256", "sentences", "tokens", "received"}
+    assert [row["institution"] for row in _listing(api, other, "site-b").json()] == ["site-b"]
+    refused = {
+        "signed by another key": _listing(api, other, "site-a"),
+        "old timestamp": _listing(api, site.key, timestamp=int(time.time()) - 600),
+        "unknown institution": _listing(api, site.key, "site-x"),
+        "no signature": api.get("/api/contributions", headers={"X-Deidpool-Institution": "site-a"}),
+    }
+    for name, reply in refused.items():
+        assert reply.status_code == 401, name
+    wrong_path = signed_headers(site.key, "site-a", "GET", "/api/runs")
+    assert api.get("/api/contributions", headers=wrong_path).status_code == 401
+    assert json.dumps(mine.json()).find("BEGIN") == -1
