@@ -101,12 +101,16 @@ def load_private_key(path: str | Path, kind: str, passphrase: str | None = None)
 def load_public_key(path: str | Path, kind: str):
     """The `kind` public key in the PEM file at `path`."""
     path = Path(path)
-    data = _read(path)
+    return public_key_from_pem(_read(path), kind, str(path))
+
+
+def public_key_from_pem(data: bytes | str, kind: str, source: str = "the PEM text"):
+    """The `kind` public key in PEM `data` (from `source`, named in errors)."""
     try:
-        key = serialization.load_pem_public_key(data)
-    except ValueError:
-        raise KeyFileError(f"{path} is not a PEM public key") from None
-    return _checked(key, _PUBLIC[kind], kind, path)
+        key = serialization.load_pem_public_key(data.encode() if isinstance(data, str) else data)
+    except (ValueError, TypeError):
+        raise KeyFileError(f"{source} is not a PEM public key") from None
+    return _checked(key, _PUBLIC[kind], kind, source)
 
 
 def _read(path: Path) -> bytes:
@@ -116,7 +120,7 @@ def _read(path: Path) -> bytes:
         raise KeyFileError(f"cannot read key file {path}: {error.strerror}") from None
 
 
-def _checked(key, expected: type, kind: str, path: Path):
+def _checked(key, expected: type, kind: str, source):
     if not isinstance(key, expected):
-        raise KeyFileError(f"{path} does not hold an {_ALGORITHM[kind]} {kind} key")
+        raise KeyFileError(f"{source} does not hold an {_ALGORITHM[kind]} {kind} key")
     return key

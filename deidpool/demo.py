@@ -1,0 +1,348 @@
+"""`deidpool demo`: every role of a federated de-id run on this machine, with real components
+and real network calls on loopback.
+
+The provider trains a representer by the three-phase procedure on its own notes, audits it
+and publishes a signed bundle (with its own tagger: the provider-only pipeline); a pooling
+server is initialized and started as a separate process; three institutions make keys, are
+registered, export their notes as contributions and upload them; the coordinator records the
+audit, starts a pooled training run, waits for it and publishes the pooled pipeline; an
+institution downloads it, verifies its signature and de-identifies the test notes. Both
+pipelines are scored on the test notes. The embedded default data are synthetic notes:
+discharge summaries at the provider, nursing notes, clinic letters and a mix at the three
+sites, a mix in the test set, so the sites bring kinds of notes the provider lacks.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import logging
+import resource
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+
+from adversary.runs import AdversarialSettings
+from corpus.categories import PHI_TYPES
+from corpus.document import Document
+from corpus.tagging import tag_vocabulary
+from deidpool.cli.http import ServerConnection
+
+log = logging.getLogger("deidpool.demo")
+
+SITES = ("site_a", "site_b", "site_c")
+ROLES = ("provider", *SITES, "test")
+SYNTHETIC_KINDS = {"provider": ("discharge",), "site_a": ("nursing",), "site_b": ("letter",),
+                   "site_c": ("discharge", "nursing", "letter"), "test": ("discharge", "nursing", "letter")}
+CORPUS_NAMES = {"physionet": "physionet", "meddocan": "meddocan", "i2b2-2006": "i2b2-2006"}
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoSettings:
+    """Sizes and budgets; the defaults fit the 10-minute target on a 2-core machine."""
+
+    notes: dict = dataclasses.field(default_factory=lambda: {"provider": 80, "site_a": 50, "site_b": 50,
+                                                             "site_c": 50, "test": 60})
+    seed: int = 0
+    embeddings: str = "glove"
+    representer: AdversarialSettings = AdversarialSettings(
+        pretrain_epochs=3, pretrain_patience=2, max_epochs=3, patience=2, representer_units=64, tagger_units=64,
+        adversary_units=32)
+    audit_epochs: int = 8
+    pooled_max_epochs: int = 8
+    pooled_patience: int = 3
+    valid_fraction: float = 0.1
+
+    @classmethod
+    def tiny(cls) -> DemoSettings:
+        """A configuration for tests: a few notes, one epoch of everything, tiny models."""
+        return cls(notes={"provider": 8, "site_a": 4, "site_b": 4, "site_c": 4, "test": 4},
+                   representer=AdversarialSettings(pretrain_epochs=1, pretrain_patience=1, max_epochs=1, patience=1,
+                                                   representer_units=4, tagger_units=4, adversary_units=4,
+                                                   repr_size=8),
+                   audit_epochs=1, pooled_max_epochs=2, pooled_patience=1)
+
+
+class DemoError(RuntimeError):
+    """A stage of the demo failed; the message names the stage."""
+
+
+@dataclasses.dataclass
+class Stage:
+    name: str
+    seconds: float = 0.0
+    details: dict = dataclasses.field(default_factory=dict)
+
+
+class Stages:
+    """Timing and facts of every stage, logged as each one ends."""
+
+    def __init__(self):
+        self.done: list[Stage] = []
+
+    @contextmanager
+    def stage(self, name: str):
+        stage = Stage(name)
+        log.info("stage %d: %s ...", len(self.done) + 1, name)
+        started = time.perf_counter()
+        try:
+            yield stage.details
+        except Exception as error:
+            raise DemoError(f"stage '{name}' failed: {error}") from error
+        stage.seconds = time.perf_counter() - started
+        self.done.append(stage)
+        log.info("stage %d: %s done in %.1f s %s", len(self.done), name, stage.seconds,
+                 json.dumps(stage.details, default=str))
+
+
+def demo_documents(data: Path | None, fmt: str | None, settings: DemoSettings) -> dict[str, list[Document]]:
+    """The notes of every role: synthetic by default, else the named splits of `data`."""
+    if data is None:
+        from corpus.synth import generate_documents
+
+        return {role: [dataclasses.replace(document, id=f"{role}-{document.id}") for document in
+                       generate_documents(settings.notes[role], seed=1000 * settings.seed + index,
+                                          kinds=SYNTHETIC_KINDS[role])]
+                for index, role in enumerate(ROLES)}
+    from corpus.formats import read_corpus
+
+    if fmt is None:
+        raise DemoError("--data needs --format")
+    return {role: read_corpus(data, fmt, split=role) for role in ROLES}
+
+
+def tag_set(fmt: str | None, documents: dict[str, list[Document]]) -> list[str]:
+    """The provider's tag vocabulary: every source PHI type the corpus format can hold (so
+    every site's labels are covered, whatever the provider's own notes lack)."""
+    corpus = CORPUS_NAMES.get(fmt or "", "i2b2-2014")
+    types = {phi.source_type for phi in PHI_TYPES.values() if corpus in phi.corpus.split(", ")}
+    seen = {span.source_type for notes in documents.values() for document in notes for span in document.spans}
+    return tag_vocabulary(types | seen)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def peak_memory_mb() -> dict[str, float]:
+    """Peak resident memory of this process and of its finished children (the server), in MB."""
+    return {"demo": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "server": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str, interval: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise DemoError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+class ServerProcess:
+    """`deidpool server run` (with its worker) as a child process on a free loopback port."""
+
+    def __init__(self, data_dir: Path, log_file: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._log = log_file.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "deidpool", "server", "run", "--data-dir", str(data_dir), "--host", "127.0.0.1",
+             "--port", str(self.port)], stdout=self._log, stderr=subprocess.STDOUT)
+
+    def healthy(self) -> bool:
+        if self.process.poll() is not None:
+            raise DemoError(f"the server exited with status {self.process.returncode}; see {self._log.name}")
+        try:
+            return httpx.get(self.url + "/api/health", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+
+def scores(gold: Sequence[Document], predicted: Sequence[Document]) -> dict:
+    """Token-level binary HIPAA P/R/F1 and entity-level strict F1 of the predictions."""
+    from corpus.metrics import evaluate_corpus
+
+    result = evaluate_corpus(gold, predicted)
+    hipaa, strict = result["token_hipaa"], result["entity_strict"]
+    return {"token_hipaa_precision": hipaa["precision"], "token_hipaa_recall": hipaa["recall"],
+            "token_hipaa_f1": hipaa["f1"], "entity_strict_f1": strict["f1"]}
+
+
+def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
+             settings: DemoSettings = DemoSettings(), progress: bool = False) -> dict:
+    """Run every stage into the empty (or new) folder `out`; returns the summary (also in
+    out/summary.json) and writes out/report.html."""
+    from adversary.audit import CHANCE
+    from adversary.runs import audit_run, train_adversarial_run
+    from client.deidentify import find_phi
+    from client.export import export_contribution
+    from client.identity import create_institution_keys
+    from client.transport import upload_contribution
+    from deidpool.report import write_report
+    from representer import keys
+    from representer.bundle import open_bundle, publish_run
+    from representer.embeddings import load_embeddings
+    from representer.tagger_runs import split_documents
+    from server.auth import canonical_json
+    from server.initialize import init_data_dir
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise DemoError(f"{out} is not empty: give the demo a new or empty folder")
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    stages = Stages()
+    summary: dict = {"data": str(data) if data else "synthetic (embedded generator)", "settings": _plain(settings)}
+
+    with stages.stage("data: notes of every role") as facts:
+        documents = demo_documents(data, fmt, settings)
+        tags = tag_set(fmt, documents)
+        vectors = load_embeddings(settings.embeddings)
+        facts.update({role: f"{len(notes)} notes" for role, notes in documents.items()})
+        facts["tags"] = len(tags)
+
+    provider = out / "provider"
+    with stages.stage("provider: three-phase training of the representer") as facts:
+        provider_keys = keys.create_provider_keys(provider / "keys")
+        train_docs, valid_docs = split_documents(documents["provider"], settings.valid_fraction, settings.seed)
+        metrics = train_adversarial_run("three-phase", train_docs, valid_docs, provider / "run", settings.representer,
+                                        embeddings=settings.embeddings, tags=tags, loaded_embeddings=vectors,
+                                        data={"source": summary["data"], "role": "provider"}, progress=progress)
+        facts.update({"validation F1": round(metrics["val_f1"], 4),
+                      "adversary accuracy": round(metrics["val_adv_accuracy"], 3),
+                      "epochs": {phase: phase_metrics["epochs"] for phase, phase_metrics in metrics["phases"].items()}})
+
+    with stages.stage("provider: privacy audit of the frozen representer") as facts:
+        report = audit_run(provider / "run", train_docs, valid_docs, provider / "audit",
+                           neighbours=settings.representer.neighbours, epochs=settings.audit_epochs,
+                           loaded_embeddings=vectors, seed=settings.seed, progress=progress)
+        facts.update({"verdict": report["verdict"],
+                      "fresh adversary accuracy": round(report["attacks"]["target/fresh"]["accuracy"], 3),
+                      "lookup rate": round(report["lookup"]["target"]["rate"], 3)})
+
+    with stages.stage("provider: signed representer bundle") as facts:
+        signing_key = keys.load_private_key(provider_keys.private, keys.SIGNING)
+        bundle_file = provider / "bundle.tar"
+        manifest = publish_run(provider / "run", signing_key, bundle_file, audit=provider / "audit")
+        facts.update({"representer": manifest["representer_id"], "bytes": bundle_file.stat().st_size})
+
+    with ExitStack() as stack:
+        with stages.stage("server: init, start, representer and audit on record") as facts:
+            token = init_data_dir(out / "server", provider_keys.public)
+            server = ServerProcess(out / "server", out / "server.log")
+            stack.callback(server.stop)
+            wait_until(server.healthy, 180, "the server to answer /api/health")
+            api = stack.enter_context(ServerConnection(server.url, token))
+            api.call("POST", "/api/representers", file=bundle_file, content_type="application/x-tar")
+            audit_report = {**report, "representer_id": manifest["representer_id"]}
+            api.call("POST", "/api/audits", json={
+                "report": audit_report, "signature": _sign(signing_key, canonical_json(audit_report)),
+                "signer_public_key": provider_keys.public.read_text()})
+            server_keys = api.call("GET", "/api/keys")
+            facts.update({"url": server.url, "audit on record": report["verdict"]})
+
+        server_key = keys.public_key_from_pem(server_keys["encryption_public_key"], keys.ENCRYPTION,
+                                              "the server's encryption key")
+        contributions = {}
+        for institution in ("provider", *SITES):
+            with stages.stage(f"{institution}: keys, registration, export, upload") as facts:
+                home = out / "institutions" / institution
+                pair = create_institution_keys(home / "keys", institution)
+                api.call("POST", "/api/institutions", json={"id": institution, "public_key": pair.public.read_text()})
+                api.download("/api/representers/current/bundle", home / "representer.tar")
+                bundle = open_bundle(home / "representer.tar", keys.load_public_key(provider_keys.public, keys.SIGNING))
+                notes = train_docs + valid_docs if institution == "provider" else documents[institution]
+                header = export_contribution(notes, bundle, bundle.load_embeddings(), home / "contribution.dpc",
+                                             institution=institution, server_key=server_key,
+                                             signing_key=keys.load_private_key(pair.private, keys.SIGNING),
+                                             progress=progress)
+                upload_contribution(home / "contribution.dpc", server.url)
+                contributions[institution] = {"sentences": header.sentences, "tokens": header.tokens,
+                                              "bytes": (home / "contribution.dpc").stat().st_size}
+                facts.update(contributions[institution])
+
+        with stages.stage("coordinator: pooled training run on the server") as facts:
+            run = api.call("POST", "/api/runs", json={
+                "max_epochs": settings.pooled_max_epochs, "patience": settings.pooled_patience,
+                "seed": settings.seed, "valid_fraction": settings.valid_fraction})
+            run = _wait_for_run(api, run["id"])
+            facts.update({"run": run["id"], "epochs": len(run["epochs"]), "best epoch": run["best_epoch"],
+                          "validation F1": round(run["metrics"]["val_f1"], 4)})
+
+        with stages.stage("coordinator: publish the pooled pipeline") as facts:
+            override = report["verdict"] != CHANCE
+            published = api.call("POST", f"/api/runs/{run['id']}/publish", json={"override_audit": override})
+            facts.update({"pipeline": published.get("id"), "audit override": override})
+
+        with stages.stage("site_a: download, verify and de-identify the test notes") as facts:
+            home = out / "institutions" / "site_a"
+            api.download("/api/pipelines/latest/bundle", home / "pipeline.tar")
+            server_signing = keys.public_key_from_pem(server_keys["signing_public_key"], keys.SIGNING,
+                                                      "the server's signing key")
+            pooled_pipeline = open_bundle(home / "pipeline.tar", server_signing)
+            unlabeled = [Document(note.id, note.text) for note in documents["test"]]
+            pooled = list(find_phi(unlabeled, pooled_pipeline, pooled_pipeline.load_embeddings()))
+            provider_pipeline = open_bundle(bundle_file, keys.load_public_key(provider_keys.public, keys.SIGNING))
+            provider_only = list(find_phi(unlabeled, provider_pipeline, vectors))
+            facts.update({"notes": len(unlabeled), "PHI spans found": sum(len(note.spans) for note in pooled)})
+
+    summary.update({
+        "stages": [dataclasses.asdict(stage) for stage in stages.done],
+        "contributions": contributions,
+        "scores": {"provider-only": scores(documents["test"], provider_only),
+                   "pooled": scores(documents["test"], pooled)},
+        "audit": {"verdict": report["verdict"], "attacks": {name: result["accuracy"] for name, result in
+                                                            report["attacks"].items()},
+                  "lookup": report["lookup"]["target"]["rate"]},
+        "pooled_run": run,
+        "provider_history": json.loads((provider / "run" / "history.json").read_text()),
+        "wall_seconds": time.perf_counter() - started,
+        "peak_memory_mb": peak_memory_mb(),
+    })
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    write_report(summary, out, audit_plot=provider / "audit" / "accuracy.png")
+    return summary
+
+
+def _sign(signing_key, message: bytes) -> str:
+    return base64.b64encode(signing_key.sign(message)).decode()
+
+
+def _wait_for_run(api: ServerConnection, run_id: int, timeout: float = 3600, interval: float = 2.0) -> dict:
+    """The run once the worker has finished it, logging each new epoch."""
+    deadline, seen = time.monotonic() + timeout, 0
+    while time.monotonic() < deadline:
+        run = api.call("GET", f"/api/runs/{run_id}")
+        for epoch in run["epochs"][seen:]:
+            log.info("pooled run %s: epoch %s of at most %s, %s", run_id, epoch["epoch"], run["config"]["max_epochs"],
+                     ", ".join(f"{k} {v:.4g}" for k, v in epoch.items() if isinstance(v, float)))
+        seen = len(run["epochs"])
+        if run["status"] == "succeeded":
+            return run
+        if run["status"] == "failed":
+            raise DemoError(f"pooled run {run_id} failed: {run.get('error')}")
+        time.sleep(interval)
+    raise DemoError(f"pooled run {run_id} did not finish within {timeout:.0f} s")
+
+
+def _plain(settings: DemoSettings) -> dict:
+    return json.loads(json.dumps(dataclasses.asdict(settings), default=str))

@@ -1,0 +1,124 @@
+"""The demo's results as text and as a self-contained HTML page (tables + PNG plots beside it)."""
+
+from __future__ import annotations
+
+import html
+import shutil
+from pathlib import Path
+
+SCORE_COLUMNS = (("token_hipaa_precision", "token HIPAA P"), ("token_hipaa_recall", "token HIPAA R"),
+                 ("token_hipaa_f1", "token HIPAA F1"), ("entity_strict_f1", "entity strict F1"))
+
+
+def stage_rows(summary: dict) -> list[tuple[str, str, str]]:
+    """(stage, seconds, facts) per stage."""
+    return [(stage["name"], f"{stage['seconds']:.1f}",
+             "; ".join(f"{key}: {value}" for key, value in stage["details"].items()))
+            for stage in summary["stages"]]
+
+
+def score_rows(summary: dict) -> list[tuple[str, ...]]:
+    return [(name, *(f"{scores[key]:.4f}" for key, _ in SCORE_COLUMNS)) for name, scores in summary["scores"].items()]
+
+
+def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    lines = [header, tuple("-" * width for width in widths), *rows]
+    return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+
+
+def format_summary(summary: dict) -> str:
+    """The final summary printed by `deidpool demo`."""
+    memory = summary["peak_memory_mb"]
+    return "\n\n".join([
+        text_table(("stage", "seconds", "facts"), stage_rows(summary)),
+        text_table(("tagger on test notes", *(title for _, title in SCORE_COLUMNS)), score_rows(summary)),
+        f"audit verdict: {summary['audit']['verdict']}; wall time {summary['wall_seconds']:.0f} s; peak memory "
+        f"{memory['demo']:.0f} MB (demo process), {memory['server']:.0f} MB (largest finished child: server/worker)",
+    ])
+
+
+def _html_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def plot_training(summary: dict, path: Path) -> None:
+    """Validation F1 per epoch: the provider's three phases and the pooled run."""
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(6, 4))
+    provider = [record for record in summary["provider_history"] if "val_f1" in record]
+    axes.plot(range(1, len(provider) + 1), [record["val_f1"] for record in provider], marker="o",
+              label="provider (P1 then P3 epochs)")
+    pooled = summary["pooled_run"]["epochs"]
+    axes.plot([record["epoch"] for record in pooled], [record["val_f1"] for record in pooled], marker="s",
+              label="pooled tagger (server run)")
+    axes.set(xlabel="epoch", ylabel="validation token PHI F1", ylim=(0, 1))
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+
+
+def plot_scores(summary: dict, path: Path) -> None:
+    """Test scores of the provider-only and the pooled pipeline, side by side."""
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(6, 4))
+    names = list(summary["scores"])
+    width = 0.8 / len(names)
+    for index, name in enumerate(names):
+        values = [summary["scores"][name][key] for key, _ in SCORE_COLUMNS]
+        axes.bar([column + index * width for column in range(len(SCORE_COLUMNS))], values, width, label=name)
+    axes.set_xticks([column + width * (len(names) - 1) / 2 for column in range(len(SCORE_COLUMNS))],
+                    [title for _, title in SCORE_COLUMNS], fontsize="small")
+    axes.set(ylabel="score on the test notes", ylim=(0, 1))
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+
+
+def write_report(summary: dict, out: Path, audit_plot: Path | None = None) -> Path:
+    """out/report.html with the tables, and its plots in out/plots/; returns the page's path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    plots = out / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    plot_training(summary, plots / "training.png")
+    plot_scores(summary, plots / "scores.png")
+    figures = [("training.png", "Validation F1 per epoch"), ("scores.png", "Scores on the test notes")]
+    if audit_plot is not None and audit_plot.exists():
+        shutil.copyfile(audit_plot, plots / "audit.png")
+        figures.append(("audit.png", "Privacy audit: held-out accuracy of the attacks per epoch"))
+    contributions = [(name, str(facts["sentences"]), str(facts["tokens"]), f"{facts['bytes']:,}")
+                     for name, facts in summary["contributions"].items()]
+    audit = summary["audit"]
+    audit_rows = [(name, f"{accuracy:.3f}") for name, accuracy in audit["attacks"].items()]
+    audit_rows.append(("lookup (A2) on the target", f"{audit['lookup']:.3f}"))
+    memory = summary["peak_memory_mb"]
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>deidpool demo report</title>
+<style>body{{font-family:sans-serif;max-width:70em;margin:2em auto;}}table{{border-collapse:collapse;margin:1em 0;}}
+td,th{{border:1px solid #bbb;padding:0.3em 0.6em;text-align:left;}}th{{background:#eee;}}img{{max-width:100%;}}</style>
+</head><body>
+<h1>deidpool demo report</h1>
+<p>Data: {html.escape(summary['data'])}. Wall time {summary['wall_seconds']:.0f} s; peak memory
+{memory['demo']:.0f} MB (demo process), {memory['server']:.0f} MB (server and worker).</p>
+<h2>Tagger scores on the test notes</h2>
+{_html_table(("pipeline", *(title for _, title in SCORE_COLUMNS)), score_rows(summary))}
+<h2>Privacy audit: {html.escape(audit['verdict'])}</h2>
+{_html_table(("attack", "held-out accuracy"), audit_rows)}
+<h2>Contributions</h2>
+{_html_table(("institution", "sentences", "tokens", "bytes"), contributions)}
+<h2>Stages</h2>
+{_html_table(("stage", "seconds", "facts"), stage_rows(summary))}
+{"".join(f'<h2>{html.escape(title)}</h2><img src="plots/{name}" alt="{html.escape(title)}">' for name, title in figures)}
+</body></html>
+"""
+    path = out / "report.html"
+    path.write_text(page)
+    return path
