@@ -7,7 +7,7 @@ import typer
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of the CLI
 
-from deidpool.cli import adversarial_commands, corpus_commands, pseudonymize_command, train_commands
+from deidpool.cli import adversarial_commands, corpus_commands, demo_command, pseudonymize_command, train_commands
 from deidpool.cli.client_commands import client_app, provider_app
 from deidpool.cli.coordinator_commands import coordinator_app
 from deidpool.cli.server_commands import server_app
@@ -23,6 +23,7 @@ app.command("audit")(adversarial_commands.audit)
 app.command("predict")(train_commands.predict)
 app.add_typer(provider_app, name="provider")
 app.add_typer(client_app, name="client")
+app.command("demo")(demo_command.demo)
 app.add_typer(server_app, name="server")
 app.add_typer(coordinator_app, name="coordinator")
 
