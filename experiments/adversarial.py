@@ -60,7 +60,7 @@ BUDGET = ("pretrain_epochs", "max_epochs", "patience", "audit_epochs", "audit_le
 
 
 def load_data():
-    """(train, valid, test) documents, split as in experiments/baselines.py."""
+    """(train, valid, test) documents, split as in experiments/tagger_baselines.py."""
     pool = [d for split in ("provider", "site_a", "site_b", "site_c") for d in read_corpus(DATA, "physionet", split=split)]
     train, valid = split_documents(pool, 0.1, seed=0, group=lambda d: d.id.split("-")[0])
     return train, valid, read_corpus(DATA, "physionet", split="test")

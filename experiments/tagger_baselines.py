@@ -6,7 +6,7 @@ PhysioNet: train on provider + site_a + site_b + site_c minus a fixed 10% of the
 Results are appended run by run to the JSON file, so an interrupted script resumes where it
 stopped; `--only NAME` runs a single configuration.
 
-    python experiments/baselines.py [--max-epochs 15] [--patience 3] [--seeds 0 1]
+    python experiments/tagger_baselines.py [--max-epochs 15] [--patience 3] [--seeds 0 1]
 """
 
 from __future__ import annotations

@@ -65,23 +65,28 @@ def train_tagger(
 
 
 def predict(
-    model: Path = typer.Option(..., "--model", help="Run directory of `deidpool train tagger`."),
+    model: Path = typer.Option(..., "--model", help="Run directory of `deidpool train tagger|crf|svm|char-lstm`."),
     notes: Path = typer.Option(..., "--notes", help="Notes to tag (file or folder; spans in them are ignored)."),
     fmt: str = typer.Option(..., "--format", help="Format of --notes (a folder of .txt files reads as brat)."),
     split: str | None = typer.Option(None, "--split", help="Named split of --notes."),
     out: Path = typer.Option(..., "--out", help="Where to write the predictions."),
     out_format: str | None = typer.Option(None, "--out-format", help="Output format (default: --format)."),
 ) -> None:
-    """Find PHI in notes with a trained tagger and write the predicted spans."""
+    """Find PHI in notes with a trained tagger (or classic baseline) and write the predicted spans."""
+    from baselines.runs import load_baseline, run_kind
     from representer.tagger_runs import load_tagger_run, predict_documents
 
     try:
-        tagger, config, vectors = load_tagger_run(model)
+        if run_kind(model) is not None:
+            predict = load_baseline(model).predict_documents
+        else:
+            tagger, config, vectors = load_tagger_run(model)
+            predict = lambda documents: predict_documents(tagger, config, vectors, documents)  # noqa: E731
     except ValueError as error:
         typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
     with clean_errors():
         documents = read_corpus(notes, fmt, split=split)
-        predicted = predict_documents(tagger, config, vectors, documents)
+        predicted = predict(documents)
         write_corpus(predicted, out, out_format or fmt)
     typer.echo(f"wrote {sum(len(d.spans) for d in predicted)} predicted spans in {len(predicted)} documents to {out}")
