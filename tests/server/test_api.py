@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from representer import keys
 
-from .support import admin, api, database, server_dir, site, stored  # noqa: F401 (fixtures)
+from .conftest import stored
 
 ADMIN_ROUTES = [("GET", "/api/institutions"), ("POST", "/api/institutions"), ("POST", "/api/institutions/a/disable"),
                 ("POST", "/api/representers"), ("POST", "/api/runs"), ("GET", "/api/runs"), ("GET", "/api/runs/1"),

@@ -15,7 +15,7 @@ from representer.bundle import TAGGER_FILE, BundleError, open_bundle
 from server.auth import canonical_json
 from server.database import SUCCEEDED, RunEpoch, TrainingRun
 
-from .support import admin, api, database, server_dir, site, stored, upload, write  # noqa: F401 (fixtures)
+from .conftest import contribution_file, stored, upload
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def contributed(api, site, tmp_path):
     """Two contributions of site-a accepted; returns their hashes."""
     hashes = []
     for seed in (1, 2):
-        reply = upload(api, write(tmp_path / f"{seed}.dpc", site, seed=seed).read_bytes())
+        reply = upload(api, contribution_file(tmp_path / f"{seed}.dpc", site, seed=seed).read_bytes())
         assert reply.status_code == 201
         hashes.append(reply.json()["sha256"])
     return hashes

@@ -15,11 +15,11 @@ from cryptography.hazmat.primitives import serialization
 from client import contribution
 from client.signed_requests import signed_headers
 
-from .support import admin, api, database, server_dir, set_limits, site, stored, upload, write  # noqa: F401 (fixtures)
+from .conftest import contribution_file, set_limits, stored, upload
 
 
 def test_a_valid_contribution_is_stored_once_and_a_repeat_is_idempotent(api, site, server_dir, tmp_path):
-    body = write(tmp_path / "a.dpc", site).read_bytes()
+    body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     before = stored(server_dir)
     reply = upload(api, body)
     assert reply.status_code == 201, reply.text
@@ -46,19 +46,19 @@ def _tamper(body: bytes) -> bytes:
 
 CASES = {
     # name: (how to make the body and headers, expected status, words of the message)
-    "unknown institution": (lambda s, p: (write(p, s, institution="site-x", signing_key=_other_institution_key()),
+    "unknown institution": (lambda s, p: (contribution_file(p, s, institution="site-x", signing_key=_other_institution_key()),
                                           {"institution": "site-x"}), 401, "not registered"),
-    "header institution differs": (lambda s, p: (write(p, s), {"institution": "site-b"}), 401, "is not the"),
-    "missing institution header": (lambda s, p: (write(p, s), {"institution": None}), 401, "missing"),
-    "wrong signature": (lambda s, p: (write(p, s, signing_key=_other_institution_key()), {}), 401, "signature"),
-    "altered bytes": (lambda s, p: (_tamper(write(p, s).read_bytes()), {}), 401, "altered"),
-    "truncated": (lambda s, p: (write(p, s).read_bytes()[:-40], {}), 400, "truncated"),
+    "header institution differs": (lambda s, p: (contribution_file(p, s), {"institution": "site-b"}), 401, "is not the"),
+    "missing institution header": (lambda s, p: (contribution_file(p, s), {"institution": None}), 401, "missing"),
+    "wrong signature": (lambda s, p: (contribution_file(p, s, signing_key=_other_institution_key()), {}), 401, "signature"),
+    "altered bytes": (lambda s, p: (_tamper(contribution_file(p, s).read_bytes()), {}), 401, "altered"),
+    "truncated": (lambda s, p: (contribution_file(p, s).read_bytes()[:-40], {}), 400, "truncated"),
     "not a contribution": (lambda s, p: (b"hello" * 100, {}), 400, "not a contribution"),
-    "wrong hash header": (lambda s, p: (write(p, s), {"sha256": "0" * 64}), 400, "X-Deidpool-Content-SHA256"),
-    "wrong representer": (lambda s, p: (write(p, s, representer_id="rep-0000000000000000"), {}), 422,
+    "wrong hash header": (lambda s, p: (contribution_file(p, s), {"sha256": "0" * 64}), 400, "X-Deidpool-Content-SHA256"),
+    "wrong representer": (lambda s, p: (contribution_file(p, s, representer_id="rep-0000000000000000"), {}), 422,
                           "representer id"),
-    "wrong dimension": (lambda s, p: (write(p, s, dim=3), {}), 422, "size 3"),
-    "tag id out of range": (lambda s, p: (write(p, s, num_tags=200), {}), 422, "tag id"),
+    "wrong dimension": (lambda s, p: (contribution_file(p, s, dim=3), {}), 422, "size 3"),
+    "tag id out of range": (lambda s, p: (contribution_file(p, s, num_tags=200), {}), 422, "tag id"),
 }
 
 
@@ -76,7 +76,7 @@ def test_refused_uploads_change_nothing_stored(case, api, site, server_dir, tmp_
 
 
 def test_disabled_institution_gets_403_until_enabled(api, site, admin, server_dir, tmp_path):
-    body = write(tmp_path / "a.dpc", site).read_bytes()
+    body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     assert api.post("/api/institutions/site-a/disable", headers=admin).json()["enabled"] is False
     before = stored(server_dir)
     reply = upload(api, body)
@@ -110,8 +110,8 @@ def test_oversized_upload_gives_413_and_leaves_no_file(server_dir, key_files, pi
 
 def test_replayed_nonce_is_refused(api, site, server_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(contribution.secrets, "token_hex", lambda size: "ab" * size)
-    first = write(tmp_path / "a.dpc", site, seed=1).read_bytes()
-    replay = write(tmp_path / "b.dpc", site, seed=2).read_bytes()
+    first = contribution_file(tmp_path / "a.dpc", site, seed=1).read_bytes()
+    replay = contribution_file(tmp_path / "b.dpc", site, seed=2).read_bytes()
     assert first != replay
     assert upload(api, first).status_code == 201
     before = stored(server_dir)
@@ -130,7 +130,7 @@ def test_stale_creation_time_is_refused(api, site, server_dir, tmp_path, monkeyp
             return moment
 
     monkeypatch.setattr(contribution, "datetime", Clock)
-    body = write(tmp_path / "a.dpc", site).read_bytes()
+    body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     before = stored(server_dir)
     reply = upload(api, body)
     assert reply.status_code == 400 and "stale" in reply.json()["detail"]
@@ -138,7 +138,7 @@ def test_stale_creation_time_is_refused(api, site, server_dir, tmp_path, monkeyp
 
 
 def test_concurrent_uploads_are_all_stored_once(api, site, server_dir, tmp_path):
-    bodies = [write(tmp_path / f"{number}.dpc", site, seed=number).read_bytes() for number in range(6)]
+    bodies = [contribution_file(tmp_path / f"{number}.dpc", site, seed=number).read_bytes() for number in range(6)]
     statuses = []
 
     def send(body):
@@ -165,8 +165,8 @@ def test_an_institution_lists_its_own_contributions_with_signed_requests(api, si
     public = other.public_key().public_bytes(serialization.Encoding.PEM,
                                              serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     assert api.post("/api/institutions", headers=admin, json={"id": "site-b", "public_key": public}).status_code == 201
-    assert upload(api, write(tmp_path / "a.dpc", site).read_bytes()).status_code == 201
-    assert upload(api, write(tmp_path / "b.dpc", site, institution="site-b", signing_key=other).read_bytes(),
+    assert upload(api, contribution_file(tmp_path / "a.dpc", site).read_bytes()).status_code == 201
+    assert upload(api, contribution_file(tmp_path / "b.dpc", site, institution="site-b", signing_key=other).read_bytes(),
                   institution="site-b").status_code == 201
     mine = _listing(api, site.key)
     assert mine.status_code == 200, mine.text

@@ -1,0 +1,163 @@
+"""`deidpool server`, `deidpool coordinator` and the client's server commands end to end
+against an app in process (the HTTP client is swapped for a TestClient), plus one real
+`server run`."""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from deidpool.cli import app as cli
+from deidpool.cli import http
+from representer import keys
+from representer.bundle import TAGGER_FILE
+from server.app import create_app
+from server.database import SUCCEEDED, TrainingRun
+
+from .conftest import contribution_file, upload
+
+runner = CliRunner()
+SERVER = "http://testserver"
+
+
+def _run(*args, token=None):
+    env = {"DEIDPOOL_ADMIN_TOKEN": token} if token else {}
+    return runner.invoke(cli, [str(arg) for arg in args], env=env)
+
+
+@pytest.fixture
+def served(tmp_path, database, key_files, monkeypatch):
+    """`deidpool server init` run, its app served in process; (data dir, token, app)."""
+    data_dir = tmp_path / "server"
+    result = _run("server", "init", "--data-dir", data_dir, "--provider-key", key_files.provider.public)
+    assert result.exit_code == 0, result.output
+    token = re.search(r"admin token: (\S+)", result.output).group(1)
+    assert "shown only once" in result.output
+    again = _run("server", "init", "--data-dir", data_dir, "--provider-key", key_files.provider.public)
+    assert again.exit_code == 2 and "already a server data directory" in again.output
+    with TestClient(create_app(data_dir)) as client:
+        monkeypatch.setattr(http, "httpx_client", lambda server: TestClient(client.app, base_url=server))
+        yield data_dir, token, client
+
+
+def test_coordinator_and_client_commands(served, key_files, pipeline_path, workspace, tmp_path):
+    data_dir, token, client = served
+    outputs = []
+
+    def run(*args, code=0, admin=True):
+        result = _run(*args, "--server", SERVER, token=token if admin else None)
+        outputs.append(result.output)
+        assert result.exit_code == code, result.output
+        return result.output
+
+    assert "registered site-a" in run("coordinator", "register", "--institution", "site-a", "--public-key",
+                                      key_files.institution.public)
+    assert "already registered" in run("coordinator", "register", "--institution", "site-a", "--public-key",
+                                       key_files.institution.public, code=2)
+    assert "disabled site-a" in run("coordinator", "disable", "site-a")
+    assert "enabled site-a" in run("coordinator", "enable", "site-a")
+    assert "current representer: rep-" in run("coordinator", "set-representer", pipeline_path)
+    assert "0 contributions" in run("client", "contributions", "--key", key_files.institution.private, admin=False)
+
+    state = client.app.state.server
+    site = SimpleNamespace(representer=client.get("/api/representers/current").json()["representer_id"],
+                           key=keys.load_private_key(key_files.institution.private, keys.SIGNING),
+                           server_key=keys.load_public_key(state.layout.encryption_public_key, keys.ENCRYPTION))
+    assert upload(client, contribution_file(tmp_path / "a.dpc", site).read_bytes()).status_code == 201
+    listing = run("client", "contributions", "--key", key_files.institution.private, admin=False)
+    assert "1 contributions" in listing and site.representer in listing
+
+    run_id = int(run("coordinator", "start-run", "--max-epochs", "2", "--seed", "3").strip())
+    assert f"run {run_id}: queued" in run("coordinator", "runs")
+    models = state.layout.run_dir(run_id) / "models"
+    models.mkdir(parents=True)
+    shutil.copyfile(workspace / "run" / "models" / TAGGER_FILE, models / TAGGER_FILE)
+    with state.sessions.begin() as session:
+        row = session.get(TrainingRun, run_id)
+        row.status, row.epochs_done = SUCCEEDED, 2
+    assert f"run {run_id}: succeeded, epoch 2/2" in run("coordinator", "wait-run", run_id, "--interval", "0.1")
+    assert "consistent with chance" in run("coordinator", "publish", run_id, code=2)
+
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"verdict": "consistent with chance", "held_out_pairs": 10}))
+    recorded = run("coordinator", "record-audit", report, "--key", key_files.provider.private)
+    assert f"of {site.representer}: consistent with chance" in recorded
+    assert "published pipeline 1" in run("coordinator", "publish", run_id)
+
+    pipeline = tmp_path / "pipeline.tar"
+    downloaded = run("client", "download", "--pipeline", "--out", pipeline, admin=False)
+    assert "downloaded pipeline" in downloaded and "signature valid" in downloaded
+    representer = tmp_path / "representer.tar"
+    run("client", "download", "--representer", "--provider-key", key_files.provider.public, "--out", representer,
+        admin=False)
+    assert representer.read_bytes() == pipeline_path.read_bytes()
+    wrong = tmp_path / "wrong.tar"
+    assert "signature" in run("client", "download", "--pipeline", "--server-key", key_files.provider.public,
+                              "--out", wrong, admin=False, code=2)
+    assert not wrong.exists()
+    assert token not in "".join(outputs)
+
+
+def test_a_wrong_or_missing_token_is_refused_without_echoing_it(served):
+    result = _run("coordinator", "runs", "--server", SERVER, token="not-the-token")
+    assert result.exit_code == 2 and "401" in result.output and "not-the-token" not in result.output
+    assert _run("coordinator", "runs", "--server", SERVER).exit_code != 0
+
+
+def test_server_run_starts_and_stops_the_worker(tmp_path, key_files, monkeypatch):
+    import uvicorn
+
+    assert _run("server", "init", "--data-dir", tmp_path, "--provider-key", key_files.provider.public).exit_code == 0
+    events = []
+
+    class Worker:
+        pid = 1
+
+        def __init__(self, command):
+            events.append(("start", command[1:]))
+
+        def terminate(self):
+            events.append(("terminate",))
+
+        def wait(self, timeout):
+            events.append(("wait",))
+
+    monkeypatch.setattr(subprocess, "Popen", Worker)
+    monkeypatch.setattr(uvicorn, "run", lambda app, host, port: events.append(("serve", host, port)))
+    result = _run("server", "run", "--data-dir", tmp_path, "--port", "8123")
+    assert result.exit_code == 0, result.output
+    assert events == [("start", ["-m", "deidpool", "server", "worker", "--data-dir", str(tmp_path)]),
+                      ("serve", "127.0.0.1", 8123), ("terminate",), ("wait",)]
+
+
+def test_server_run_serves_http(tmp_path, key_files):
+    assert _run("server", "init", "--data-dir", tmp_path, "--provider-key", key_files.provider.public).exit_code == 0
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "deidpool", "server", "run", "--data-dir", str(tmp_path),
+                                "--port", str(port), "--no-worker"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               env={**os.environ, "DATABASE_URL": ""})
+    try:
+        for _ in range(200):
+            try:
+                assert httpx.get(f"http://127.0.0.1:{port}/api/health").json() == {"status": "ok"}
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("the server did not answer within 20 s")
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=30)[0].decode()
+    assert "admin token" not in output.lower()

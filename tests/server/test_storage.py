@@ -1,0 +1,89 @@
+"""Storage: the data directory `init` creates, migrations that match the models, the settings
+file, and the content-addressed payload store."""
+
+import hashlib
+import json
+import os
+import stat
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect
+
+from server.database import Base, make_engine, migrate_database
+from server.initialize import init_data_dir
+from server.payloads import PayloadStore, PayloadTooLarge
+from server.settings import Settings, SettingsError
+
+
+
+def test_init_creates_keys_settings_and_the_migrated_database(server_dir, key_files):
+    layout = server_dir.layout
+    for path in (layout.encryption_key, layout.signing_key, layout.provider_key, layout.payloads, layout.runs):
+        assert path.exists(), path
+    assert stat.S_IMODE(os.stat(layout.signing_key).st_mode) == 0o600
+    assert layout.provider_key.read_bytes() == key_files.provider.public.read_bytes()
+    settings = json.loads(layout.settings.read_text())
+    assert settings["admin_token_sha256"] == hashlib.sha256(server_dir.token.encode()).hexdigest()
+    assert settings["provider_fingerprint"] == key_files.provider.fingerprint
+    assert settings["max_upload_bytes"] == 512 << 20 and settings["max_age_seconds"] == 7 * 24 * 3600
+    engine = make_engine(layout.database_url)
+    with engine.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+        assert set(inspect(connection).get_table_names()) >= {"institutions", "representers", "contributions",
+                                                             "training_runs", "run_epochs", "pipelines", "audits"}
+    engine.dispose()
+    migrate_database(layout.database_url)  # applying them again changes nothing
+
+
+def test_init_refuses_an_existing_data_dir_unless_forced(server_dir, key_files, tmp_path):
+    with pytest.raises(SettingsError, match="already a server data directory"):
+        init_data_dir(server_dir.path, key_files.provider.public)
+    layout = server_dir.layout
+    Settings(**{**json.loads(layout.settings.read_text()), "max_upload_bytes": 1234}).save(layout)
+    encryption = layout.encryption_key.read_bytes()
+    token = init_data_dir(server_dir.path, key_files.provider.public, force=True)
+    assert token != server_dir.token and layout.encryption_key.read_bytes() == encryption
+    assert Settings.load(layout).max_upload_bytes == 1234
+
+
+@pytest.mark.parametrize("content, words", [(None, "not a server data directory"), ("[1]", "unexpected entries"),
+                                            ('{"provider_fingerprint": "a"}', "admin_token_sha256"),
+                                            ("{", "cannot read")])
+def test_bad_settings_files_are_named(tmp_path, content, words):
+    from server.settings import Layout
+
+    if content is not None:
+        (tmp_path / "server.json").write_text(content)
+    with pytest.raises(SettingsError, match=words):
+        Settings.load(Layout(tmp_path))
+
+
+def test_payload_store_is_content_addressed_and_idempotent(tmp_path):
+    store = PayloadStore(tmp_path / "payloads")
+    digests = []
+    for _ in range(2):
+        with store.stage() as staged:
+            staged.contribution_file(b"hello ")
+            staged.contribution_file(b"world")
+            staged.finish()
+            digests.append((staged.sha256, store.commit(staged)))
+    digest = hashlib.sha256(b"hello world").hexdigest()
+    assert digests == [(digest, True), (digest, False)]
+    assert store.path(digest) == tmp_path / "payloads" / digest[:2] / digest
+    assert [path.name for path in (tmp_path / "payloads").rglob("*") if path.is_file()] == [digest]
+    source = tmp_path / "file"
+    source.write_bytes(b"hello world")
+    assert store.add_file(source) == digest
+    with pytest.raises(ValueError, match="SHA-256"):
+        store.path("../../etc/passwd")
+
+
+def test_a_staged_payload_past_its_limit_is_refused_and_removed(tmp_path):
+    store = PayloadStore(tmp_path)
+    with pytest.raises(PayloadTooLarge, match="10 bytes"):
+        with store.stage(limit=10) as staged:
+            staged.contribution_file(b"x" * 8)
+            staged.contribution_file(b"x" * 8)
+    assert list(tmp_path.iterdir()) == []
