@@ -69,6 +69,7 @@ def run_worker(data_dir: str | Path, *, once: bool = False, poll_seconds: float 
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)
+        state.close()
 
 
 def _stop(signum, frame):
