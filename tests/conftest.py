@@ -82,3 +82,25 @@ def pipeline_path(workspace, documents, key_files) -> Path:
     signing_key = keys.load_private_key(key_files.provider.private, keys.SIGNING)
     publish_run(run, signing_key, workspace / "pipeline.tar")
     return workspace / "pipeline.tar"
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """render(url, screenshot) -> the DOM after headless Chromium loaded `url` (the Debian
+    package `chromium`, which .ci/run installs), with a PNG screenshot written to `screenshot`."""
+    import shutil
+    import subprocess
+
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.skip("headless Chromium is not installed (Debian package `chromium`; .ci/run installs it)")
+
+    def render(url: str, screenshot: Path) -> str:
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        flags = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                 "--window-size=1280,2000", f"--user-data-dir={screenshot.parent / '.chromium-profile'}"]
+        subprocess.run([*flags, f"--screenshot={screenshot}", url], check=True, capture_output=True, timeout=120)
+        return subprocess.run([*flags, "--dump-dom", url], check=True, capture_output=True, text=True,
+                              timeout=120).stdout
+
+    return render

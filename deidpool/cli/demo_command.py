@@ -25,8 +25,8 @@ def demo(
     from deidpool.demo import DemoError, DemoSettings, run_demo
     from deidpool.report import format_summary
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.basicConfig(format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("deidpool").setLevel(logging.INFO)
     settings = dataclasses.replace(DemoSettings.tiny() if tiny else DemoSettings(), seed=seed)
     try:
         summary = run_demo(out, data, fmt, settings)

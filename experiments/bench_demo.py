@@ -1,0 +1,83 @@
+"""Wall time and peak memory of `deidpool demo` on the embedded default (target: at most 10
+minutes on the 2-core machine); writes results/demo.md and results/demo.json.
+
+    python experiments/bench_demo.py [--data ../shared/data/physionet-deid --format physionet]
+
+The demo runs as a child process under GNU time, so the peak memory is measured by the
+kernel for the demo process; the demo itself also reports its own and the server's peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "experiments" / "results"
+TARGET_SECONDS = 600
+
+
+def commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def run_demo(out: Path, extra: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MB by GNU time, load average before) of one demo run."""
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    command = ["/usr/bin/time", "-v", sys.executable, "-m", "deidpool", "demo", "--out", str(out), *extra]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if result.returncode:
+        raise SystemExit(f"the demo failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    peak_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1))
+    return wall, peak_kb / 1024, f"{load:.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", help="corpus with provider/site/test splits (default: synthetic)")
+    parser.add_argument("--format", help="format of --data")
+    args = parser.parse_args()
+    extra = ["--data", args.data, "--format", args.format] if args.data else []
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "demo"
+        wall, peak, load = run_demo(out, extra)
+        summary = json.loads((out / "summary.json").read_text())
+    machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"
+    name = "demo" if not args.data else f"demo-{Path(args.data).name}"
+    lines = [f"# `deidpool demo` wall time and memory\n",
+             f"{date.today()}, commit {commit()}, {machine}; 1-minute load average before the run: {load}.",
+             f"Command: `python experiments/bench_demo.py {' '.join(extra)}`. Data: {summary['data']}.\n",
+             f"Wall time **{wall:.0f} s** (target <= {TARGET_SECONDS} s: "
+             f"{'met' if wall <= TARGET_SECONDS else 'MISSED'}); peak RSS {peak:.0f} MB (demo process, GNU time), "
+             f"server process peak {summary['peak_memory_mb']['server']:.0f} MB.\n",
+             "| stage | seconds |", "|---|---|",
+             *(f"| {stage['name']} | {stage['seconds']:.1f} |" for stage in summary["stages"]),
+             "", "| tagger on test notes | token HIPAA P | R | F1 | entity strict F1 |", "|---|---|---|---|---|",
+             *(f"| {pipeline} | {s['token_hipaa_precision']:.4f} | {s['token_hipaa_recall']:.4f} | "
+               f"{s['token_hipaa_f1']:.4f} | {s['entity_strict_f1']:.4f} |" for pipeline, s in summary["scores"].items()),
+             "", f"Audit verdict: {summary['audit']['verdict']}."]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.md").write_text(text)
+    (RESULTS / f"{name}.json").write_text(json.dumps(
+        {"date": str(date.today()), "commit": commit(), "machine": machine, "load_before": load, "wall_seconds": wall,
+         "peak_rss_mb": peak, "summary": {key: summary[key] for key in ("data", "stages", "scores", "audit",
+                                                                       "contributions", "peak_memory_mb")}},
+        indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""`deidpool demo` end to end in its tiny configuration: every stage runs for real (training,
+audit, a server process on loopback, uploads, a pooled run, publication, de-identification)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from deidpool.cli import app
+from deidpool.demo import ROLES, SITES, DemoSettings, demo_documents, run_demo, tag_set
+
+STAGES = ["data: notes of every role", "provider: three-phase training of the representer",
+          "provider: privacy audit of the frozen representer", "provider: signed representer bundle",
+          "server: init, start, representer and audit on record",
+          *(f"{name}: keys, registration, export, upload" for name in ("provider", *SITES)),
+          "coordinator: pooled training run on the server", "coordinator: publish the pooled pipeline",
+          "site_a: download, verify and de-identify the test notes"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "run"
+    return out, run_demo(out, settings=DemoSettings.tiny())
+
+
+def test_every_stage_runs_in_order(demo):
+    _, summary = demo
+    assert [stage["name"] for stage in summary["stages"]] == STAGES
+    assert all(stage["seconds"] > 0 for stage in summary["stages"])
+    assert summary["wall_seconds"] >= sum(stage["seconds"] for stage in summary["stages"])
+    assert summary["peak_memory_mb"]["demo"] > 100
+
+
+def test_the_server_pooled_every_contribution(demo):
+    out, summary = demo
+    assert set(summary["contributions"]) == {"provider", *SITES}
+    assert all(facts["sentences"] > 0 and facts["bytes"] > 0 for facts in summary["contributions"].values())
+    run = summary["pooled_run"]
+    assert run["status"] == "succeeded" and run["contributions"] == 4
+    assert [epoch["epoch"] for epoch in run["epochs"]] == list(range(1, len(run["epochs"]) + 1))
+    assert len(run["epochs"]) <= DemoSettings.tiny().pooled_max_epochs
+    assert (out / "institutions" / "site_a" / "pipeline.tar").stat().st_size > 0
+
+
+def test_both_pipelines_are_scored_and_the_audit_reported(demo):
+    _, summary = demo
+    assert set(summary["scores"]) == {"provider-only", "pooled"}
+    for scores in summary["scores"].values():
+        assert set(scores) == {"token_hipaa_precision", "token_hipaa_recall", "token_hipaa_f1", "entity_strict_f1"}
+        assert all(0.0 <= value <= 1.0 for value in scores.values())
+    assert summary["audit"]["verdict"] in ("consistent with chance", "broken", "inconclusive")
+    assert {"target/fresh", "raw/fresh"} <= set(summary["audit"]["attacks"])
+    saved = json.loads((demo[0] / "summary.json").read_text())
+    assert saved["scores"] == summary["scores"]
+
+
+def test_the_report_renders_its_tables_and_plots(demo, chromium):
+    out, summary = demo
+    page = out / "report.html"
+    for name in ("training.png", "scores.png", "audit.png"):
+        assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    dom = chromium(page.as_uri(), out / "report.png")
+    assert "Tagger scores on the test notes" in dom and "pooled" in dom and "provider-only" in dom
+    assert dom.count("<img") == 3 and summary["audit"]["verdict"] in dom
+    assert (out / "report.png").stat().st_size > 10_000
+
+
+def test_the_synthetic_roles_differ_in_note_kinds():
+    documents = demo_documents(None, None, DemoSettings.tiny())
+    assert list(documents) == list(ROLES)
+    ids = [document.id for notes in documents.values() for document in notes]
+    assert len(ids) == len(set(ids))
+    tags = tag_set(None, documents)
+    assert {span.source_type for notes in documents.values() for d in notes for span in d.spans} <= \
+        {tag[2:] for tag in tags if tag != "O"}
+
+
+def test_the_command_refuses_a_folder_in_use(tmp_path):
+    (tmp_path / "old.txt").write_text("keep me")
+    result = CliRunner().invoke(app, ["demo", "--tiny", "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "is not empty" in result.output
+    assert (tmp_path / "old.txt").read_text() == "keep me"
