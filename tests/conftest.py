@@ -2,11 +2,9 @@
 (provider, institution "site-a", server) and a tiny untrained pipeline (representer + tagger)
 published as a signed bundle, built once per session."""
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 from client.identity import create_institution_keys
@@ -63,25 +61,12 @@ def documents():
 def pipeline_path(workspace, documents, key_files) -> Path:
     """A training run (workspace/run) with a tiny representer and tagger (untrained), published
     as a .tar."""
-    from representer.bundle import publish_run
-    from representer.representation import build_representer, save_representer
-    from representer.tagger import build_tagger
+    from representer.tiny import publish_tiny_pipeline
 
-    run = workspace / "run"
-    (run / "models").mkdir(parents=True)
     words = sorted({word.lower() for document in documents for word in document.text.split() if word.isalpha()})
-    rng = np.random.default_rng(0)
-    vectors = workspace / "vectors.txt"
-    vectors.write_text("".join(f"{word} {' '.join(f'{x:.4f}' for x in rng.normal(size=EMBEDDING_DIM))}\n"
-                               for word in words))
-    save_representer(build_representer(EMBEDDING_DIM, REPR_SIZE, UNITS), run / "models" / "representer.keras")
-    build_tagger(REPR_SIZE, len(TAGS), lstm_units=UNITS).save(run / "models" / "tagger.keras")
-    (run / "config.json").write_text(json.dumps({"embeddings": f"glove-text:{vectors}", "tags": TAGS,
-                                                 "neighbours": 100, "procedure": "three-phase"}))
-    (run / "metrics.json").write_text(json.dumps({"val_loss": 1.5}))
     signing_key = keys.load_private_key(key_files.provider.private, keys.SIGNING)
-    publish_run(run, signing_key, workspace / "pipeline.tar")
-    return workspace / "pipeline.tar"
+    return publish_tiny_pipeline(workspace, signing_key, words, TAGS, embedding_dim=EMBEDDING_DIM,
+                                 repr_size=REPR_SIZE, units=UNITS)
 
 
 @pytest.fixture(scope="session")
