@@ -65,8 +65,8 @@ def test_payload_store_is_content_addressed_and_idempotent(tmp_path):
     digests = []
     for _ in range(2):
         with store.stage() as staged:
-            staged.contribution_file(b"hello ")
-            staged.contribution_file(b"world")
+            staged.write(b"hello ")
+            staged.write(b"world")
             staged.finish()
             digests.append((staged.sha256, store.commit(staged)))
     digest = hashlib.sha256(b"hello world").hexdigest()
@@ -84,6 +84,6 @@ def test_a_staged_payload_past_its_limit_is_refused_and_removed(tmp_path):
     store = PayloadStore(tmp_path)
     with pytest.raises(PayloadTooLarge, match="10 bytes"):
         with store.stage(limit=10) as staged:
-            staged.contribution_file(b"x" * 8)
-            staged.contribution_file(b"x" * 8)
+            staged.write(b"x" * 8)
+            staged.write(b"x" * 8)
     assert list(tmp_path.iterdir()) == []
