@@ -30,9 +30,10 @@ TINY = {"max_epochs": 3, "patience": 3, "seed": 0, "valid_fraction": 0.2, "lstm_
 
 
 @pytest.fixture
-def server(pool, key_files, tmp_path):
-    """A server data directory holding site-a's and site-b's contributions for pool.representer;
-    `server.queue(**config)` queues a run over them (TINY config by default) and returns its id."""
+def server(pool, key_files, database, tmp_path):
+    """A server data directory (database on SQLite, or PostgreSQL: see `database`) holding
+    site-a's and site-b's contributions for pool.representer; `server.queue(**config)` queues a
+    run over them (TINY config by default) and returns its id."""
     layout = Layout(tmp_path / "server")
     layout.keys.mkdir(parents=True)
     for path in key_files.server.private.parent.glob("server-*"):  # init keeps them: pool.write encrypts to them
