@@ -148,15 +148,17 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, interval: f
 
 
 class ServerProcess:
-    """`deidpool server run` (with its worker) as a child process on a free loopback port."""
+    """`deidpool server run` (with its worker unless `worker` is false) as a child process on a
+    free loopback port."""
 
-    def __init__(self, data_dir: Path, log_file: Path):
+    def __init__(self, data_dir: Path, log_file: Path, worker: bool = True):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = log_file.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "deidpool", "server", "run", "--data-dir", str(data_dir), "--host", "127.0.0.1",
-             "--port", str(self.port)], stdout=self._log, stderr=subprocess.STDOUT)
+             "--port", str(self.port), "--worker" if worker else "--no-worker"],
+            stdout=self._log, stderr=subprocess.STDOUT)
 
     def healthy(self) -> bool:
         if self.process.poll() is not None:

@@ -25,7 +25,7 @@ from client.identity import check_institution_id
 from client.signed_requests import INSTITUTION_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from client.transport import CONTENT_TYPE
 from representer import keys
-from server import views
+from server import dashboard, views
 from server.audits import record_audit
 from server.auth import AuthError, check_admin_authorization, check_signed_request, load_ed25519_public_key
 from server.database import Audit, Contribution, Institution, Pipeline, RunEpoch, TrainingRun
@@ -334,6 +334,7 @@ def create_app(data_dir: str | Path) -> FastAPI:
                               "publishes the pooled tagger. See docs/server.md.")
     app.state.server = state
     app.include_router(api)
+    app.include_router(dashboard.router)
 
     @app.exception_handler(Refused)
     async def refused(request: Request, error: Refused) -> JSONResponse:

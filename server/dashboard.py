@@ -1,0 +1,94 @@
+"""The public HTML dashboard at `/`: institutions, contribution counts, training runs with
+their curves, published pipelines and audit verdicts, read from the database and rendered
+with the Jinja2 template `server/templates/dashboard.html` (autoescaped; no script, no
+resource from outside the page).
+
+Contributions appear only as counts per institution and representer; runs without their
+error messages or worker ids (the page is public)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from server import charts
+from server.database import Audit, Contribution, Institution, Pipeline, Representer, RunEpoch, TrainingRun
+from server.state import ServerState
+
+RUNS_SHOWN = 20
+POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
+_templates = Environment(loader=PackageLoader("server"), autoescape=True, undefined=StrictUndefined,
+                         trim_blocks=True, lstrip_blocks=True)
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/", response_class=HTMLResponse)
+def dashboard(request: Request) -> HTMLResponse:
+    page = render_dashboard(request.app.state.server)
+    return HTMLResponse(page, headers={"Content-Security-Policy": POLICY, "X-Content-Type-Options": "nosniff"})
+
+
+def render_dashboard(state: ServerState) -> str:
+    with state.sessions() as session:
+        context = {"institutions": _institutions(session), "contributions": _contributions(session),
+                   "representer": session.scalars(select(Representer.id).where(Representer.current)).first(),
+                   "runs": _runs(session), "runs_shown": RUNS_SHOWN, "pipelines": _pipelines(session),
+                   "audits": _audits(session)}
+    return _templates.get_template("dashboard.html").render(chart=charts, time=_time, **context)
+
+
+def _time(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else ""
+
+
+def _institutions(session: Session) -> list[dict]:
+    counts = dict(session.execute(select(Contribution.institution_id, func.count())
+                                  .group_by(Contribution.institution_id)).all())
+    return [{"id": row.id, "fingerprint": row.fingerprint, "enabled": row.enabled, "created": row.created,
+             "contributions": counts.get(row.id, 0)}
+            for row in session.scalars(select(Institution).order_by(Institution.id))]
+
+
+def _contributions(session: Session) -> list[dict]:
+    """Per institution and representer: files, sentences, tokens and bytes."""
+    rows = session.execute(
+        select(Contribution.institution_id, Contribution.representer_id, func.count(),
+               func.sum(Contribution.sentences), func.sum(Contribution.tokens), func.sum(Contribution.size_bytes))
+        .group_by(Contribution.institution_id, Contribution.representer_id)
+        .order_by(Contribution.institution_id, Contribution.representer_id)).all()
+    return [{"institution": institution, "representer": representer, "files": files, "sentences": int(sentences),
+             "tokens": int(tokens), "bytes": int(size)}
+            for institution, representer, files, sentences, tokens, size in rows]
+
+
+def _runs(session: Session) -> list[dict]:
+    """The latest RUNS_SHOWN runs, newest first, with their curves."""
+    runs = session.scalars(select(TrainingRun).order_by(TrainingRun.id.desc()).limit(RUNS_SHOWN)).all()
+    epochs: dict[int, list[dict]] = {run.id: [] for run in runs}
+    for epoch in session.scalars(select(RunEpoch).where(RunEpoch.run_id.in_(epochs)).order_by(RunEpoch.epoch)):
+        epochs[epoch.run_id].append({**epoch.metrics, "epoch": epoch.epoch})
+    return [{"id": run.id, "status": run.status, "representer": run.representer_id,
+             "contributions": len(run.contributions), "epochs_done": run.epochs_done,
+             "max_epochs": run.config.get("max_epochs"), "best_epoch": run.best_epoch,
+             "best": _best(run.metrics), "created": run.created, "finished": run.finished,
+             "panels": charts.training_curves(epochs[run.id])} for run in runs]
+
+
+def _best(metrics: dict | None) -> dict:
+    """The run's final validation loss and PHI F1, where recorded as numbers."""
+    metrics = metrics or {}
+    return {name: metrics[name] for name in ("val_loss", "val_f1")
+            if isinstance(metrics.get(name), (int, float)) and not isinstance(metrics.get(name), bool)}
+
+
+def _pipelines(session: Session) -> list[Pipeline]:
+    return list(session.scalars(select(Pipeline).order_by(Pipeline.id.desc())))
+
+
+def _audits(session: Session) -> list[Audit]:
+    return list(session.scalars(select(Audit).order_by(Audit.id.desc())))
