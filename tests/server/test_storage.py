@@ -18,7 +18,7 @@ from server.settings import Settings, SettingsError
 
 
 
-def test_init_creates_keys_settings_and_the_migrated_database(server_dir, key_files):
+def test_init_creates_keys_settings_and_the_migrated_database(server_dir, key_files, database):
     layout = server_dir.layout
     for path in (layout.encryption_key, layout.signing_key, layout.provider_key, layout.payloads, layout.runs):
         assert path.exists(), path
@@ -29,6 +29,7 @@ def test_init_creates_keys_settings_and_the_migrated_database(server_dir, key_fi
     assert settings["provider_fingerprint"] == key_files.provider.fingerprint
     assert settings["max_upload_bytes"] == 512 << 20 and settings["max_age_seconds"] == 7 * 24 * 3600
     engine = make_engine(layout.database_url)
+    assert engine.dialect.name == database
     with engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
         assert set(inspect(connection).get_table_names()) >= {"institutions", "representers", "contributions",
