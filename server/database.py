@@ -13,7 +13,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import (JSON, Boolean, DateTime, Engine, ForeignKey, Integer, String, Text, TypeDecorator,
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Engine, ForeignKey, Integer, String, Text, TypeDecorator,
                         create_engine, event)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
@@ -80,7 +80,7 @@ class Contribution(Base):
     tokens: Mapped[int] = mapped_column(Integer)
     dim: Mapped[int] = mapped_column(Integer)
     dtype: Mapped[str] = mapped_column(String(16))
-    size_bytes: Mapped[int] = mapped_column(Integer)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
     header_created: Mapped[datetime] = mapped_column(UTCDateTime)
     received: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -42,7 +42,7 @@ def upgrade() -> None:
         sa.Column("tokens", sa.Integer, nullable=False),
         sa.Column("dim", sa.Integer, nullable=False),
         sa.Column("dtype", sa.String(16), nullable=False),
-        sa.Column("size_bytes", sa.Integer, nullable=False),
+        sa.Column("size_bytes", sa.BigInteger, nullable=False),
         sa.Column("header_created", TIME, nullable=False),
         sa.Column("received", TIME, nullable=False))
     op.create_table(
