@@ -18,7 +18,7 @@ import base64
 import dataclasses
 import json
 import logging
-import resource
+import os
 import socket
 import subprocess
 import sys
@@ -133,10 +133,20 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def peak_memory_mb() -> dict[str, float]:
-    """Peak resident memory of this process and of its finished children (the server), in MB."""
-    return {"demo": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "server": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+def peak_memory_mb(pid: int) -> float:
+    """Peak resident memory (VmHWM) of the live process `pid`, in MB; 0 where unreadable."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmHWM:")), 0.0)
+
+
+def child_pids(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str, interval: float = 0.5) -> None:
@@ -167,6 +177,11 @@ class ServerProcess:
             return httpx.get(self.url + "/api/health", timeout=2).status_code == 200
         except httpx.TransportError:
             return False
+
+    def peak_memory_mb(self) -> dict[str, float]:
+        """Peak resident memory of the server process and of its worker process(es), in MB."""
+        workers = [peak_memory_mb(child) for child in child_pids(self.process.pid)]
+        return {"server": peak_memory_mb(self.process.pid), "worker": max(workers, default=0.0)}
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -306,6 +321,7 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
             provider_pipeline = open_bundle(bundle_file, keys.load_public_key(provider_keys.public, keys.SIGNING))
             provider_only = list(find_phi(unlabeled, provider_pipeline, vectors))
             facts.update({"notes": len(unlabeled), "PHI spans found": sum(len(note.spans) for note in pooled)})
+        memory = {"demo": peak_memory_mb(os.getpid()), **server.peak_memory_mb()}
 
     summary.update({
         "stages": [dataclasses.asdict(stage) for stage in stages.done],
@@ -318,7 +334,7 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
         "pooled_run": run,
         "provider_history": json.loads((provider / "run" / "history.json").read_text()),
         "wall_seconds": time.perf_counter() - started,
-        "peak_memory_mb": peak_memory_mb(),
+        "peak_memory_mb": memory,
     })
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     write_report(summary, out, audit_plot=provider / "audit" / "accuracy.png")

@@ -29,13 +29,17 @@ def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
 
 def format_summary(summary: dict) -> str:
     """The final summary printed by `deidpool demo`."""
-    memory = summary["peak_memory_mb"]
     return "\n\n".join([
         text_table(("stage", "seconds", "facts"), stage_rows(summary)),
         text_table(("tagger on test notes", *(title for _, title in SCORE_COLUMNS)), score_rows(summary)),
-        f"audit verdict: {summary['audit']['verdict']}; wall time {summary['wall_seconds']:.0f} s; peak memory "
-        f"{memory['demo']:.0f} MB (demo process), {memory['server']:.0f} MB (largest finished child: server/worker)",
+        f"audit verdict: {summary['audit']['verdict']}; wall time {summary['wall_seconds']:.0f} s; "
+        f"{memory_text(summary['peak_memory_mb'])}",
     ])
+
+
+def memory_text(memory: dict) -> str:
+    return ("peak memory " + ", ".join(f"{megabytes:.0f} MB ({process})" for process, megabytes in memory.items())
+            + " (each process's VmHWM; the roles on this machine run in these processes)")
 
 
 def _html_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
@@ -106,8 +110,8 @@ def write_report(summary: dict, out: Path, audit_plot: Path | None = None) -> Pa
 td,th{{border:1px solid #bbb;padding:0.3em 0.6em;text-align:left;}}th{{background:#eee;}}img{{max-width:100%;}}</style>
 </head><body>
 <h1>deidpool demo report</h1>
-<p>Data: {html.escape(summary['data'])}. Wall time {summary['wall_seconds']:.0f} s; peak memory
-{memory['demo']:.0f} MB (demo process), {memory['server']:.0f} MB (server and worker).</p>
+<p>Data: {html.escape(summary['data'])}. Wall time {summary['wall_seconds']:.0f} s;
+{html.escape(memory_text(memory))}.</p>
 <h2>Tagger scores on the test notes</h2>
 {_html_table(("pipeline", *(title for _, title in SCORE_COLUMNS)), score_rows(summary))}
 <h2>Privacy audit: {html.escape(audit['verdict'])}</h2>

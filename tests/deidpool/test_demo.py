@@ -28,7 +28,8 @@ def test_every_stage_runs_in_order(demo):
     assert [stage["name"] for stage in summary["stages"]] == STAGES
     assert all(stage["seconds"] > 0 for stage in summary["stages"])
     assert summary["wall_seconds"] >= sum(stage["seconds"] for stage in summary["stages"])
-    assert summary["peak_memory_mb"]["demo"] > 100
+    memory = summary["peak_memory_mb"]
+    assert set(memory) == {"demo", "server", "worker"} and all(megabytes > 50 for megabytes in memory.values())
 
 
 def test_the_server_pooled_every_contribution(demo):
