@@ -73,7 +73,11 @@ def worker(
     once: bool = typer.Option(False, "--once", help="Train at most one waiting run, then exit."),
 ) -> None:
     """Claim and train queued pooled training runs (resuming a crashed worker's)."""
+    import logging
+
     from server.worker import run_worker
 
+    logging.basicConfig(format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("server").setLevel(logging.INFO)
     with clean_errors():
         run_worker(data_dir, once=once)
