@@ -266,3 +266,23 @@ def download(
             raise
     typer.echo(f"downloaded {bundle.manifest['kind']} {bundle.representer_id} to {out} "
                f"(signature valid, key {keys.fingerprint(signer)})")
+
+
+@client_app.command("server-keys")
+def server_keys(
+    server: str = typer.Option(..., "--server", help="The pooling server's base URL."),
+    out: Path = typer.Option(..., "--out", help="Folder for server-encryption.pub and server-signing.pub."),
+) -> None:
+    """Save the server's public keys (export encrypts to server-encryption.pub; pipelines are
+    signed by server-signing.pub); compare the printed fingerprints with the coordinator's."""
+    from deidpool.cli.http import ServerConnection
+
+    with clean_errors(), ServerConnection(server) as connection:
+        reply = connection.call("GET", "/api/keys")
+        loaded = {kind: keys.public_key_from_pem(reply[f"{kind}_public_key"], kind, f"the server's {kind} key")
+                  for kind in (keys.ENCRYPTION, keys.SIGNING)}
+    out.mkdir(parents=True, exist_ok=True)
+    for kind, key in loaded.items():
+        path = out / f"server-{kind}.pub"
+        path.write_text(reply[f"{kind}_public_key"])
+        typer.echo(f"wrote {path} (fingerprint {keys.fingerprint(key)})")

@@ -105,6 +105,12 @@ def test_coordinator_and_client_commands(served, key_files, pipeline_path, works
     assert "signature" in run("client", "download", "--pipeline", "--server-key", key_files.provider.public,
                               "--out", wrong, admin=False, code=2)
     assert not wrong.exists()
+    saved = run("client", "server-keys", "--out", tmp_path / "server-keys", admin=False)
+    for kind in (keys.ENCRYPTION, keys.SIGNING):
+        pinned = keys.load_public_key(tmp_path / "server-keys" / f"server-{kind}.pub", kind)
+        assert keys.fingerprint(pinned) in saved
+        assert pinned.public_bytes_raw() == keys.load_public_key(state.layout.keys / f"server-{kind}.pub",
+                                                                 kind).public_bytes_raw()
     assert token not in "".join(outputs)
 
 
