@@ -170,6 +170,7 @@ def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pip
     assert lines == [("train", 3), ("valid", 3), ("f1", 3)]  # the finished run; the queued one has no epoch
     assert f"Run {queued}: queued" in page.text and f"Run {finished}: succeeded" in page.text
     assert "val PHI F1 0.700" in page.text and server_dir.token not in page.text
+    assert server_dir.token not in (tmp_path / "server.log").read_text()
     assert _drawn(screenshot, (0x25, 0x63, 0xEB)) > 100 and _drawn(screenshot, (0x16, 0xA3, 0x4A)) > 100
 
 
