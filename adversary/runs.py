@@ -1,5 +1,6 @@
 """Representer runs from documents: adversarial training (three-phase or DANN) into a run
-folder, and the privacy audit of a trained run folder. The CLI and `deidpool demo` share them."""
+folder, and the privacy audit of a trained run folder. The CLI and `deidpool demo` share them;
+TensorFlow is imported only when a run starts, so importing the settings stays light."""
 
 from __future__ import annotations
 
@@ -8,14 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import keras
-
 from corpus.casing import CASING
 from corpus.document import Document
 from corpus.prepare import LabeledSentence, prepare_document
 from corpus.tagging import tag_vocabulary
 from representer.embeddings import Embeddings, load_embeddings
-from representer.tagger import compute_class_weights
 
 LABELS = {"source_type": lambda span: span.source_type, "type": lambda span: span.type}
 
@@ -54,7 +52,10 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
 
     `tags` is the tag vocabulary (default: BIO tags of the labels in the documents); `data`
     describes the data source in config.json."""
+    import keras
+
     from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase
+    from representer.tagger import compute_class_weights
 
     if procedure not in ("three-phase", "dann"):
         raise ValueError(f"unknown procedure {procedure!r}: three-phase or dann")
@@ -110,6 +111,8 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
     with pairs from `kept`, judged on `held_out` (see `adversary.audit.run_audit`); returns
     the report. A run folder's config names the label its sentences are prepared with."""
+    import keras
+
     from adversary.audit import run_audit
     from adversary.pairs import PairSource
     from adversary.pseudonymize import Pseudonymizer
