@@ -194,6 +194,11 @@ class ServerProcess:
         self._log.close()
 
 
+def unlabeled(documents: Sequence[Document]) -> list[Document]:
+    """The notes without their spans, as an institution's new notes arrive."""
+    return [Document(document.id, document.text) for document in documents]
+
+
 def scores(gold: Sequence[Document], predicted: Sequence[Document]) -> dict:
     """Token-level binary HIPAA P/R/F1 and entity-level strict F1 of the predictions."""
     from corpus.metrics import evaluate_corpus
@@ -316,11 +321,11 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
             server_signing = keys.public_key_from_pem(server_keys["signing_public_key"], keys.SIGNING,
                                                       "the server's signing key")
             pooled_pipeline = open_bundle(home / "pipeline.tar", server_signing)
-            unlabeled = [Document(note.id, note.text) for note in documents["test"]]
-            pooled = list(find_phi(unlabeled, pooled_pipeline, pooled_pipeline.load_embeddings()))
+            test_notes = unlabeled(documents["test"])
+            pooled = list(find_phi(test_notes, pooled_pipeline, pooled_pipeline.load_embeddings()))
             provider_pipeline = open_bundle(bundle_file, keys.load_public_key(provider_keys.public, keys.SIGNING))
-            provider_only = list(find_phi(unlabeled, provider_pipeline, vectors))
-            facts.update({"notes": len(unlabeled), "PHI spans found": sum(len(note.spans) for note in pooled)})
+            provider_only = list(find_phi(test_notes, provider_pipeline, vectors))
+            facts.update({"notes": len(test_notes), "PHI spans found": sum(len(note.spans) for note in pooled)})
         memory = {"demo": peak_memory_mb(os.getpid()), **server.peak_memory_mb()}
 
     summary.update({

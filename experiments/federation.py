@@ -43,21 +43,6 @@ ROWS = [("non-private upper bound (raw GloVe, all training notes)", "raw", "test
 METRICS = ("token_hipaa_precision", "token_hipaa_recall", "token_hipaa_f1", "entity_strict_f1")
 
 
-def scores(gold, predicted) -> dict:
-    from corpus.metrics import evaluate_corpus
-
-    result = evaluate_corpus(gold, predicted)
-    hipaa = result["token_hipaa"]
-    return {"token_hipaa_precision": hipaa["precision"], "token_hipaa_recall": hipaa["recall"],
-            "token_hipaa_f1": hipaa["f1"], "entity_strict_f1": result["entity_strict"]["f1"]}
-
-
-def unlabeled(documents):
-    from corpus.document import Document
-
-    return [Document(document.id, document.text) for document in documents]
-
-
 def run_seed(seed: int, args) -> dict:
     """Every row of one seed (cached in its folder's rows.json)."""
     import keras
@@ -68,7 +53,7 @@ def run_seed(seed: int, args) -> dict:
     from client.export import export_contribution
     from client.identity import create_institution_keys
     from corpus.formats import read_corpus
-    from deidpool.demo import tag_set
+    from deidpool.demo import scores, tag_set, unlabeled
     from representer import keys
     from representer.bundle import open_bundle, publish_pipeline, publish_run
     from representer.embeddings import load_embeddings
