@@ -3,6 +3,7 @@ worker beside it), or run a worker alone."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,15 @@ from deidpool.cli.client_commands import clean_errors
 server_app = typer.Typer(no_args_is_help=True, help="The pooling server: data directory, HTTP API, training worker.")
 
 _DATA_DIR_HELP = "The server's data directory (created by `deidpool server init`)."
+_PR_SET_PDEATHSIG = 1
+
+
+def _end_with_parent() -> None:
+    """In the worker, before it starts: Linux sends it SIGTERM when the server process ends,
+    however it ends (Uvicorn re-raises the signal that stopped it, so no `finally` runs)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @server_app.command("init")
@@ -54,7 +64,8 @@ def run(
         app = create_app(data_dir)
     process = None
     if worker:
-        process = subprocess.Popen([sys.executable, "-m", "deidpool", "server", "worker", "--data-dir", str(data_dir)])
+        process = subprocess.Popen([sys.executable, "-m", "deidpool", "server", "worker", "--data-dir", str(data_dir)],
+                                   preexec_fn=_end_with_parent if sys.platform == "linux" else None)
         typer.echo(f"started training worker (pid {process.pid})")
     try:
         uvicorn.run(app, host=host, port=port)

@@ -129,7 +129,7 @@ def test_server_run_starts_and_stops_the_worker(tmp_path, key_files, monkeypatch
     class Worker:
         pid = 1
 
-        def __init__(self, command):
+        def __init__(self, command, preexec_fn=None):
             events.append(("start", command[1:]))
 
         def terminate(self):
@@ -167,3 +167,19 @@ def test_server_run_serves_http(tmp_path, key_files):
         process.terminate()
         output = process.communicate(timeout=30)[0].decode()
     assert "admin token" not in output.lower()
+
+
+def test_the_worker_ends_with_the_server_process(tmp_path, key_files):
+    """However the server stops (here SIGTERM, which Uvicorn re-raises), its worker follows."""
+    from deidpool.demo import ServerProcess, child_pids, wait_until
+
+    assert _run("server", "init", "--data-dir", tmp_path, "--provider-key", key_files.provider.public).exit_code == 0
+    server = ServerProcess(tmp_path, tmp_path / "server.log")
+    try:
+        wait_until(lambda: bool(child_pids(server.process.pid)), 60, "the worker to start")
+        (worker,) = child_pids(server.process.pid)
+        wait_until(server.healthy, 120, "the server to answer")
+    finally:
+        server.stop()
+    wait_until(lambda: not os.path.exists(f"/proc/{worker}") or
+               open(f"/proc/{worker}/status").read().count("State:\tZ"), 60, "the worker to exit")
