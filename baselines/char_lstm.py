@@ -51,9 +51,11 @@ class CharTagger(keras.Model):
         self.num_tags, self.word_dim, self.num_chars, self.max_chars = num_tags, word_dim, num_chars, max_chars
         self.char_dim, self.char_units, self.lstm_units, self.dropout = char_dim, char_units, lstm_units, dropout
         self.char_embedding = keras.layers.Embedding(num_chars, char_dim, name="char_embedding")
-        self.char_bilstm = keras.layers.Bidirectional(keras.layers.LSTM(char_units), name="char_bilstm")
+        # both LSTMs exist before either wrapper (why: representer.tagger.Tagger.__init__)
+        char_lstm, token_lstm = keras.layers.LSTM(char_units), keras.layers.LSTM(lstm_units, return_sequences=True)
+        self.char_bilstm = keras.layers.Bidirectional(char_lstm, name="char_bilstm")
         self.token_dropout = keras.layers.Dropout(dropout, name="dropout")
-        self.bilstm = keras.layers.Bidirectional(keras.layers.LSTM(lstm_units, return_sequences=True), name="bilstm")
+        self.bilstm = keras.layers.Bidirectional(token_lstm, name="bilstm")
         self.scores = keras.layers.Dense(num_tags, name="tag_scores")
         self.crf = CRF(num_tags, name="crf")
 

@@ -59,12 +59,14 @@ class Tagger(keras.Model):
         self.recurrent_dropout = recurrent_dropout
         self.dropout = dropout
         self.feature_dropout = keras.layers.Dropout(input_dropout, name="input_dropout")
-        self.bilstms = [
-            keras.layers.Bidirectional(
-                keras.layers.RNN(VariationalLSTMCell(lstm_units, recurrent_dropout=recurrent_dropout),
-                                 return_sequences=True),
-                name=f"bilstm_{i}")
-            for i in (1, 2)]
+        # Both RNNs exist before either wrapper. Keras 3 builds a Bidirectional's two directions by
+        # serializing the wrapped layer twice, keyed by id(layer) inside load_model; if the first
+        # RNN were freed and the second got its address, the second wrapper would be handed the
+        # first one's backward layer as its forward one, and loading would fail at random
+        # ("Forward layer and backward layer should have different `go_backwards` value").
+        rnns = [keras.layers.RNN(VariationalLSTMCell(lstm_units, recurrent_dropout=recurrent_dropout),
+                                 return_sequences=True) for _ in (1, 2)]
+        self.bilstms = [keras.layers.Bidirectional(rnn, name=f"bilstm_{i}") for i, rnn in enumerate(rnns, 1)]
         self.dropouts = [keras.layers.Dropout(dropout, name=f"dropout_{i}") for i in (1, 2)]
         self.scores = keras.layers.Dense(num_tags, name="tag_scores")
         self.crf = CRF(num_tags, name="crf")
