@@ -14,7 +14,6 @@ sites, a mix in the test set, so the sites bring kinds of notes the provider lac
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import logging
@@ -224,7 +223,7 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
     from representer.bundle import open_bundle, publish_run
     from representer.embeddings import load_embeddings
     from representer.tagger_runs import split_documents
-    from server.auth import canonical_json
+    from server.auth import signed_audit
     from server.initialize import init_data_dir
 
     out = Path(out)
@@ -275,10 +274,8 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
             wait_until(server.healthy, 180, "the server to answer /api/health")
             api = stack.enter_context(ServerConnection(server.url, token))
             api.call("POST", "/api/representers", file=bundle_file, content_type="application/x-tar")
-            audit_report = {**report, "representer_id": manifest["representer_id"]}
-            api.call("POST", "/api/audits", json={
-                "report": audit_report, "signature": _sign(signing_key, canonical_json(audit_report)),
-                "signer_public_key": provider_keys.public.read_text()})
+            api.call("POST", "/api/audits",
+                     json=signed_audit({**report, "representer_id": manifest["representer_id"]}, signing_key))
             server_keys = api.call("GET", "/api/keys")
             facts.update({"url": server.url, "audit on record": report["verdict"]})
 
@@ -344,10 +341,6 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     write_report(summary, out, audit_plot=provider / "audit" / "accuracy.png")
     return summary
-
-
-def _sign(signing_key, message: bytes) -> str:
-    return base64.b64encode(signing_key.sign(message)).decode()
 
 
 def _wait_for_run(api: ServerConnection, run_id: int, timeout: float = 3600, interval: float = 2.0) -> dict:

@@ -78,3 +78,11 @@ def check_signed_request(key: Ed25519PublicKey, method: str, path: str, timestam
 def canonical_json(report: dict) -> bytes:
     """The bytes an audit report's signature covers."""
     return json.dumps(report, sort_keys=True, separators=(",", ":")).encode()
+
+
+def signed_audit(report: dict, signing_key) -> dict:
+    """The body of `POST /api/audits`: `report` signed with the Ed25519 `signing_key`."""
+    public = signing_key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                   serialization.PublicFormat.SubjectPublicKeyInfo)
+    return {"report": report, "signature": base64.b64encode(signing_key.sign(canonical_json(report))).decode(),
+            "signer_public_key": public.decode()}

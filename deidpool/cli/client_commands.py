@@ -238,8 +238,6 @@ def download(
                                            "(server-signing.pub) for --pipeline; fetched from the server if absent."),
 ) -> None:
     """Download a bundle from the pooling server and verify its signature (the file is removed if it fails)."""
-    from cryptography.hazmat.primitives import serialization
-
     from deidpool.cli.http import ServerConnection
     from representer.bundle import open_bundle
 
@@ -253,8 +251,8 @@ def download(
         elif server_key is not None:
             signer = keys.load_public_key(server_key, keys.SIGNING)
         else:
-            signer = serialization.load_pem_public_key(connection.call("GET", "/api/keys")["signing_public_key"]
-                                                       .encode())
+            signer = keys.public_key_from_pem(connection.call("GET", "/api/keys")["signing_public_key"], keys.SIGNING,
+                                              "the server's signing key")
             typer.echo(f"verifying with the server's signing key {keys.fingerprint(signer)} as the server reports it; "
                        "compare it with the coordinator's, or pass --server-key")
         connection.download("/api/representers/current/bundle" if representer else "/api/pipelines/latest/bundle",

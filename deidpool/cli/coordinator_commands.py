@@ -4,14 +4,12 @@ The admin token comes from --token or $DEIDPOOL_ADMIN_TOKEN and is never printed
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from cryptography.hazmat.primitives import serialization
 
 from deidpool.cli.client_commands import clean_errors, private_key
 from deidpool.cli.http import ServerConnection
@@ -152,7 +150,7 @@ def record_audit(
                                                                         "report does not name it (default: current)."),
 ) -> None:
     """Sign an audit report and record it for its representer."""
-    from server.auth import canonical_json
+    from server.auth import signed_audit
 
     try:
         report = json.loads(report_path.read_text())
@@ -166,11 +164,6 @@ def record_audit(
     with clean_errors(), ServerConnection(server, token) as connection:
         if "representer_id" not in report:
             report["representer_id"] = connection.call("GET", "/api/representers/current")["representer_id"]
-        signing_key = private_key(key, keys.SIGNING)
-        signature = base64.b64encode(signing_key.sign(canonical_json(report))).decode()
-        public = signing_key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                       serialization.PublicFormat.SubjectPublicKeyInfo)
-        audit = connection.call("POST", "/api/audits", json={"report": report, "signature": signature,
-                                                            "signer_public_key": public.decode()})
+        audit = connection.call("POST", "/api/audits", json=signed_audit(report, private_key(key, keys.SIGNING)))
     typer.echo(f"recorded audit {audit['id']} of {audit['representer_id']}: {audit['verdict']} "
                f"(signed by {audit['signer_fingerprint']})")
