@@ -10,7 +10,7 @@ Results are appended configuration by configuration, and every training run resu
 its checkpoints, so an interrupted script continues where it stopped.
 
     python experiments/adversarial.py [--only N=100] [--pretrain-epochs 20] [--max-epochs 40]
-        [--patience 10] [--audit-epochs 100] [--retrain-epochs 20]
+        [--patience 10] [--audit-epochs 100] [--retrain-epochs 20] [--train-splits provider ...]
 
 Small budget (a check that everything runs, not results): --pretrain-epochs 1 --max-epochs 1
 --audit-epochs 2 --retrain-epochs 1 --results-name adversarial_smoke.
@@ -55,13 +55,15 @@ RUNS = ROOT / "runs"
 CONFIGURATIONS = [{"name": f"three-phase N={n}", "procedure": "three-phase", "neighbours": n} for n in (10, 50, 100, 500)]
 CONFIGURATIONS.append({"name": "DANN N=100", "procedure": "dann", "neighbours": 100})
 REPR_SIZE = 50
+TRAIN_SPLITS = ("provider", "site_a", "site_b", "site_c")
 BUDGET = ("pretrain_epochs", "max_epochs", "patience", "audit_epochs", "audit_learning_rate", "retrain_epochs",
-          "representer_units", "tagger_units", "adversary_units")  # recorded with every result
+          "representer_units", "tagger_units", "adversary_units", "train_splits")  # recorded with every result
 
 
-def load_data():
-    """(train, valid, test) documents, split as in experiments/tagger_baselines.py."""
-    pool = [d for split in ("provider", "site_a", "site_b", "site_c") for d in read_corpus(DATA, "physionet", split=split)]
+def load_data(splits=TRAIN_SPLITS):
+    """(train, valid, test) documents, split as in experiments/tagger_baselines.py: the
+    training `splits` minus a fixed 10% of their patients (validation), and `test`."""
+    pool = [d for split in splits for d in read_corpus(DATA, "physionet", split=split)]
     train, valid = split_documents(pool, 0.1, seed=0, group=lambda d: d.id.split("-")[0])
     return train, valid, read_corpus(DATA, "physionet", split="test")
 
@@ -87,7 +89,8 @@ def retrained_tagger(out: Path, representer, data, vocabulary, embeddings, args)
     def exported(sentence_data: SentenceData) -> SentenceData:
         vectors = apply_to_sentences(represent, sentence_data)
         lengths = sentence_data.lengths
-        return SentenceData.from_arrays(vectors, _split(sentence_data.casing, lengths), _split(sentence_data.tags, lengths))
+        return SentenceData.from_arrays(vectors, per_sentence(sentence_data.casing, lengths),
+                                        per_sentence(sentence_data.tags, lengths))
 
     train, valid = exported(data[0].sentences), exported(data[1].sentences)
     keras.utils.set_random_seed(args.seed)
@@ -98,7 +101,7 @@ def retrained_tagger(out: Path, representer, data, vocabulary, embeddings, args)
     return tagger, metrics
 
 
-def _split(values, lengths):
+def per_sentence(values, lengths):
     """Flat per-token `values` cut into sentences of `lengths`."""
     return np.split(values, np.cumsum(lengths)[:-1])
 
@@ -143,7 +146,8 @@ def run(config: dict, documents, embeddings, args) -> dict:
     def pooled_predictions(prepared):
         unlabeled = SentenceData.from_sentences(prepared, embeddings)
         vectors = apply_to_sentences(represent, unlabeled)
-        return tag_sentences(pooled, SentenceData.from_arrays(vectors, _split(unlabeled.casing, unlabeled.lengths)))
+        casing = per_sentence(unlabeled.casing, unlabeled.lengths)
+        return tag_sentences(pooled, SentenceData.from_arrays(vectors, casing))
 
     retrained = test_scores(test_docs, pooled_predictions, vocabulary)
     pseudonymizer = Pseudonymizer(embeddings, n)
@@ -176,12 +180,12 @@ def table(results: list[dict], baselines: list[dict]) -> str:
     """One row per configuration, the baselines' PhysioNet GloVe rows first."""
     lines = ["| configuration | token HIPAA F1 (joint tagger) | token HIPAA F1 (retrained on exports) | "
              "fresh adversary acc. | continued adversary acc. | raw / P1 control acc. | lookup rate | "
-             "inversion top-1 / top-10 (raw) | verdict | train min | max epochs P1,P2 / P3 / audit |",
-             "|---|---:|---:|---|---|---|---|---|---|---:|---|"]
+             "inversion top-1 / top-10 (raw) | verdict | train min | max epochs P1,P2 / P3 / audit | training notes |",
+             "|---|---:|---:|---|---|---|---|---|---|---:|---|---|"]
     for row in baselines:
         if row["key"].startswith("physionet/GloVe + casing") or row.get("neighbours"):
             lines.append(f"| {row['name']} (baseline) | {row['token_hipaa_f1']:.4f} | | | | | | | | "
-                         f"{row['train_seconds'] / 60:.1f} | |")
+                         f"{row['train_seconds'] / 60:.1f} | | all training splits |")
     for r in results:
         report, budget = r["audit"], r["budget"]
         controls = " / ".join(_accuracy(report, f"{c}/fresh").split(" ")[0] for c in ("raw", "p1"))
@@ -191,7 +195,8 @@ def table(results: list[dict], baselines: list[dict]) -> str:
                      f"{report['lookup']['target']['rate']:.3f} | {inversion['target']['top1']:.3f} / "
                      f"{inversion['target']['top10']:.3f} ({inversion['raw']['top1']:.3f} / "
                      f"{inversion['raw']['top10']:.3f}) | {report['verdict']} | {r['train_seconds'] / 60:.1f} | "
-                     f"{budget['pretrain_epochs']} / {budget['max_epochs']} / {budget['audit_epochs']} |")
+                     f"{budget['pretrain_epochs']} / {budget['max_epochs']} / {budget['audit_epochs']} | "
+                     f"{' + '.join(budget.get('train_splits', TRAIN_SPLITS))} |")
     return "\n".join(lines)
 
 
@@ -235,6 +240,8 @@ def main() -> None:
     parser.add_argument("--representer-units", type=int, default=128)
     parser.add_argument("--tagger-units", type=int, default=128)
     parser.add_argument("--adversary-units", type=int, default=64)
+    parser.add_argument("--train-splits", nargs="+", choices=TRAIN_SPLITS, default=list(TRAIN_SPLITS),
+                        help="PhysioNet splits to train on (validation: 10%% of their patients)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results-name", default="adversarial", help="stem of the result files")
     args = parser.parse_args()
@@ -246,7 +253,7 @@ def main() -> None:
     baselines_file = RESULTS / "baselines.json"
     baselines = json.loads(baselines_file.read_text()) if baselines_file.exists() else []
     done = {r["name"] for r in results}
-    documents, embeddings = load_data(), load_glove_default()
+    documents, embeddings = load_data(args.train_splits), load_glove_default()
     for config in CONFIGURATIONS:
         if config["name"] in done or (args.only and args.only not in config["name"]):
             continue
