@@ -64,12 +64,12 @@ def overall_verdict(target_verdicts: list[str], controls: dict[str, bool]) -> st
 
 
 def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | Path, *, epochs: int,
-              adversary=None, p1_representer=None, units: int = DEFAULT_UNITS, seed: int = 0,
+              adversary=None, p1_representer=None, units: int = DEFAULT_UNITS, seed: int = 0, passes: int = 1,
               config: dict | None = None, progress: bool = True, **settings) -> dict:
     """Attack the frozen `representer` with pairs from `train`, judged on held-out pairs from
     `test` (sentences not used in attack training), and write the report to `out_dir`.
 
-    Attacks, each for `epochs` epochs (fresh pairs every epoch): fresh T1/T2 (and the trained
+    Attacks, each for `epochs` epochs of `passes` fresh draws of pairs: fresh T1/T2 (and the trained
     `adversary`, continued, when given), on the target and on the positive controls (raw
     embeddings, `p1_representer` when given); the inversion attack A1 and the lookup attack
     A2 on all of them. out_dir gets config.json, metrics.json (the report), history.json
@@ -79,7 +79,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     """
     out_dir = Path(out_dir)
     embedding_dim = test.pseudonymizer.embeddings.dim
-    _write_config(out_dir, {"epochs": epochs, "units": units, "seed": seed, "neighbours": test.pseudonymizer.neighbours,
+    _write_config(out_dir, {"epochs": epochs, "passes": passes, "units": units, "seed": seed,
+                            "neighbours": test.pseudonymizer.neighbours,
                             "train_pairs": len(train), "held_out_pairs": len(test), **settings, **(config or {})})
     subjects = {"target": representer, "raw": raw_embeddings}
     if p1_representer is not None:
@@ -91,7 +92,7 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     history, results = {}, {}
     for name, (model, attacker) in attacks.items():
         run_dir = out_dir / "attacks" / name.replace("/", "-")
-        run_training(AdversaryTraining(model, attacker, **settings), train, test, run_dir, max_epochs=epochs,
+        run_training(AdversaryTraining(model, attacker, passes, **settings), train, test, run_dir, max_epochs=epochs,
                      patience=epochs, seed=seed, progress=progress)
         records = json.loads((run_dir / "history.json").read_text())
         history[name] = [{"epoch": r["epoch"], **{f"accuracy{s}": r[f"val_accuracy{s}"] for s in HEADS.values()}}
@@ -105,11 +106,12 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     for name, model in subjects.items():
         result = lookup_attack(model, test, seed)
         lookup[name] = {**result, **chance_verdict(result["rate"], result["sentences"])}
-    inversion = {name: inversion_attack(model, train, test, epochs=epochs, units=units, seed=seed, **settings)
+    inversion = {name: inversion_attack(model, train, test, epochs=epochs * passes, units=units, seed=seed, **settings)
                  for name, model in subjects.items()}
     target_verdicts = [r["verdict"] for name, r in results.items() if name.startswith("target")]
     report = {"verdict": overall_verdict(target_verdicts + [lookup["target"]["verdict"]], controls),
-              "epochs": epochs, "neighbours": test.pseudonymizer.neighbours, "held_out_pairs": len(test),
+              "epochs": epochs, "passes": passes, "neighbours": test.pseudonymizer.neighbours,
+              "held_out_pairs": len(test),
               "chance_bound": CHANCE_BOUND, "control_threshold": CONTROL_THRESHOLD, "attacks": results,
               "lookup": lookup, "inversion": {**inversion, "chance_top1": 1 / test.pseudonymizer.neighbours}}
     _write_json(out_dir / "history.json", history)
@@ -129,7 +131,8 @@ def format_report(report: dict) -> str:
         return f"[{result['ci'][0]:.3f}, {result['ci'][1]:.3f}]"
 
     lines = [f"# Privacy audit: {report['verdict']}", "",
-             f"{report['epochs']} epochs of attack training, N = {report['neighbours']}, "
+             f"{report['epochs']} epochs of attack training ({report.get('passes', 1)} draws of pairs each), "
+             f"N = {report['neighbours']}, "
              f"{report['held_out_pairs']} held-out pairs. A result is consistent with chance when the 95% "
              f"Wilson interval holds 0.5 and the rate is at most {report['chance_bound']}; positive controls "
              f"must reach {report['control_threshold']}.", "",

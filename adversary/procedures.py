@@ -124,12 +124,17 @@ class AdversaryTraining(_Procedure):
     epoch one pass over fresh pairs of a `PairSource`; validation on its held-out pairs.
 
     `representer` may be a plain function of {"embeddings", "mask"} (e.g. the identity, to
-    attack raw embeddings)."""
+    attack raw embeddings). With `passes` > 1 an epoch is that many fresh draws of pairs:
+    a corpus with few PHI sentences (PhysioNet: a few hundred) otherwise gives an attack only
+    a dozen steps per epoch."""
 
     name = "adversary"
 
-    def __init__(self, representer, adversary, **settings):
+    def __init__(self, representer, adversary, passes=1, **settings):
         super().__init__(representer, adversary, **settings)
+        if passes < 1:
+            raise ValueError(f"passes must be at least 1, got {passes}")
+        self.passes = int(passes)
         self.optimizer = self._optimizer(adversary)
 
     def models(self):
@@ -139,15 +144,16 @@ class AdversaryTraining(_Procedure):
         return {"adversary": self.optimizer}
 
     def config(self):
-        return {**super().config(), "adversary_units": self.adversary.units}
+        return {**super().config(), "adversary_units": self.adversary.units, "passes": self.passes}
 
     def _train_step(self, batch):
         return train_adversary_step(self.adversary, self.representer, self.optimizer, batch)
 
     def train_epoch(self, train: PairSource, epoch, rng):
-        batches = train.epoch(int(rng.integers(2**31)), epoch, self.batch_size)
-        step = self._step(self._train_step, batches.element_spec)
-        losses = [float(step(batch)["loss"]) for batch in batches]
+        seed = int(rng.integers(2**31))
+        draws = [train.epoch(seed, epoch * self.passes + k, self.batch_size) for k in range(self.passes)]
+        step = self._step(self._train_step, draws[0].element_spec)
+        losses = [float(step(batch)["loss"]) for batch in itertools.chain.from_iterable(draws)]
         return {"loss": float(np.mean(losses))}
 
     def validate(self, valid: PairSource):

@@ -106,7 +106,7 @@ def run_models(representer: Path, adversary: Path | None = None,
 def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Document], out: str | Path, *,
               neighbours: int = 100, epochs: int = 100, adversary: Path | None = None,
               p1_representer: Path | None = None, embeddings: str | None = None,
-              loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
+              loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0, passes: int = 1,
               learning_rate: float = 0.01, data: dict | None = None, progress: bool = True) -> dict:
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
     with pairs from `kept`, judged on `held_out` (see `adversary.audit.run_audit`); returns
@@ -135,4 +135,4 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
     config = {"representer": str(representer_file), "adversary": adversary_file and str(adversary_file),
               "p1_representer": p1_file and str(p1_file), "embeddings": spec, "data": data or {}}
     return run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
-                     seed=seed, config=config, learning_rate=learning_rate, progress=progress)
+                     seed=seed, passes=passes, config=config, learning_rate=learning_rate, progress=progress)

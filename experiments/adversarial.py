@@ -56,8 +56,8 @@ CONFIGURATIONS = [{"name": f"three-phase N={n}", "procedure": "three-phase", "ne
 CONFIGURATIONS.append({"name": "DANN N=100", "procedure": "dann", "neighbours": 100})
 REPR_SIZE = 50
 TRAIN_SPLITS = ("provider", "site_a", "site_b", "site_c")
-BUDGET = ("pretrain_epochs", "max_epochs", "patience", "audit_epochs", "audit_learning_rate", "retrain_epochs",
-          "representer_units", "tagger_units", "adversary_units", "train_splits")  # recorded with every result
+BUDGET = ("pretrain_epochs", "max_epochs", "patience", "audit_epochs", "audit_passes", "audit_learning_rate",
+          "retrain_epochs", "representer_units", "tagger_units", "adversary_units", "train_splits")  # recorded with every result
 
 
 def load_data(splits=TRAIN_SPLITS):
@@ -158,7 +158,7 @@ def run(config: dict, documents, embeddings, args) -> dict:
                        adversary=keras.saving.load_model(model_dir / "adversary.keras", compile=False),
                        p1_representer=load_representer(p1) if p1.exists() else None, units=args.adversary_units,
                        seed=args.seed, config={"representer": str(model_dir / "representer.keras")},
-                       learning_rate=args.audit_learning_rate)
+                       passes=args.audit_passes, learning_rate=args.audit_learning_rate)
     audit_seconds = time.perf_counter() - started
     return {**config, "epochs": metrics["epochs"], "train_seconds": round(train_seconds, 1),
             "phase_seconds": metrics.get("seconds"), "val_f1": metrics["val_f1"],
@@ -234,6 +234,7 @@ def main() -> None:
     parser.add_argument("--patience", type=int, default=10)
     parser.add_argument("--audit-epochs", type=int, default=100,
                         help="attacks on raw PhysioNet embeddings needed about 60 epochs to reach 0.8")
+    parser.add_argument("--audit-passes", type=int, default=1, help="fresh draws of the pairs per audit epoch")
     parser.add_argument("--audit-learning-rate", type=float, default=0.01)
     parser.add_argument("--retrain-epochs", type=int, default=20)
     parser.add_argument("--retrain-patience", type=int, default=3)

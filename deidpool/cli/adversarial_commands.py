@@ -114,6 +114,8 @@ def audit(
     embeddings: str | None = typer.Option(None, "--embeddings", help="Embeddings spec (default: the run's, or glove)."),
     units: int = _ADVERSARY_UNITS, seed: int = _SEED,
     learning_rate: float = typer.Option(0.01, "--learning-rate", min=0.0, help="Nadam learning rate of the attacks."),
+    passes: int = typer.Option(1, "--passes", min=1, help="Fresh draws of the training pairs per attack epoch (a "
+                                                          "corpus with few PHI sentences needs more)."),
 ) -> None:
     """Freeze a representer and attack it, with raw embeddings and the P1 representer as controls.
 
@@ -127,7 +129,7 @@ def audit(
     with _clean_errors():
         report = audit_run(representer, kept, held_out, out, neighbours=neighbours, epochs=epochs, adversary=adversary,
                            p1_representer=p1_representer, embeddings=embeddings, units=units, seed=seed,
-                           learning_rate=learning_rate, data=source)
+                           passes=passes, learning_rate=learning_rate, data=source)
     best = report["attacks"]["target/fresh"]
     typer.echo(f"audit of {representer}: {report['verdict']} (fresh adversaries' best held-out accuracy "
                f"{best['accuracy']:.3f}, lookup rate {report['lookup']['target']['rate']:.3f}); report in {out}")

@@ -142,7 +142,7 @@ def audited(tmp_path_factory, embeddings):
     build_representer(DIM, repr_size=6, lstm_units=4).save(run / "models" / "representer.keras")
     build_adversary(6, DIM, 8).save(run / "models" / "adversary.keras")
     result = CliRunner().invoke(app, ["audit", "--representer", str(run), "--data", str(root / "notes.jsonl"),
-                                      "--format", "json", "--neighbours", "2", "--epochs", "6",
+                                      "--format", "json", "--neighbours", "2", "--epochs", "3", "--passes", "2",
                                       "--learning-rate", "0.02", "--adversary-units", "8", "--out", str(root / "report")])
     assert result.exit_code == 0, result.output
     return root / "report", result.output
@@ -157,7 +157,7 @@ def test_audit_report_files_and_structure(audited):
     assert set(report["attacks"]) == {"target/fresh", "target/continued", "raw/fresh"}
     assert set(report["lookup"]) == set(report["inversion"]) - {"chance_top1"} == {"target", "raw"}
     history = json.loads((report_dir / "history.json").read_text())
-    assert all(len(records) == 6 for records in history.values())
+    assert all(len(records) == 3 for records in history.values())
     target = [r["verdict"] for name, r in report["attacks"].items() if name.startswith("target")]
     controls = {name: r["control_succeeded"] for name, r in report["attacks"].items() if not name.startswith("target")}
     assert report["verdict"] == overall_verdict(target + [report["lookup"]["target"]["verdict"]], controls)
@@ -165,8 +165,10 @@ def test_audit_report_files_and_structure(audited):
         for head in result["heads"].values():
             assert head["ci"][0] <= head["rate"] <= head["ci"][1] and head["trials"] == report["held_out_pairs"]
     config = json.loads((report_dir / "config.json").read_text())
-    assert config["epochs"] == 6 and config["representer"].endswith("representer.keras")
-    assert "| raw/fresh | t2 |" in (report_dir / "report.md").read_text()
+    assert config["epochs"] == 3 and config["passes"] == 2 and config["representer"].endswith("representer.keras")
+    markdown = (report_dir / "report.md").read_text()
+    assert report["passes"] == 2 and "3 epochs of attack training (2 draws of pairs each)" in markdown
+    assert "| raw/fresh | t2 |" in markdown
 
 
 def test_attacks_succeed_on_raw_embeddings_in_an_easy_setting(audited):

@@ -107,6 +107,17 @@ def test_dann_reverses_the_adversarial_gradient_for_the_representer_only(toy):
         np.testing.assert_allclose(reversed_gradient, plain_gradient, rtol=1e-5, atol=1e-8)
 
 
+def test_an_attack_epoch_of_several_passes_trains_on_that_many_fresh_draws(toy):
+    data, (representer, _, adversary) = toy
+    batches_per_draw = len(list(data.pairs.epoch(0, 0)))
+    for passes in (1, 3):
+        procedure = AdversaryTraining(representer, keras.models.clone_model(adversary), passes=passes)
+        procedure.train_epoch(data.pairs, 0, np.random.default_rng(0))
+        assert int(procedure.optimizer.iterations) == passes * batches_per_draw
+    with pytest.raises(ValueError, match="passes"):
+        AdversaryTraining(representer, adversary, passes=0)
+
+
 @pytest.fixture(scope="module")
 def corpus_files(tmp_path_factory, documents):
     root = tmp_path_factory.mktemp("corpus")
