@@ -56,8 +56,9 @@ CONFIGURATIONS = [{"name": f"three-phase N={n}", "procedure": "three-phase", "ne
 CONFIGURATIONS.append({"name": "DANN N=100", "procedure": "dann", "neighbours": 100})
 REPR_SIZE = 50
 TRAIN_SPLITS = ("provider", "site_a", "site_b", "site_c")
+# Recorded with every result:
 BUDGET = ("pretrain_epochs", "max_epochs", "patience", "audit_epochs", "audit_passes", "audit_learning_rate",
-          "retrain_epochs", "representer_units", "tagger_units", "adversary_units", "train_splits")  # recorded with every result
+          "retrain_epochs", "representer_units", "tagger_units", "adversary_units", "train_splits")
 
 
 def load_data(splits=TRAIN_SPLITS):
@@ -184,8 +185,8 @@ def table(results: list[dict], baselines: list[dict]) -> str:
              "|---|---:|---:|---|---|---|---|---|---|---:|---|---|"]
     for row in baselines:
         if row["key"].startswith("physionet/GloVe + casing") or row.get("neighbours"):
-            lines.append(f"| {row['name']} (baseline) | {row['token_hipaa_f1']:.4f} | | | | | | | | "
-                         f"{row['train_seconds'] / 60:.1f} | | all training splits |")
+            lines.append(f"| {row['name']}, seed {row['seed']} (baseline) | {row['token_hipaa_f1']:.4f} | | | | | | | "
+                         f"| {row['train_seconds'] / 60:.1f} | | all training splits |")
     for r in results:
         report, budget = r["audit"], r["budget"]
         controls = " / ".join(_accuracy(report, f"{c}/fresh").split(" ")[0] for c in ("raw", "p1"))
