@@ -40,6 +40,7 @@ ROWS = [("non-private upper bound (raw GloVe, all training notes)", "raw", "test
         ("pooled (provider + 3 sites, server)", "pooled", "test"),
         ("sight-unseen: provider-only on site_c", "provider-only", "site_c"),
         ("sight-unseen: pooled without site_c, on site_c", "pooled-no-c", "site_c")]
+BUDGET = ("p1", "p3", "tagger_epochs", "patience", "audit_epochs")  # stored with every seed's rows
 METRICS = ("token_hipaa_precision", "token_hipaa_recall", "token_hipaa_f1", "entity_strict_f1")
 
 
@@ -128,6 +129,7 @@ def run_seed(seed: int, args) -> dict:
                      "continued_accuracy": report["attacks"].get("target/continued", {}).get("accuracy"),
                      "lookup_rate": report["lookup"]["target"]["rate"],
                      "representer_val_f1": metrics["val_f1"], "p3_adversary_accuracy": metrics["val_adv_accuracy"]}
+    rows["budget"] = {key: getattr(args, key) for key in BUDGET}
     cache.write_text(json.dumps(rows, indent=2) + "\n")
     return rows
 
@@ -138,12 +140,17 @@ def _mean(values: list[float]) -> str:
     return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
 
 
-def report(seeds: list[int], args) -> None:
+def report(seeds: list[int]) -> None:
+    """The table over the finished `seeds`, with the budget their runs were trained with."""
     per_seed = {seed: json.loads((RUNS / f"seed-{seed}" / "rows.json").read_text()) for seed in seeds
                 if (RUNS / f"seed-{seed}" / "rows.json").exists()}
     if not per_seed:
         raise SystemExit(f"no finished seed under {RUNS}")
     done = sorted(per_seed)
+    budgets = {json.dumps(per_seed[seed]["budget"], sort_keys=True) for seed in done}
+    if len(budgets) > 1:
+        raise SystemExit(f"seeds {done} were run with different budgets ({sorted(budgets)}); report them apart")
+    args = argparse.Namespace(**per_seed[done[0]]["budget"])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
     machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU"
@@ -173,6 +180,10 @@ def report(seeds: list[int], args) -> None:
     lines += ["", f"Targets: pooled - provider-only = {100 * (pooled - alone):+.1f} F1 points (target >= +3: "
                   f"{'met' if pooled - alone >= 0.03 else 'MISSED'}); non-private - pooled = "
                   f"{100 * (upper - pooled):.1f} points (target <= 1.5: {'met' if upper - pooled <= 0.015 else 'MISSED'})."]
+    gains = [100 * (per_seed[s]["pooled@test"]["token_hipaa_f1"] - per_seed[s]["provider-only@test"]["token_hipaa_f1"])
+             for s in done]
+    lines.append("Pooled - provider-only per seed: " + ", ".join(f"seed {s} {g:+.1f}" for s, g in zip(done, gains))
+                 + " points.")
     epochs = {name: [per_seed[s][f"{name}@test"]["epochs"] for s in done] for name in ("raw", "pseudo", *POOLS)}
     lines.append("Tagger epochs trained (early stopping, patience " f"{args.patience}): "
                  + ", ".join(f"{name} {values}" for name, values in epochs.items()) + ".")
@@ -223,7 +234,7 @@ def main() -> None:
     if not args.report_only:
         for seed in args.seeds:
             run_seed(seed, args)
-    report(args.seeds, args)
+    report(args.seeds)
 
 
 if __name__ == "__main__":
