@@ -1,0 +1,108 @@
+"""How much output noise would the lookup attack (A2) need, and what would it cost the tagger?
+(issue: privacy). Every trained representer so far fails the A2 lookup attack: a fresh noisy
+representation of a sentence lies closer to a stored one of the same sentence than to that of
+its one-token-replaced neighbour in 92-95% of the cases. This sweeps the representer's output
+noise (its learned per-dimension std times a factor) on a trained three-phase run and measures,
+at every level: the lookup rate on held-out `test` pairs, the run's own tagger on `test`, and
+a tagger retrained from scratch on exports at that noise level (what the pooling server gets).
+
+    python experiments/noise_lookup.py [--run runs/federation/seed-0/representer]
+        [--factors 1 2 4 8 16 32] [--retrain-epochs 5]
+
+The run must be one of experiments/federation.py (trained on the provider split, whose 10%
+validation split with the run's seed is rebuilt here). Writes results/noise_lookup.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import keras
+
+from adversarial import DATA, RESULTS, ROOT, per_sentence, retrained_tagger, sentences, test_scores
+from adversary.lookup import lookup_attack
+from adversary.pairs import PairSource
+from adversary.procedures import AdversarialData
+from adversary.pseudonymize import Pseudonymizer
+from client.inference import apply_to_sentences, compile_pipeline, compile_representer
+from corpus.formats import read_corpus
+from representer.dataset import SentenceData
+from representer.embeddings import load_embeddings
+from representer.representation import load_representer
+from representer.tagger import tag_sentences
+from representer.tagger_runs import split_documents
+
+
+def sweep(run: Path, factors: list[float], args) -> list[dict]:
+    config = json.loads((run / "config.json").read_text())
+    vocabulary, seed = config["tags"], config["seed"]
+    embeddings = load_embeddings(config["embeddings"])
+    provider_train, provider_valid = split_documents(read_corpus(DATA, "physionet", split="provider"), 0.1, seed)
+    test_docs = read_corpus(DATA, "physionet", split="test")
+    data = [AdversarialData.from_sentences(sentences(docs), embeddings, vocabulary, config["neighbours"])
+            for docs in (provider_train, provider_valid)]
+    held_out = PairSource(sentences(test_docs), Pseudonymizer(embeddings, config["neighbours"]))
+    representer = load_representer(run / "models" / "representer.keras")
+    tagger = keras.saving.load_model(run / "models" / "tagger.keras", compile=False)
+    noise = representer.get_layer("output_noise")
+    learned = noise.stddev.numpy()
+    retrain_args = SimpleNamespace(seed=seed, tagger_units=config["units"]["tagger"],
+                                   retrain_epochs=args.retrain_epochs, retrain_patience=args.retrain_epochs)
+    rows = []
+    for factor in factors:
+        noise.assign_stddev(learned * factor)
+        pipeline = compile_pipeline(representer, tagger, embeddings.dim)
+        joint = test_scores(test_docs, lambda prepared: apply_to_sentences(
+            pipeline, SentenceData.from_sentences(prepared, embeddings)), vocabulary)
+        folder = ROOT / "runs" / "noise_lookup" / run.parent.name / f"x{factor:g}"
+        retrained, metrics = retrained_tagger(folder, representer, data, vocabulary, embeddings, retrain_args)
+        represent = compile_representer(representer, embeddings.dim)
+
+        def predict(prepared, retrained=retrained, represent=represent):
+            unlabeled = SentenceData.from_sentences(prepared, embeddings)
+            vectors = apply_to_sentences(represent, unlabeled)
+            casing = per_sentence(unlabeled.casing, unlabeled.lengths)
+            return tag_sentences(retrained, SentenceData.from_arrays(vectors, casing))
+
+        rows.append({"factor": factor, "mean_output_stddev": float((learned * factor).mean()),
+                     "lookup": lookup_attack(representer, held_out, seed),
+                     "joint_f1": joint["token_hipaa_f1"],
+                     "retrained_f1": test_scores(test_docs, predict, vocabulary)["token_hipaa_f1"],
+                     "retrain_epochs": metrics["epochs"]})
+        print(table(rows, run), flush=True)
+    return rows
+
+
+def table(rows: list[dict], run: Path) -> str:
+    lines = [f"Representer: `{run.relative_to(ROOT)}`; lookup attack on held-out `test` pairs "
+             f"({rows[0]['lookup']['sentences']} sentences); token-level binary HIPAA F1 on `test`.", "",
+             "| output noise factor | mean output std | lookup rate | F1, run's tagger | "
+             "F1, tagger retrained on exports |",
+             "|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['factor']:g} | {r['mean_output_stddev']:.3f} | {r['lookup']['rate']:.3f} | {r['joint_f1']:.4f} | "
+              f"{r['retrained_f1']:.4f} |" for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", type=Path, default=ROOT / "runs" / "federation" / "seed-0" / "representer")
+    parser.add_argument("--factors", type=float, nargs="+", default=[1, 2, 4, 8, 16, 32])
+    parser.add_argument("--retrain-epochs", type=int, default=5)
+    args = parser.parse_args()
+    if not DATA.exists():
+        sys.exit(f"PhysioNet data not found at {DATA} (it lives in ../shared/data beside the repository)")
+    if not (args.run / "config.json").exists():
+        sys.exit(f"{args.run}: not a run folder (no config.json); run experiments/federation.py first")
+    run = args.run.resolve()
+    rows = sweep(run, args.factors, args)
+    (RESULTS / "noise_lookup.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (RESULTS / "noise_lookup.md").write_text(f"# Output noise vs the lookup attack\n\n{table(rows, run)}\n")
+
+
+if __name__ == "__main__":
+    main()
