@@ -10,7 +10,9 @@ a tagger retrained from scratch on exports at that noise level (what the pooling
         [--factors 1 2 4 8 16 32] [--retrain-epochs 5]
 
 The run must be one of experiments/federation.py (trained on the provider split, whose 10%
-validation split with the run's seed is rebuilt here). Writes results/noise_lookup.{md,json}.
+validation split with the run's seed is rebuilt here). Writes results/noise_lookup.{md,json},
+and every noise level's representer to runs/noise_lookup/<seed>/x<factor>-representer.keras
+(audit one with `deidpool audit`, as in results/noise_x10_audit.md).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def sweep(run: Path, factors: list[float], args) -> list[dict]:
         joint = test_scores(test_docs, lambda prepared: apply_to_sentences(
             pipeline, SentenceData.from_sentences(prepared, embeddings)), vocabulary)
         folder = ROOT / "runs" / "noise_lookup" / run.parent.name / f"x{factor:g}"
+        folder.mkdir(parents=True, exist_ok=True)
+        representer.save(folder.parent / f"x{factor:g}-representer.keras")  # for `deidpool audit`
         retrained, metrics = retrained_tagger(folder, representer, data, vocabulary, embeddings, retrain_args)
         represent = compile_representer(representer, embeddings.dim)
 
