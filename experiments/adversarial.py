@@ -102,6 +102,25 @@ def retrained_tagger(out: Path, representer, data, vocabulary, embeddings, args)
     return tagger, metrics
 
 
+def joint_predictor(representer, tagger, embeddings):
+    """Prepared sentences -> tags of the jointly trained `tagger` on `representer`'s output."""
+    pipeline = compile_pipeline(representer, tagger, embeddings.dim)
+    return lambda prepared: apply_to_sentences(pipeline, SentenceData.from_sentences(prepared, embeddings))
+
+
+def retrained_predictor(representer, tagger, embeddings):
+    """Prepared sentences -> tags of a `tagger` trained on exported representations (casing beside them)."""
+    represent = compile_representer(representer, embeddings.dim)
+
+    def predict(prepared):
+        unlabeled = SentenceData.from_sentences(prepared, embeddings)
+        vectors = apply_to_sentences(represent, unlabeled)
+        casing = per_sentence(unlabeled.casing, unlabeled.lengths)
+        return tag_sentences(tagger, SentenceData.from_arrays(vectors, casing))
+
+    return predict
+
+
 def per_sentence(values, lengths):
     """Flat per-token `values` cut into sentences of `lengths`."""
     return np.split(values, np.cumsum(lengths)[:-1])
@@ -136,21 +155,11 @@ def run(config: dict, documents, embeddings, args) -> dict:
     model_dir = folder / "training" / "models"
     representer, tagger = load_representer(model_dir / "representer.keras"), keras.saving.load_model(
         model_dir / "tagger.keras", compile=False)
-    pipeline = compile_pipeline(representer, tagger, embeddings.dim)
-    joint = test_scores(test_docs, lambda s: apply_to_sentences(pipeline, SentenceData.from_sentences(s, embeddings)),
-                        vocabulary)
+    joint = test_scores(test_docs, joint_predictor(representer, tagger, embeddings), vocabulary)
     started = time.perf_counter()
     pooled, pooled_metrics = retrained_tagger(folder / "retrained", representer, data, vocabulary, embeddings, args)
     retrain_seconds = time.perf_counter() - started
-    represent = compile_representer(representer, embeddings.dim)
-
-    def pooled_predictions(prepared):
-        unlabeled = SentenceData.from_sentences(prepared, embeddings)
-        vectors = apply_to_sentences(represent, unlabeled)
-        casing = per_sentence(unlabeled.casing, unlabeled.lengths)
-        return tag_sentences(pooled, SentenceData.from_arrays(vectors, casing))
-
-    retrained = test_scores(test_docs, pooled_predictions, vocabulary)
+    retrained = test_scores(test_docs, retrained_predictor(representer, pooled, embeddings), vocabulary)
     pseudonymizer = Pseudonymizer(embeddings, n)
     started = time.perf_counter()
     p1 = model_dir / "representer_p1.keras"

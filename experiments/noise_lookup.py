@@ -25,17 +25,15 @@ from types import SimpleNamespace
 
 import keras
 
-from adversarial import DATA, RESULTS, ROOT, per_sentence, retrained_tagger, sentences, test_scores
+from adversarial import (DATA, RESULTS, ROOT, joint_predictor, retrained_predictor, retrained_tagger, sentences,
+                         test_scores)
 from adversary.lookup import lookup_attack
 from adversary.pairs import PairSource
 from adversary.procedures import AdversarialData
 from adversary.pseudonymize import Pseudonymizer
-from client.inference import apply_to_sentences, compile_pipeline, compile_representer
 from corpus.formats import read_corpus
-from representer.dataset import SentenceData
 from representer.embeddings import load_embeddings
 from representer.representation import load_representer
-from representer.tagger import tag_sentences
 from representer.tagger_runs import split_documents
 
 
@@ -57,21 +55,12 @@ def sweep(run: Path, factors: list[float], args) -> list[dict]:
     rows = []
     for factor in factors:
         noise.assign_stddev(learned * factor)
-        pipeline = compile_pipeline(representer, tagger, embeddings.dim)
-        joint = test_scores(test_docs, lambda prepared: apply_to_sentences(
-            pipeline, SentenceData.from_sentences(prepared, embeddings)), vocabulary)
+        joint = test_scores(test_docs, joint_predictor(representer, tagger, embeddings), vocabulary)
         folder = ROOT / "runs" / "noise_lookup" / run.parent.name / f"x{factor:g}"
         folder.mkdir(parents=True, exist_ok=True)
         representer.save(folder.parent / f"x{factor:g}-representer.keras")  # for `deidpool audit`
         retrained, metrics = retrained_tagger(folder, representer, data, vocabulary, embeddings, retrain_args)
-        represent = compile_representer(representer, embeddings.dim)
-
-        def predict(prepared, retrained=retrained, represent=represent):
-            unlabeled = SentenceData.from_sentences(prepared, embeddings)
-            vectors = apply_to_sentences(represent, unlabeled)
-            casing = per_sentence(unlabeled.casing, unlabeled.lengths)
-            return tag_sentences(retrained, SentenceData.from_arrays(vectors, casing))
-
+        predict = retrained_predictor(representer, retrained, embeddings)
         rows.append({"factor": factor, "mean_output_stddev": float((learned * factor).mean()),
                      "lookup": lookup_attack(representer, held_out, seed),
                      "joint_f1": joint["token_hipaa_f1"],
