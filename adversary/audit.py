@@ -131,7 +131,7 @@ def format_report(report: dict) -> str:
         return f"[{result['ci'][0]:.3f}, {result['ci'][1]:.3f}]"
 
     lines = [f"# Privacy audit: {report['verdict']}", "",
-             f"{report['epochs']} epochs of attack training ({report.get('passes', 1)} draws of pairs each), "
+             f"{report['epochs']} epochs of attack training ({report['passes']} draws of pairs each), "
              f"N = {report['neighbours']}, "
              f"{report['held_out_pairs']} held-out pairs. A result is consistent with chance when the 95% "
              f"Wilson interval holds 0.5 and the rate is at most {report['chance_bound']}; positive controls "

@@ -151,9 +151,10 @@ class AdversaryTraining(_Procedure):
 
     def train_epoch(self, train: PairSource, epoch, rng):
         seed = int(rng.integers(2**31))
-        draws = [train.epoch(seed, epoch * self.passes + k, self.batch_size) for k in range(self.passes)]
-        step = self._step(self._train_step, draws[0].element_spec)
-        losses = [float(step(batch)["loss"]) for batch in itertools.chain.from_iterable(draws)]
+        draws = (train.epoch(seed, epoch * self.passes + k, self.batch_size) for k in range(self.passes))
+        first = next(draws)  # the others are drawn as the epoch reaches them
+        step = self._step(self._train_step, first.element_spec)
+        losses = [float(step(batch)["loss"]) for batch in itertools.chain(first, itertools.chain.from_iterable(draws))]
         return {"loss": float(np.mean(losses))}
 
     def validate(self, valid: PairSource):
