@@ -13,13 +13,23 @@ from adversary.lookup import lookup_attack
 from adversary.models import DEFAULT_UNITS
 from adversary.pairs import PairSource
 from adversary.procedures import AdversaryTraining, build_adversary
+from representer.dataset import BATCH_SIZE
 from representer.training import _write_config, _write_json, run_training
 
 Z_95 = 1.959963984540054
 CHANCE_BOUND = 0.55  # highest accuracy still read as chance
 CONTROL_THRESHOLD = 0.8  # accuracy an attack must reach on a positive control
+# Optimizer steps per attack epoch when the draws are chosen automatically. On PhysioNet's
+# provider split (375 PHI sentences, 12 batches a draw) the raw-embedding control reached
+# 0.85 only after 20 epochs of 15 draws (3,600 steps), and stayed at 0.50-0.59 with 1 draw.
+MIN_EPOCH_STEPS = 180
 HEADS = {"combined": "", "t1": "_t1", "t2": "_t2"}  # adversary output -> metric suffix
 CHANCE, BROKEN, INCONCLUSIVE = "consistent with chance", "broken", "inconclusive"
+
+
+def automatic_passes(train_pairs: int, batch_size: int = BATCH_SIZE, min_steps: int = MIN_EPOCH_STEPS) -> int:
+    """Draws of `train_pairs` pairs per attack epoch for at least `min_steps` optimizer steps."""
+    return max(1, math.ceil(min_steps / max(1, math.ceil(train_pairs / batch_size))))
 
 
 def raw_embeddings(inputs, training=False):
@@ -64,12 +74,13 @@ def overall_verdict(target_verdicts: list[str], controls: dict[str, bool]) -> st
 
 
 def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | Path, *, epochs: int,
-              adversary=None, p1_representer=None, units: int = DEFAULT_UNITS, seed: int = 0, passes: int = 1,
+              adversary=None, p1_representer=None, units: int = DEFAULT_UNITS, seed: int = 0,
+              passes: int | None = None,
               config: dict | None = None, progress: bool = True, **settings) -> dict:
     """Attack the frozen `representer` with pairs from `train`, judged on held-out pairs from
     `test` (sentences not used in attack training), and write the report to `out_dir`.
 
-    Attacks, each for `epochs` epochs of `passes` fresh draws of pairs: fresh T1/T2 (and the trained
+    Attacks, each for `epochs` epochs of `passes` fresh draws of pairs (None: `automatic_passes`): fresh T1/T2 (and the trained
     `adversary`, continued, when given), on the target and on the positive controls (raw
     embeddings, `p1_representer` when given); the inversion attack A1 and the lookup attack
     A2 on all of them. out_dir gets config.json, metrics.json (the report), history.json
@@ -78,6 +89,7 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     `settings` are `AdversaryTraining`'s optimizer settings.
     """
     out_dir = Path(out_dir)
+    passes = passes or automatic_passes(len(train), settings.get("batch_size", BATCH_SIZE))
     embedding_dim = test.pseudonymizer.embeddings.dim
     _write_config(out_dir, {"epochs": epochs, "passes": passes, "units": units, "seed": seed,
                             "neighbours": test.pseudonymizer.neighbours,

@@ -21,7 +21,7 @@ from adversary.models import DEFAULT_UNITS, CombinedAdversary, adversary_step, t
 from adversary.pairs import PairSource
 from adversary.pseudonymize import Pseudonymizer
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
-from representer.representation import build_representer
+from representer.representation import OUTPUT_NOISE_STDDEV, build_representer
 from representer.tagger import build_tagger, tagger_loss
 from representer.training import CHECKPOINT, TrainingProcedure, _write_config, _write_json, loss_and_phi_f1, run_training
 
@@ -55,9 +55,11 @@ def build_adversary(representation_dim: int, embedding_dim: int, units: int = DE
 
 def build_models(embedding_dim: int, num_tags: int, repr_size: int = 50, *, representer_units: int = 128,
                  tagger_units: int = 128, adversary_units: int = DEFAULT_UNITS, use_casing: bool = True,
-                 recurrent_dropout: float = 0.5) -> tuple[keras.Model, keras.Model, CombinedAdversary]:
-    """The representer, the tagger reading its output and the adversaries, all built."""
-    return (build_representer(embedding_dim, repr_size, representer_units),
+                 recurrent_dropout: float = 0.5, output_noise: float = OUTPUT_NOISE_STDDEV,
+                 ) -> tuple[keras.Model, keras.Model, CombinedAdversary]:
+    """The representer (its output noise starting at std `output_noise`), the tagger reading
+    its output and the adversaries, all built."""
+    return (build_representer(embedding_dim, repr_size, representer_units, output_noise_stddev=output_noise),
             build_tagger(repr_size, num_tags, use_casing=use_casing, lstm_units=tagger_units,
                          recurrent_dropout=recurrent_dropout),
             build_adversary(repr_size, embedding_dim, adversary_units))

@@ -34,6 +34,7 @@ class AdversarialSettings:
     adversary_units: int = 64
     casing: bool = True
     learning_rate: float = 0.002
+    output_noise: float | None = None  # initial std of the representer's output noise (None: its default)
     seed: int = 0
 
 
@@ -55,6 +56,7 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
     import keras
 
     from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase
+    from representer.representation import OUTPUT_NOISE_STDDEV
     from representer.tagger import compute_class_weights
 
     if procedure not in ("three-phase", "dann"):
@@ -66,15 +68,17 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
     train = AdversarialData.from_sentences(sentences(train_documents, label), vectors, tags, settings.neighbours)
     valid = AdversarialData.from_sentences(sentences(valid_documents, label), vectors, tags, settings.neighbours)
     keras.utils.set_random_seed(settings.seed)
+    output_noise = OUTPUT_NOISE_STDDEV if settings.output_noise is None else settings.output_noise
     models = build_models(vectors.dim, len(tags), settings.repr_size, representer_units=settings.representer_units,
                           tagger_units=settings.tagger_units, adversary_units=settings.adversary_units,
-                          use_casing=settings.casing)
+                          use_casing=settings.casing, output_noise=output_noise)
     config = {"embeddings": embeddings, "embeddings_id": vectors.source_id, "tags": list(tags), "scheme": "BIO",
               "label": label, "neighbours": settings.neighbours, "repr_size": settings.repr_size,
               "embedding_dim": vectors.dim,
               "casing": {"feature": "reimers-gurevych-2017", "classes": list(CASING)} if settings.casing else None,
               "units": {"representer": settings.representer_units, "tagger": settings.tagger_units,
                         "adversary": settings.adversary_units},
+              "initial_output_noise": output_noise,
               "data": {**(data or {}), "train_sentences": len(train.sentences), "train_pairs": len(train.pairs),
                        "valid_sentences": len(valid.sentences), "valid_pairs": len(valid.pairs)}}
     options = {"class_weights": compute_class_weights(train.sentences.tag_counts(len(tags))), "lam": settings.lam,
@@ -104,9 +108,10 @@ def run_models(representer: Path, adversary: Path | None = None,
 
 
 def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Document], out: str | Path, *,
-              neighbours: int = 100, epochs: int = 100, adversary: Path | None = None,
+              neighbours: int = 100, epochs: int = 20, adversary: Path | None = None,
               p1_representer: Path | None = None, embeddings: str | None = None,
-              loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0, passes: int = 1,
+              loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
+              passes: int | None = None,
               learning_rate: float = 0.01, data: dict | None = None, progress: bool = True) -> dict:
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
     with pairs from `kept`, judged on `held_out` (see `adversary.audit.run_audit`); returns

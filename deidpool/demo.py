@@ -55,6 +55,7 @@ class DemoSettings:
         pretrain_epochs=3, pretrain_patience=2, max_epochs=3, patience=2, representer_units=64, tagger_units=64,
         adversary_units=32)
     audit_epochs: int = 8
+    audit_passes: int = 1  # one draw per epoch keeps the demo in its time budget; `deidpool audit` draws more
     pooled_max_epochs: int = 8
     pooled_patience: int = 3
     valid_fraction: float = 0.1
@@ -255,6 +256,7 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
     with stages.stage("provider: privacy audit of the frozen representer") as facts:
         report = audit_run(provider / "run", train_docs, valid_docs, provider / "audit",
                            neighbours=settings.representer.neighbours, epochs=settings.audit_epochs,
+                           passes=settings.audit_passes,
                            loaded_embeddings=vectors, seed=settings.seed, progress=progress)
         facts.update({"verdict": report["verdict"],
                       "fresh adversary accuracy": round(report["attacks"]["target/fresh"]["accuracy"], 3),

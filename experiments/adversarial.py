@@ -10,7 +10,11 @@ Results are appended configuration by configuration, and every training run resu
 its checkpoints, so an interrupted script continues where it stopped.
 
     python experiments/adversarial.py [--only N=100] [--pretrain-epochs 20] [--max-epochs 40]
-        [--patience 10] [--audit-epochs 100] [--retrain-epochs 20] [--train-splits provider ...]
+        [--patience 10] [--audit-epochs 20] [--audit-passes K] [--retrain-epochs 20]
+        [--train-splits provider ...] [--output-noise 1.0]
+
+A non-default --output-noise (the initial std of the representer's output noise) is part of
+the configuration's name, e.g. "three-phase N=100, output noise 1".
 
 Small budget (a check that everything runs, not results): --pretrain-epochs 1 --max-epochs 1
 --audit-epochs 2 --retrain-epochs 1 --results-name adversarial_smoke.
@@ -43,7 +47,7 @@ from corpus.tagging import tag_vocabulary  # noqa: E402
 from representer.dataset import SentenceData, predicted_documents  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
 from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
-from representer.representation import load_representer  # noqa: E402
+from representer.representation import OUTPUT_NOISE_STDDEV, load_representer  # noqa: E402
 from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
 from representer.tagger_runs import split_documents  # noqa: E402
 from representer.training import TaggerTraining, run_training  # noqa: E402
@@ -58,7 +62,7 @@ REPR_SIZE = 50
 TRAIN_SPLITS = ("provider", "site_a", "site_b", "site_c")
 # Recorded with every result:
 BUDGET = ("pretrain_epochs", "max_epochs", "patience", "audit_epochs", "audit_passes", "audit_learning_rate",
-          "retrain_epochs", "representer_units", "tagger_units", "adversary_units", "train_splits")
+          "retrain_epochs", "representer_units", "tagger_units", "adversary_units", "train_splits", "output_noise")
 
 
 def load_data(splits=TRAIN_SPLITS):
@@ -139,7 +143,8 @@ def run(config: dict, documents, embeddings, args) -> dict:
     data = [AdversarialData.from_sentences(sentences(docs), embeddings, vocabulary, n) for docs in (train_docs, valid_docs)]
     keras.utils.set_random_seed(args.seed)
     models = build_models(embeddings.dim, len(vocabulary), REPR_SIZE, representer_units=args.representer_units,
-                          tagger_units=args.tagger_units, adversary_units=args.adversary_units)
+                          tagger_units=args.tagger_units, adversary_units=args.adversary_units,
+                          output_noise=args.output_noise)
     options = {"class_weights": compute_class_weights(data[0].sentences.tag_counts(len(vocabulary))), "seed": args.seed,
                "config": {"embeddings": "glove", "tags": vocabulary, "scheme": "BIO", "label": "source_type",
                           "neighbours": n, "repr_size": REPR_SIZE,
@@ -190,7 +195,7 @@ def table(results: list[dict], baselines: list[dict]) -> str:
     """One row per configuration, the baselines' PhysioNet GloVe rows first."""
     lines = ["| configuration | token HIPAA F1 (joint tagger) | token HIPAA F1 (retrained on exports) | "
              "fresh adversary acc. | continued adversary acc. | raw / P1 control acc. | lookup rate | "
-             "inversion top-1 / top-10 (raw) | verdict | train min | max epochs P1,P2 / P3 / audit | training notes |",
+             "inversion top-1 / top-10 (raw) | verdict | train min | max epochs P1,P2 / P3 / audit (x draws) | training notes |",
              "|---|---:|---:|---|---|---|---|---|---|---:|---|---|"]
     for row in baselines:
         if row["key"].startswith("physionet/GloVe + casing") or row.get("neighbours"):
@@ -205,7 +210,8 @@ def table(results: list[dict], baselines: list[dict]) -> str:
                      f"{report['lookup']['target']['rate']:.3f} | {inversion['target']['top1']:.3f} / "
                      f"{inversion['target']['top10']:.3f} ({inversion['raw']['top1']:.3f} / "
                      f"{inversion['raw']['top10']:.3f}) | {report['verdict']} | {r['train_seconds'] / 60:.1f} | "
-                     f"{budget['pretrain_epochs']} / {budget['max_epochs']} / {budget['audit_epochs']} | "
+                     f"{budget['pretrain_epochs']} / {budget['max_epochs']} / {budget['audit_epochs']}"
+                     f"{' x ' + str(report['passes']) if report.get('passes', 1) > 1 else ''} | "
                      f"{' + '.join(budget.get('train_splits', TRAIN_SPLITS))} |")
     return "\n".join(lines)
 
@@ -242,15 +248,17 @@ def main() -> None:
     parser.add_argument("--pretrain-patience", type=int, default=5)
     parser.add_argument("--max-epochs", type=int, default=40, help="most epochs of P3 and of DANN")
     parser.add_argument("--patience", type=int, default=10)
-    parser.add_argument("--audit-epochs", type=int, default=100,
-                        help="attacks on raw PhysioNet embeddings needed about 60 epochs to reach 0.8")
-    parser.add_argument("--audit-passes", type=int, default=1, help="fresh draws of the pairs per audit epoch")
+    parser.add_argument("--audit-epochs", type=int, default=20)
+    parser.add_argument("--audit-passes", type=int, default=None,
+                        help="fresh draws of the pairs per audit epoch (default: adversary.audit.automatic_passes)")
     parser.add_argument("--audit-learning-rate", type=float, default=0.01)
     parser.add_argument("--retrain-epochs", type=int, default=20)
     parser.add_argument("--retrain-patience", type=int, default=3)
     parser.add_argument("--representer-units", type=int, default=128)
     parser.add_argument("--tagger-units", type=int, default=128)
     parser.add_argument("--adversary-units", type=int, default=64)
+    parser.add_argument("--output-noise", type=float, default=OUTPUT_NOISE_STDDEV,
+                        help="initial std of the representer's trainable output noise")
     parser.add_argument("--train-splits", nargs="+", choices=TRAIN_SPLITS, default=list(TRAIN_SPLITS),
                         help="PhysioNet splits to train on (validation: 10%% of their patients)")
     parser.add_argument("--seed", type=int, default=0)
@@ -266,6 +274,8 @@ def main() -> None:
     done = {r["name"] for r in results}
     documents, embeddings = load_data(args.train_splits), load_glove_default()
     for config in CONFIGURATIONS:
+        if args.output_noise != OUTPUT_NOISE_STDDEV:
+            config = {**config, "name": f"{config['name']}, output noise {args.output_noise:g}"}
         if config["name"] in done or (args.only and args.only not in config["name"]):
             continue
         print(f"== {config['name']}", flush=True)

@@ -32,6 +32,8 @@ _TAGGER_UNITS = typer.Option(128, "--tagger-units", min=1, help="Tagger LSTM uni
 _ADVERSARY_UNITS = typer.Option(64, "--adversary-units", min=1, help="Adversary LSTM units per direction.")
 _CASING = typer.Option(True, "--casing/--no-casing", help="Give the tagger the casing feature.")
 _LEARNING_RATE = typer.Option(0.002, "--learning-rate", min=0.0, help="Nadam learning rate of every model.")
+_OUTPUT_NOISE = typer.Option(None, "--output-noise", min=0.0,
+                             help="Initial std of the representer's trainable output noise (default 0.1).")
 _SEED = typer.Option(0, "--seed", help="Random seed (weights, validation split, batches, pairs).")
 
 
@@ -47,7 +49,7 @@ def _clean_errors() -> Iterator[None]:
 
 def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_fraction, embeddings, neighbours,
            repr_size, lam, out, max_epochs, patience, seed, representer_units, tagger_units, adversary_units, casing,
-           learning_rate, pretrain_epochs=20, pretrain_patience=5) -> None:
+           learning_rate, output_noise, pretrain_epochs=20, pretrain_patience=5) -> None:
     """Both train commands, their options passed by name."""
     from adversary.runs import AdversarialSettings, train_adversarial_run
 
@@ -56,7 +58,7 @@ def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_
                                    patience=patience, pretrain_epochs=pretrain_epochs,
                                    pretrain_patience=pretrain_patience, representer_units=representer_units,
                                    tagger_units=tagger_units, adversary_units=adversary_units, casing=casing,
-                                   learning_rate=learning_rate, seed=seed)
+                                   learning_rate=learning_rate, output_noise=output_noise, seed=seed)
     source = {"path": str(data), "format": fmt, "splits": splits or None, "valid_data": valid_data and str(valid_data),
               "valid_split": valid_split, "valid_fraction": None if valid_split or valid_data else valid_fraction}
     with _clean_errors():
@@ -75,6 +77,7 @@ def train_adversarial(
     pretrain_patience: int = typer.Option(5, "--pretrain-patience", min=1, help="Early-stopping patience of P1, P2."),
     seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS, tagger_units: int = _TAGGER_UNITS,
     adversary_units: int = _ADVERSARY_UNITS, casing: bool = _CASING, learning_rate: float = _LEARNING_RATE,
+    output_noise: float | None = _OUTPUT_NOISE,
 ) -> None:
     """Train representer, tagger and adversaries by the three-phase procedure (P1, P2, P3).
 
@@ -89,7 +92,7 @@ def train_dann(
     neighbours: int = _NEIGHBOURS, repr_size: int = _REPR_SIZE, lam: float = _LAMBDA, out: Path = _OUT, max_epochs: int = _MAX_EPOCHS,
     patience: int = _PATIENCE, seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS,
     tagger_units: int = _TAGGER_UNITS, adversary_units: int = _ADVERSARY_UNITS, casing: bool = _CASING,
-    learning_rate: float = _LEARNING_RATE,
+    learning_rate: float = _LEARNING_RATE, output_noise: float | None = _OUTPUT_NOISE,
 ) -> None:
     """Train representer, tagger and adversaries jointly with gradient reversal (DANN).
 
@@ -104,8 +107,7 @@ def audit(
     held_out_fraction: float = typer.Option(0.2, "--held-out-fraction", min=0.01, max=0.5,
                                             help="Without --held-out-split: this share of the documents (by --seed)."),
     neighbours: int = _NEIGHBOURS,
-    epochs: int = typer.Option(100, "--epochs", min=1, help="Epochs of attack training (on PhysioNet, attacks on "
-                                                            "raw embeddings needed about 60 to reach 0.8)."),
+    epochs: int = typer.Option(20, "--epochs", min=1, help="Epochs of attack training."),
     out: Path = typer.Option(..., "--out", help="Report folder (metrics.json, report.md, accuracy.png)."),
     adversary: Path | None = typer.Option(None, "--adversary", help="Trained adversaries to continue "
                                                                     "(default: the run folder's)."),
@@ -114,8 +116,9 @@ def audit(
     embeddings: str | None = typer.Option(None, "--embeddings", help="Embeddings spec (default: the run's, or glove)."),
     units: int = _ADVERSARY_UNITS, seed: int = _SEED,
     learning_rate: float = typer.Option(0.01, "--learning-rate", min=0.0, help="Nadam learning rate of the attacks."),
-    passes: int = typer.Option(1, "--passes", min=1, help="Fresh draws of the training pairs per attack epoch (a "
-                                                          "corpus with few PHI sentences needs more)."),
+    passes: int | None = typer.Option(None, "--passes", min=1, help="Fresh draws of the training pairs per attack "
+                                                                    "epoch (default: enough for 180 optimizer steps; "
+                                                                    "a corpus with few PHI sentences needs many)."),
 ) -> None:
     """Freeze a representer and attack it, with raw embeddings and the P1 representer as controls.
 

@@ -11,8 +11,8 @@ import tensorflow as tf
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from adversary.audit import (BROKEN, CHANCE, INCONCLUSIVE, attack_result, chance_verdict, overall_verdict,
-                             raw_embeddings, wilson_interval)
+from adversary.audit import (BROKEN, CHANCE, INCONCLUSIVE, MIN_EPOCH_STEPS, attack_result, automatic_passes,
+                             chance_verdict, overall_verdict, raw_embeddings, wilson_interval)
 from adversary.inversion import vocabulary_ranks
 from adversary.lookup import lookup_attack, one_fake_per_sentence
 from adversary.pairs import PairSource
@@ -118,6 +118,14 @@ def test_lookup_attack_wins_on_raw_embeddings_and_not_on_pure_noise(embeddings):
     result = lookup_attack(noise, many)
     # pure noise carries no information: about 0.5 (4 standard deviations allowed)
     assert abs(result["rate"] - 0.5) < 4 * 0.5 / np.sqrt(result["sentences"])
+
+
+def test_automatic_passes_give_an_attack_epoch_its_minimum_steps():
+    assert automatic_passes(375) == 15  # PhysioNet provider split: 12 batches a draw
+    assert automatic_passes(100_000) == 1
+    for pairs in (1, 31, 32, 33, 375, 5_000, 5_761):
+        batches, passes = -(-pairs // 32), automatic_passes(pairs)
+        assert passes * batches >= MIN_EPOCH_STEPS > (passes - 1) * batches or passes == 1
 
 
 def test_vocabulary_ranks():

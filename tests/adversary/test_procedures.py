@@ -168,11 +168,13 @@ def adversarial_run(tmp_path_factory, corpus_files):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(AlternatingTraining, "train_part", lambda procedure, *args: spy.p3_part(procedure, *args))
         patch.setattr(AdversaryTraining, "train_epoch", lambda procedure, *args: spy.p2_epoch(procedure, *args))
-        killed = train("adversarial", corpus_files, run, "--pretrain-epochs", "1", "--max-epochs", "1")
+        killed = train("adversarial", corpus_files, run, "--pretrain-epochs", "1", "--max-epochs", "1",
+                       "--output-noise", "0.5")
         assert isinstance(killed.exception, RuntimeError), killed.output
         history_when_killed = {phase: json.loads((run / phase / "history.json").read_text()) for phase in ("p1", "p2")}
         assert not (run / "p3" / "history.json").exists()
-        result = train("adversarial", corpus_files, run, "--pretrain-epochs", "1", "--max-epochs", "1")
+        result = train("adversarial", corpus_files, run, "--pretrain-epochs", "1", "--max-epochs", "1",
+                       "--output-noise", "0.5")
     assert result.exit_code == 0, result.output
     return run, history_when_killed, spy
 
@@ -189,8 +191,12 @@ def test_adversarial_run_holds_what_bundles_and_audits_read(adversarial_run):
     models = run / "models"
     assert sorted(p.name for p in models.iterdir()) == ["adversary.keras", "representer.keras",
                                                         "representer_p1.keras", "tagger.keras"]
-    assert load_representer(models / "representer.keras").output.shape[-1] == REPR
+    representer = load_representer(models / "representer.keras")
+    assert representer.output.shape[-1] == REPR
     config = json.loads((run / "config.json").read_text())
+    # --output-noise sets where the trainable output std starts; one epoch of P1 and P3 moves it little.
+    assert config["initial_output_noise"] == 0.5
+    np.testing.assert_allclose(representer.get_layer("output_noise").stddev, 0.5, atol=0.05)
     assert config["procedure"] == "three-phase" and config["embeddings"].startswith("glove-text:")
     assert config["tags"][0] == "O" and config["neighbours"] == 5 and config["repr_size"] == REPR
     assert config["casing"]["classes"] and config["max_epochs"] == {"p1": 1, "p2": 1, "p3": 1}
