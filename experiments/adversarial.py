@@ -11,10 +11,10 @@ its checkpoints, so an interrupted script continues where it stopped.
 
     python experiments/adversarial.py [--only N=100] [--pretrain-epochs 20] [--max-epochs 40]
         [--patience 10] [--audit-epochs 20] [--audit-passes K] [--retrain-epochs 20]
-        [--train-splits provider ...] [--output-noise 1.0]
+        [--train-splits provider ...] [--lam 10] [--output-noise 1.0]
 
-A non-default --output-noise (the initial std of the representer's output noise) is part of
-the configuration's name, e.g. "three-phase N=100, output noise 1".
+A non-default --lam or --output-noise (the initial std of the representer's output noise) is
+part of the configuration's name, e.g. "three-phase N=100, lambda 10".
 
 Small budget (a check that everything runs, not results): --pretrain-epochs 1 --max-epochs 1
 --audit-epochs 2 --retrain-epochs 1 --results-name adversarial_smoke.
@@ -62,7 +62,8 @@ REPR_SIZE = 50
 TRAIN_SPLITS = ("provider", "site_a", "site_b", "site_c")
 # Recorded with every result:
 BUDGET = ("pretrain_epochs", "max_epochs", "patience", "audit_epochs", "audit_passes", "audit_learning_rate",
-          "retrain_epochs", "representer_units", "tagger_units", "adversary_units", "train_splits", "output_noise")
+          "retrain_epochs", "representer_units", "tagger_units", "adversary_units", "train_splits", "output_noise",
+          "lam")
 
 
 def load_data(splits=TRAIN_SPLITS):
@@ -130,9 +131,16 @@ def per_sentence(values, lengths):
     return np.split(values, np.cumsum(lengths)[:-1])
 
 
+def configuration_name(name: str, args) -> str:
+    """`name` with the settings that differ from the method's defaults, e.g. "three-phase N=100, lambda 10"."""
+    changed = [f"lambda {args.lam:g}"] if args.lam != 1.0 else []
+    changed += [f"output noise {args.output_noise:g}"] if args.output_noise != OUTPUT_NOISE_STDDEV else []
+    return ", ".join([name, *changed])
+
+
 def run_dir(config: dict, args) -> Path:
     """runs/<results name>/<configuration>: smoke runs never resume into real ones."""
-    return RUNS / args.results_name / config["name"].replace(" ", "_").replace("=", "")
+    return RUNS / args.results_name / config["name"].replace(",", "").replace(" ", "_").replace("=", "")
 
 
 def run(config: dict, documents, embeddings, args) -> dict:
@@ -146,6 +154,7 @@ def run(config: dict, documents, embeddings, args) -> dict:
                           tagger_units=args.tagger_units, adversary_units=args.adversary_units,
                           output_noise=args.output_noise)
     options = {"class_weights": compute_class_weights(data[0].sentences.tag_counts(len(vocabulary))), "seed": args.seed,
+               "lam": args.lam,
                "config": {"embeddings": "glove", "tags": vocabulary, "scheme": "BIO", "label": "source_type",
                           "neighbours": n, "repr_size": REPR_SIZE,
                           "casing": {"feature": "reimers-gurevych-2017", "classes": list(CASING)}}}
@@ -257,6 +266,7 @@ def main() -> None:
     parser.add_argument("--representer-units", type=int, default=128)
     parser.add_argument("--tagger-units", type=int, default=128)
     parser.add_argument("--adversary-units", type=int, default=64)
+    parser.add_argument("--lam", type=float, default=1.0, help="lambda, the weight of the adversarial term")
     parser.add_argument("--output-noise", type=float, default=OUTPUT_NOISE_STDDEV,
                         help="initial std of the representer's trainable output noise")
     parser.add_argument("--train-splits", nargs="+", choices=TRAIN_SPLITS, default=list(TRAIN_SPLITS),
@@ -274,8 +284,7 @@ def main() -> None:
     done = {r["name"] for r in results}
     documents, embeddings = load_data(args.train_splits), load_glove_default()
     for config in CONFIGURATIONS:
-        if args.output_noise != OUTPUT_NOISE_STDDEV:
-            config = {**config, "name": f"{config['name']}, output noise {args.output_noise:g}"}
+        config = {**config, "name": configuration_name(config["name"], args)}
         if config["name"] in done or (args.only and args.only not in config["name"]):
             continue
         print(f"== {config['name']}", flush=True)
