@@ -226,13 +226,18 @@ def table(results: list[dict], baselines: list[dict]) -> str:
 
 
 def plot(results: list[dict], args, path_f1: Path, path_audit: Path) -> None:
-    three_phase = sorted((r["neighbours"], r) for r in results if r["procedure"] == "three-phase")
+    """F1 vs N of the three-phase rows at the method's settings (other settings as single
+    points), and the fresh adversaries' held-out accuracy per audit epoch of every row."""
+    grid = sorted((r for r in results if r["name"] == f"three-phase N={r['neighbours']}"), key=lambda r: r["neighbours"])
+    variants = [r for r in results if r["procedure"] == "three-phase" and r not in grid]
     figure, axes = plt.subplots(figsize=(6, 4))
     for key, label in (("joint", "joint tagger"), ("retrained", "tagger retrained on exports")):
-        axes.plot([n for n, _ in three_phase], [r[key]["token_hipaa_f1"] for _, r in three_phase], "o-", label=label)
+        axes.plot([r["neighbours"] for r in grid], [r[key]["token_hipaa_f1"] for r in grid], "o-", label=label)
+        for r in variants:
+            axes.plot(r["neighbours"], r[key]["token_hipaa_f1"], "x", label=f"{label}, {r['name'].split(', ', 1)[1]}")
     axes.set(xscale="log", xlabel="neighbours N", ylabel="token-level binary HIPAA F1 (test)",
              title="Three-phase adversarial representation: F1 vs N")
-    axes.legend()
+    axes.legend(fontsize="small")
     figure.tight_layout()
     figure.savefig(path_f1, dpi=120)
     plt.close(figure)
@@ -273,6 +278,7 @@ def main() -> None:
                         help="PhysioNet splits to train on (validation: 10%% of their patients)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results-name", default="adversarial", help="stem of the result files")
+    parser.add_argument("--report-only", action="store_true", help="rebuild the table and plots from the JSON")
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"PhysioNet data not found at {DATA} (it lives in ../shared/data beside the repository)")
@@ -281,6 +287,9 @@ def main() -> None:
     results = json.loads(results_file.read_text()) if results_file.exists() else []
     baselines_file = RESULTS / "baselines.json"
     baselines = json.loads(baselines_file.read_text()) if baselines_file.exists() else []
+    if args.report_only:
+        write_report(results, baselines, args)
+        return
     done = {r["name"] for r in results}
     documents, embeddings = load_data(args.train_splits), load_glove_default()
     for config in CONFIGURATIONS:
@@ -290,9 +299,14 @@ def main() -> None:
         print(f"== {config['name']}", flush=True)
         results.append(run(config, documents, embeddings, args))
         results_file.write_text(json.dumps(results, indent=2) + "\n")
-        (RESULTS / f"{args.results_name}.md").write_text(table(results, baselines) + "\n")
-        plot(results, args, RESULTS / f"{args.results_name}_f1_vs_n.png", RESULTS / f"{args.results_name}_audit.png")
-        print(table(results, baselines), flush=True)
+        write_report(results, baselines, args)
+
+
+def write_report(results: list[dict], baselines: list[dict], args) -> None:
+    """The table (printed and in <results name>.md) and the two plots."""
+    (RESULTS / f"{args.results_name}.md").write_text(table(results, baselines) + "\n")
+    plot(results, args, RESULTS / f"{args.results_name}_f1_vs_n.png", RESULTS / f"{args.results_name}_audit.png")
+    print(table(results, baselines), flush=True)
 
 
 if __name__ == "__main__":
