@@ -80,8 +80,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     """Attack the frozen `representer` with pairs from `train`, judged on held-out pairs from
     `test` (sentences not used in attack training), and write the report to `out_dir`.
 
-    Attacks, each for `epochs` epochs of `passes` fresh draws of pairs (None: `automatic_passes`): fresh T1/T2 (and the trained
-    `adversary`, continued, when given), on the target and on the positive controls (raw
+    Attacks, each for `epochs` epochs of `passes` fresh draws of pairs (None: `automatic_passes`):
+    fresh T1/T2 (and the trained `adversary`, continued, when given), on the target and on the positive controls (raw
     embeddings, `p1_representer` when given); the inversion attack A1 and the lookup attack
     A2 on all of them. out_dir gets config.json, metrics.json (the report), history.json
     (held-out accuracies per epoch), report.md, accuracy.png and one run_training folder per
@@ -89,7 +89,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     `settings` are `AdversaryTraining`'s optimizer settings.
     """
     out_dir = Path(out_dir)
-    passes = passes or automatic_passes(len(train), settings.get("batch_size", BATCH_SIZE))
+    if passes is None:
+        passes = automatic_passes(len(train), settings.get("batch_size", BATCH_SIZE))
     embedding_dim = test.pseudonymizer.embeddings.dim
     _write_config(out_dir, {"epochs": epochs, "passes": passes, "units": units, "seed": seed,
                             "neighbours": test.pseudonymizer.neighbours,

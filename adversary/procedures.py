@@ -55,11 +55,12 @@ def build_adversary(representation_dim: int, embedding_dim: int, units: int = DE
 
 def build_models(embedding_dim: int, num_tags: int, repr_size: int = 50, *, representer_units: int = 128,
                  tagger_units: int = 128, adversary_units: int = DEFAULT_UNITS, use_casing: bool = True,
-                 recurrent_dropout: float = 0.5, output_noise: float = OUTPUT_NOISE_STDDEV,
+                 recurrent_dropout: float = 0.5, output_noise: float | None = None,
                  ) -> tuple[keras.Model, keras.Model, CombinedAdversary]:
-    """The representer (its output noise starting at std `output_noise`), the tagger reading
-    its output and the adversaries, all built."""
-    return (build_representer(embedding_dim, repr_size, representer_units, output_noise_stddev=output_noise),
+    """The representer (its output noise starting at std `output_noise`, None: the representer's
+    default), the tagger reading its output and the adversaries, all built."""
+    noise = OUTPUT_NOISE_STDDEV if output_noise is None else output_noise
+    return (build_representer(embedding_dim, repr_size, representer_units, output_noise_stddev=noise),
             build_tagger(repr_size, num_tags, use_casing=use_casing, lstm_units=tagger_units,
                          recurrent_dropout=recurrent_dropout),
             build_adversary(repr_size, embedding_dim, adversary_units))

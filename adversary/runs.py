@@ -56,7 +56,6 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
     import keras
 
     from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase
-    from representer.representation import OUTPUT_NOISE_STDDEV
     from representer.tagger import compute_class_weights
 
     if procedure not in ("three-phase", "dann"):
@@ -68,17 +67,16 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
     train = AdversarialData.from_sentences(sentences(train_documents, label), vectors, tags, settings.neighbours)
     valid = AdversarialData.from_sentences(sentences(valid_documents, label), vectors, tags, settings.neighbours)
     keras.utils.set_random_seed(settings.seed)
-    output_noise = OUTPUT_NOISE_STDDEV if settings.output_noise is None else settings.output_noise
     models = build_models(vectors.dim, len(tags), settings.repr_size, representer_units=settings.representer_units,
                           tagger_units=settings.tagger_units, adversary_units=settings.adversary_units,
-                          use_casing=settings.casing, output_noise=output_noise)
+                          use_casing=settings.casing, output_noise=settings.output_noise)
     config = {"embeddings": embeddings, "embeddings_id": vectors.source_id, "tags": list(tags), "scheme": "BIO",
               "label": label, "neighbours": settings.neighbours, "repr_size": settings.repr_size,
               "embedding_dim": vectors.dim,
               "casing": {"feature": "reimers-gurevych-2017", "classes": list(CASING)} if settings.casing else None,
               "units": {"representer": settings.representer_units, "tagger": settings.tagger_units,
                         "adversary": settings.adversary_units},
-              "initial_output_noise": output_noise,
+              "initial_output_noise": models[0].get_layer("output_noise").initial_stddev,
               "data": {**(data or {}), "train_sentences": len(train.sentences), "train_pairs": len(train.pairs),
                        "valid_sentences": len(valid.sentences), "valid_pairs": len(valid.pairs)}}
     options = {"class_weights": compute_class_weights(train.sentences.tag_counts(len(tags))), "lam": settings.lam,

@@ -304,9 +304,10 @@ def main() -> None:
 
 def write_report(results: list[dict], baselines: list[dict], args) -> None:
     """The table (printed and in <results name>.md) and the two plots."""
-    (RESULTS / f"{args.results_name}.md").write_text(table(results, baselines) + "\n")
+    text = table(results, baselines)
+    (RESULTS / f"{args.results_name}.md").write_text(text + "\n")
     plot(results, args, RESULTS / f"{args.results_name}_f1_vs_n.png", RESULTS / f"{args.results_name}_audit.png")
-    print(table(results, baselines), flush=True)
+    print(text, flush=True)
 
 
 if __name__ == "__main__":
