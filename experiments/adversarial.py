@@ -297,7 +297,10 @@ def main() -> None:
         if config["name"] in done or (args.only and args.only not in config["name"]):
             continue
         print(f"== {config['name']}", flush=True)
-        results.append(run(config, documents, embeddings, args))
+        result = run(config, documents, embeddings, args)
+        # Re-read: another process may have added its configuration to the same file meanwhile.
+        results = json.loads(results_file.read_text()) if results_file.exists() else []
+        results.append(result)
         results_file.write_text(json.dumps(results, indent=2) + "\n")
         write_report(results, baselines, args)
 
