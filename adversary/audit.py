@@ -119,7 +119,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     for name, model in subjects.items():
         result = lookup_attack(model, test, seed)
         lookup[name] = {**result, **chance_verdict(result["rate"], result["sentences"])}
-    inversion = {name: inversion_attack(model, train, test, epochs=epochs * passes, units=units, seed=seed, **settings)
+    inversion = {name: inversion_attack(model, train, test, epochs=epochs * passes, units=units, seed=seed,
+                                        progress=progress, label=name, **settings)
                  for name, model in subjects.items()}
     target_verdicts = [r["verdict"] for name, r in results.items() if name.startswith("target")]
     report = {"verdict": overall_verdict(target_verdicts + [lookup["target"]["verdict"]], controls),

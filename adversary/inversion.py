@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 from keras import ops
+from tqdm import tqdm
 
 from adversary.pairs import PairSource
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
@@ -59,7 +60,7 @@ def vocabulary_ranks(estimates: np.ndarray, true_rows: np.ndarray, unit_vectors:
 
 def inversion_attack(representer, train: PairSource, test: PairSource, *, epochs: int, units: int,
                      seed: int = 0, learning_rate: float = 0.002, clipnorm: float = 1.0,
-                     batch_size: int = BATCH_SIZE) -> dict:
+                     batch_size: int = BATCH_SIZE, progress: bool = True, label: str = "") -> dict:
     """Train an `Inverter` on the sentences of `train` for `epochs` epochs, then rank the
     vocabulary (all of it) for every in-vocabulary PHI token of `test` by its estimate.
 
@@ -85,7 +86,7 @@ def inversion_attack(representer, train: PairSource, test: PairSource, *, epochs
         return inverter({"representation": represent(representer, batch["features"], batch["mask"]),
                          "mask": batch["mask"]})
 
-    for epoch in range(epochs):
+    for epoch in tqdm(range(epochs), desc=f"inversion {label}".strip(), unit="epoch", disable=not progress):
         for batch in training_batches(train_data, np.random.default_rng([seed, epoch]), batch_size):
             train_step(batch)
     estimates = np.zeros_like(test.features)
