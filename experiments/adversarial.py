@@ -284,9 +284,7 @@ def main() -> None:
         sys.exit(f"PhysioNet data not found at {DATA} (it lives in ../shared/data beside the repository)")
     RESULTS.mkdir(parents=True, exist_ok=True)
     results_file = RESULTS / f"{args.results_name}.json"
-    results = json.loads(results_file.read_text()) if results_file.exists() else []
-    baselines_file = RESULTS / "baselines.json"
-    baselines = json.loads(baselines_file.read_text()) if baselines_file.exists() else []
+    results, baselines = read_rows(results_file), read_rows(RESULTS / "baselines.json")
     if args.report_only:
         write_report(results, baselines, args)
         return
@@ -299,10 +297,14 @@ def main() -> None:
         print(f"== {config['name']}", flush=True)
         result = run(config, documents, embeddings, args)
         # Re-read: another process may have added its configuration to the same file meanwhile.
-        results = json.loads(results_file.read_text()) if results_file.exists() else []
-        results.append(result)
+        results = read_rows(results_file) + [result]
         results_file.write_text(json.dumps(results, indent=2) + "\n")
         write_report(results, baselines, args)
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The result rows stored in the JSON file `path` (none when it does not exist yet)."""
+    return json.loads(path.read_text()) if path.exists() else []
 
 
 def write_report(results: list[dict], baselines: list[dict], args) -> None:
