@@ -81,9 +81,9 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     `test` (sentences not used in attack training), and write the report to `out_dir`.
 
     Attacks, each for `epochs` epochs of `passes` fresh draws of pairs (None: `automatic_passes`):
-    fresh T1/T2 (and the trained `adversary`, continued, when given), on the target and on the positive controls (raw
-    embeddings, `p1_representer` when given); the inversion attack A1 and the lookup attack
-    A2 on all of them. out_dir gets config.json, metrics.json (the report), history.json
+    fresh T1/T2 (and the trained `adversary`, continued, when given), on the target and on the
+    positive controls (raw embeddings, `p1_representer` when given); the inversion attack A1 and
+    the lookup attack A2 on all of them. out_dir gets config.json, metrics.json (the report), history.json
     (held-out accuracies per epoch), report.md, accuracy.png and one run_training folder per
     adversary attack under attacks/ (checkpoints: an interrupted audit resumes).
     `settings` are `AdversaryTraining`'s optimizer settings.

@@ -19,7 +19,7 @@ import keras
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adversarial import DATA, RESULTS, TRAIN_SPLITS, load_data  # noqa: E402
+from adversarial import DATA, REPR_SIZE, RESULTS, TRAIN_SPLITS, load_data  # noqa: E402
 
 from adversary.procedures import AdversarialData, AlternatingTraining, DeidTraining, build_models  # noqa: E402
 from adversary.runs import sentences  # noqa: E402
@@ -44,7 +44,7 @@ def main() -> None:
     chosen = [pool[i] for i in rng.choice(len(pool), min(args.sentences, len(pool)), replace=False)]
     data = AdversarialData.from_sentences(chosen, embeddings, tags, 100)
     keras.utils.set_random_seed(args.seed)
-    representer, tagger, adversary = build_models(embeddings.dim, len(tags), 50)
+    representer, tagger, adversary = build_models(embeddings.dim, len(tags), REPR_SIZE)
     p1, p3 = DeidTraining(representer, tagger), AlternatingTraining(representer, tagger, adversary)
     parts = {"P1 epoch": lambda run: p1.train_epoch(data, run, np.random.default_rng(run)),
              "P3a part": lambda run: p3.train_part("a", data, np.random.default_rng(run)),
