@@ -1,9 +1,14 @@
-"""The two sequence-pair adversaries of METHOD.md (T1: representation vs. embeddings, T2: two
-representations), their averaged output, and the adversary loss L_adv on a batch of pairs."""
+"""The two sequence-pair adversaries of METHOD.md (T1: the original's embeddings vs. the partner's
+representation, T2: two representations), their averaged output, the partner-only probe that
+audits use as a floor, and the adversary loss L_adv on a batch of pairs."""
+
+import math
 
 import keras
 import tensorflow as tf
 from keras import ops
+
+LOG_2 = math.log(2.0)  # the binary cross-entropy of a coin flip
 
 # Units per LSTM direction. The reference uses 300; the cost of an LSTM step grows with
 # units * (units + input size), so with representation size 50 and 50-d GloVe 300 units
@@ -18,9 +23,10 @@ class _PairAdversary(keras.Model):
     """BiLSTM over per-token features of a sequence pair, pooled to the final states of both
     directions (respecting `mask`), then one sigmoid unit: P(same original sentence), (B,).
 
-    Every adversary reads the same input dict: `representation` (B, T, d) of the original
-    sentence, `partner_representation` (B, T, d) and `partner_embeddings` (B, T, D) of the
-    other sentence of the pair, and `mask` (B, T) bool; each uses the parts its task names.
+    Every adversary reads the same input dict: `embeddings` (B, T, D) and `representation`
+    (B, T, d) of the original sentence, `partner_embeddings` (B, T, D) and
+    `partner_representation` (B, T, d) of the other sentence of the pair, and `mask` (B, T)
+    bool; each uses the parts its task names.
     """
 
     def __init__(self, units=DEFAULT_UNITS, **kwargs):
@@ -42,11 +48,15 @@ class _PairAdversary(keras.Model):
 
 @keras.saving.register_keras_serializable(package="deidpool")
 class AdversaryT1(_PairAdversary):
-    """T1: were a representation sequence and an embedding sequence obtained from the same
-    sentence? Reads [representation, partner_embeddings] concatenated per token."""
+    """T1: were the original's embedding sequence and the partner's representation sequence
+    obtained from the same sentence? Reads [embeddings, partner_representation] per token.
+
+    The original's embeddings are the same in a real and a fake pair, so everything T1 can
+    learn passes through the representer (the other wiring, the original's representation
+    with the partner's raw embeddings, lets T1 win on the partner's embeddings alone)."""
 
     def pair_features(self, inputs):
-        return ops.concatenate([inputs["representation"], inputs["partner_embeddings"]], axis=-1)
+        return ops.concatenate([inputs["embeddings"], inputs["partner_representation"]], axis=-1)
 
 
 @keras.saving.register_keras_serializable(package="deidpool")
@@ -58,6 +68,19 @@ class AdversaryT2(_PairAdversary):
         first, second = inputs["representation"], inputs["partner_representation"]
         cosine = ops.sum(ops.normalize(first, axis=-1) * ops.normalize(second, axis=-1), axis=-1, keepdims=True)
         return ops.concatenate([first, second, cosine], axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="deidpool")
+class PartnerOnlyProbe(_PairAdversary):
+    """The audits' floor: real or fake from the partner's raw embeddings alone, no representer
+    involved. Above chance, fake partners are recognisable by themselves (implausible
+    pseudonyms) and every attack gets that for free. Returns {"combined": p}, (B,)."""
+
+    def pair_features(self, inputs):
+        return inputs["partner_embeddings"]
+
+    def call(self, inputs, training=None):
+        return {"combined": super().call(inputs, training=training)}
 
 
 @keras.saving.register_keras_serializable(package="deidpool")
@@ -86,26 +109,38 @@ def adversary_outputs(adversary, representer, batch, training=False):
     sentences of every pair go through it in one call, each with its own noise draw, so for
     a real pair T2 compares two independent noisy passes over the same sentence, and for a
     fake pair the original's representation with the pseudonymized copy's. T1 compares the
-    original's representation with the partner's embeddings.
+    original's embeddings with the partner's representation.
     """
     mask = batch["mask"]
     both = representer({"embeddings": ops.concatenate([batch["original"], batch["partner"]], axis=0),
                         "mask": ops.concatenate([mask, mask], axis=0)}, training=training)
     representation, partner_representation = ops.split(both, 2, axis=0)
-    return adversary({"representation": representation, "partner_representation": partner_representation,
-                      "partner_embeddings": batch["partner"], "mask": mask}, training=training)
+    return adversary({"embeddings": batch["original"], "representation": representation,
+                      "partner_embeddings": batch["partner"], "partner_representation": partner_representation,
+                      "mask": mask}, training=training)
 
 
 def adversary_metrics(outputs, labels):
-    """Scalars from `CombinedAdversary` outputs and labels (1 real, 0 fake): `loss` = L_adv, the
-    binary cross-entropy of the combined output, `accuracy`, and `loss_t1`, `accuracy_t1`,
-    `loss_t2`, `accuracy_t2` of the single adversaries."""
+    """Scalars from adversary outputs and labels (1 real, 0 fake): `loss` = L_adv, the binary
+    cross-entropy of the combined output, `accuracy`, for a `CombinedAdversary` also
+    `loss_t1`, `accuracy_t1`, `loss_t2`, `accuracy_t2` of the single adversaries, and
+    `penalty`, the P3b term: the mean over pairs of |BCE_i - log 2|, averaged over the single
+    adversaries (over the one output of a single-output adversary).
+
+    Taken per pair, the penalty is zero only when every output is a coin flip; taken on the
+    batch mean, an accurate but over-confident adversary (BCE well above log 2 on its few
+    mistakes, near 0 elsewhere) can score zero."""
     labels = ops.cast(labels, "float32")
-    metrics = {}
-    for name, suffix in (("combined", ""), ("t1", "_t1"), ("t2", "_t2")):
+    metrics, penalties = {}, []
+    for name in outputs:
+        suffix = "" if name == "combined" else f"_{name}"
         probability = ops.cast(outputs[name], "float32")
-        metrics["loss" + suffix] = ops.mean(ops.binary_crossentropy(labels, probability))
+        crossentropy = ops.binary_crossentropy(labels, probability)
+        metrics["loss" + suffix] = ops.mean(crossentropy)
         metrics["accuracy" + suffix] = ops.mean(ops.cast(ops.equal(probability > 0.5, labels > 0.5), "float32"))
+        if name != "combined" or len(outputs) == 1:
+            penalties.append(ops.mean(ops.abs(crossentropy - LOG_2)))
+    metrics["penalty"] = ops.mean(ops.stack(penalties))
     return metrics
 
 

@@ -14,19 +14,22 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
-from keras import ops
 
 from adversary.gradient_reversal import GradientReversal
 from adversary.models import DEFAULT_UNITS, CombinedAdversary, adversary_step, train_adversary_step
 from adversary.pairs import PairSource
 from adversary.pseudonymize import Pseudonymizer
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
-from representer.representation import OUTPUT_NOISE_STDDEV, build_representer
+from representer.representation import OUTPUT_NOISE_FLOOR, OUTPUT_NOISE_STDDEV, build_representer, output_noise_to_signal
 from representer.tagger import build_tagger, tagger_loss
 from representer.training import CHECKPOINT, TrainingProcedure, _write_config, _write_json, loss_and_phi_f1, run_training
 
-LOG_2 = math.log(2.0)  # L_adv of an adversary that guesses
 PHASES = ("p1", "p2", "p3")
+# Optimizer steps per adversary epoch when the draws are chosen automatically (P2 and audit
+# attacks). On PhysioNet's provider split (375 PHI sentences, 12 batches a draw) the
+# raw-embedding control reached 0.85 only after 20 epochs of 15 draws (3,600 steps), and
+# stayed at 0.50-0.59 with 1 draw; P2 with 1 draw left the training adversary at 0.53-0.60.
+MIN_EPOCH_STEPS = 180
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,23 +47,28 @@ class AdversarialData:
                    PairSource(sentences, Pseudonymizer(embeddings, neighbours)))
 
 
-def build_adversary(representation_dim: int, embedding_dim: int, units: int = DEFAULT_UNITS) -> CombinedAdversary:
-    """A `CombinedAdversary` with its weights created (ready for an optimizer or a checkpoint)."""
-    adversary = CombinedAdversary(units)
-    adversary({"representation": np.zeros((1, 1, representation_dim), "float32"),
-               "partner_representation": np.zeros((1, 1, representation_dim), "float32"),
-               "partner_embeddings": np.zeros((1, 1, embedding_dim), "float32"), "mask": np.ones((1, 1), bool)})
+def build_adversary(representation_dim: int, embedding_dim: int, units: int = DEFAULT_UNITS,
+                    kind: type = CombinedAdversary):
+    """An adversary of `kind` (`CombinedAdversary` or `PartnerOnlyProbe`) with its weights
+    created (ready for an optimizer or a checkpoint)."""
+    adversary = kind(units)
+    representation, embeddings = np.zeros((1, 1, representation_dim), "float32"), np.zeros((1, 1, embedding_dim), "float32")
+    adversary({"embeddings": embeddings, "representation": representation, "partner_embeddings": embeddings,
+               "partner_representation": representation, "mask": np.ones((1, 1), bool)})
     return adversary
 
 
 def build_models(embedding_dim: int, num_tags: int, repr_size: int = 50, *, representer_units: int = 128,
                  tagger_units: int = 128, adversary_units: int = DEFAULT_UNITS, use_casing: bool = True,
                  recurrent_dropout: float = 0.5, output_noise: float | None = None,
+                 output_noise_floor: float = OUTPUT_NOISE_FLOOR,
                  ) -> tuple[keras.Model, keras.Model, CombinedAdversary]:
     """The representer (its output noise starting at std `output_noise`, None: the representer's
-    default), the tagger reading its output and the adversaries, all built."""
+    default, and never below `output_noise_floor`), the tagger reading its output and the
+    adversaries, all built."""
     noise = OUTPUT_NOISE_STDDEV if output_noise is None else output_noise
-    return (build_representer(embedding_dim, repr_size, representer_units, output_noise_stddev=noise),
+    return (build_representer(embedding_dim, repr_size, representer_units, output_noise_stddev=noise,
+                              output_noise_floor=output_noise_floor),
             build_tagger(repr_size, num_tags, use_casing=use_casing, lstm_units=tagger_units,
                          recurrent_dropout=recurrent_dropout),
             build_adversary(repr_size, embedding_dim, adversary_units))
@@ -120,6 +128,11 @@ class _Procedure(TrainingProcedure):
 
     def _adversary_validation_step(self, batch):
         return adversary_step(self.adversary, self.representer, batch)
+
+
+def automatic_passes(train_pairs: int, batch_size: int = BATCH_SIZE, min_steps: int = MIN_EPOCH_STEPS) -> int:
+    """Draws of `train_pairs` pairs per adversary epoch for at least `min_steps` optimizer steps."""
+    return max(1, math.ceil(min_steps / max(1, math.ceil(train_pairs / batch_size))))
 
 
 class AdversaryTraining(_Procedure):
@@ -205,17 +218,19 @@ class _JointProcedure(_Procedure):
         return tagger_loss(self.tagger, batch, self.class_weights), self.tagger.predict_tags(batch)
 
     def _deid_metrics(self, data: SentenceData) -> dict[str, float]:
-        """Validation L_deid and token-level binary PHI F1 of the Viterbi tags."""
+        """Validation L_deid, token-level binary PHI F1 of the Viterbi tags, and the
+        representer's output noise-to-signal ratio (what the noise has been trained to)."""
         batches = inference_batches(data)
         step = self._step(self._deid_validation_step, batches.element_spec)
         loss, f1 = loss_and_phi_f1(step, batches, len(data))
-        return {"loss_deid": loss, "f1": f1}
+        return {"loss_deid": loss, "f1": f1, "noise_to_signal": output_noise_to_signal(self.representer)}
 
     def validate(self, valid: AdversarialData):
-        """Both losses, F1, adversary accuracies and `loss` = L_deid + lambda * |L_adv - log 2|."""
+        """Both losses, F1, adversary accuracies and `loss` = L_deid + lambda * penalty, the P3b
+        loss (see `adversary.models.adversary_metrics`)."""
         metrics = self._deid_metrics(valid.sentences)
         metrics.update({f"adv_{name}": value for name, value in self._adversary_metrics(valid.pairs).items()})
-        metrics["loss"] = metrics["loss_deid"] + self.lam * abs(metrics["adv_loss"] - LOG_2)
+        metrics["loss"] = metrics["loss_deid"] + self.lam * metrics["adv_penalty"]
         return metrics
 
 
@@ -254,7 +269,8 @@ class DeidTraining(_JointProcedure):
 class AlternatingTraining(_JointProcedure):
     """P3: every epoch (a) with the representer frozen, the tagger on L_deid and the adversaries
     on L_adv, then (b) with tagger and adversaries frozen, the representer on
-    L = L_deid + lambda * |L_adv - log 2|. Each step pairs a tagger batch with a pair batch."""
+    L = L_deid + lambda * mean over pairs of |BCE_i - log 2|. Each step pairs a tagger batch
+    with a pair batch."""
 
     name = "p3"
 
@@ -269,10 +285,11 @@ class AlternatingTraining(_JointProcedure):
                 "representer": self.representer_optimizer}
 
     def combined_loss(self, tagger_batch, pair_batch, training=False) -> dict:
-        """The P3b loss on one tagger batch and one pair batch, with its two terms."""
+        """The P3b loss on one tagger batch and one pair batch, with its terms and L_adv."""
         deid = self._deid_loss(tagger_batch, training)
-        adversarial = adversary_step(self.adversary, self.representer, pair_batch, training)["loss"]
-        return {"loss": deid + self.lam * ops.abs(adversarial - LOG_2), "loss_deid": deid, "loss_adv": adversarial}
+        adversarial = adversary_step(self.adversary, self.representer, pair_batch, training)
+        return {"loss": deid + self.lam * adversarial["penalty"], "loss_deid": deid,
+                "loss_adv": adversarial["loss"], "penalty": adversarial["penalty"]}
 
     def _step_a(self, tagger_batch, pair_batch):
         with tf.GradientTape() as tape:
@@ -348,7 +365,8 @@ def train_three_phase(representer, tagger, adversary, train: AdversarialData, va
     killed run resumes in the phase it was in); returns the metrics.
 
     P1 stops early on validation L_deid, P2 on validation L_adv, P3 on the validation P3b loss,
-    each with its best epoch's weights restored. run_dir/models gets `representer.keras`,
+    each with its best epoch's weights restored. A P2 epoch draws the pairs `automatic_passes`
+    times, as an audit attack does, so the adversaries P3 starts from are trained as long. run_dir/models gets `representer.keras`,
     `tagger.keras`, `adversary.keras` (after P3) and `representer_p1.keras` (after P1, the
     audits' positive control); run_dir gets config.json (`config` adds entries), history.json
     (every epoch of every phase, with its "phase") and metrics.json (P3's best epoch, with
@@ -356,11 +374,12 @@ def train_three_phase(representer, tagger, adversary, train: AdversarialData, va
     `settings` are the optimizer settings of `_Procedure`.
     """
     run_dir = Path(run_dir)
-    _write_config(run_dir, {"procedure": "three-phase", "lambda": lam, "seed": seed,
+    p2_passes = automatic_passes(len(train.pairs), settings.get("batch_size", BATCH_SIZE))
+    _write_config(run_dir, {"procedure": "three-phase", "lambda": lam, "seed": seed, "p2_passes": p2_passes,
                             "max_epochs": dict(zip(PHASES, max_epochs)), "patience": dict(zip(PHASES, patience)),
                             **settings, **(config or {})})
     procedures = {"p1": (DeidTraining(representer, tagger, class_weights, **settings), train, valid),
-                  "p2": (AdversaryTraining(representer, adversary, **settings), train.pairs, valid.pairs),
+                  "p2": (AdversaryTraining(representer, adversary, p2_passes, **settings), train.pairs, valid.pairs),
                   "p3": (AlternatingTraining(representer, tagger, adversary, class_weights, lam, **settings),
                          train, valid)}
     metrics, history = {}, []

@@ -35,6 +35,7 @@ class AdversarialSettings:
     casing: bool = True
     learning_rate: float = 0.002
     output_noise: float | None = None  # initial std of the representer's output noise (None: its default)
+    output_noise_floor: float = 0.0  # the output noise std no training goes below
     seed: int = 0
 
 
@@ -69,7 +70,8 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
     keras.utils.set_random_seed(settings.seed)
     models = build_models(vectors.dim, len(tags), settings.repr_size, representer_units=settings.representer_units,
                           tagger_units=settings.tagger_units, adversary_units=settings.adversary_units,
-                          use_casing=settings.casing, output_noise=settings.output_noise)
+                          use_casing=settings.casing, output_noise=settings.output_noise,
+                          output_noise_floor=settings.output_noise_floor)
     config = {"embeddings": embeddings, "embeddings_id": vectors.source_id, "tags": list(tags), "scheme": "BIO",
               "label": label, "neighbours": settings.neighbours, "repr_size": settings.repr_size,
               "embedding_dim": vectors.dim,
@@ -77,6 +79,7 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
               "units": {"representer": settings.representer_units, "tagger": settings.tagger_units,
                         "adversary": settings.adversary_units},
               "initial_output_noise": models[0].get_layer("output_noise").initial_stddev,
+              "output_noise_floor": models[0].get_layer("output_noise").min_stddev,
               "data": {**(data or {}), "train_sentences": len(train.sentences), "train_pairs": len(train.pairs),
                        "valid_sentences": len(valid.sentences), "valid_pairs": len(valid.pairs)}}
     options = {"class_weights": compute_class_weights(train.sentences.tag_counts(len(tags))), "lam": settings.lam,

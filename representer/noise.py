@@ -9,21 +9,20 @@ import numpy as np
 from keras import ops
 
 
-def _inverse_softplus(value):
-    """The unconstrained weight whose softplus is `value` (> 0)."""
-    return np.log(np.expm1(value))
-
-
 @keras.saving.register_keras_serializable(package="deidpool")
 class TrainableGaussianNoise(keras.layers.Layer):
     """Adds noise N(0, s_d) to every feature d of the input, in training and inference.
 
-    The standard deviation is parameterised as s = softplus(w) with one unconstrained
-    trainable weight w per feature (the last input axis), so s stays positive whatever the
-    optimiser does, and the output x + s * eps (eps ~ N(0, 1)) is differentiable w.r.t. s.
+    The standard deviation is s = min_stddev + exp(w), one trainable log-scale weight w per
+    feature (the last input axis). On the log scale an optimizer step changes s by a share of
+    itself, so s can move by orders of magnitude in one training run (under the softplus
+    parameterisation it used to have, it moved about 2e-4 a step and stayed at its initial
+    value); `min_stddev` is a floor no training can go below. Both are in the layer config,
+    so a signed bundle fixes them.
 
     Args:
-        initial_stddev: the starting value of every s_d (> 0).
+        initial_stddev: the starting value of every s_d (> min_stddev).
+        min_stddev: the floor of every s_d (>= 0).
         deterministic: when True the layer is the identity. For tests only: an exporting
             client must keep it False (see `set_deterministic`).
 
@@ -31,34 +30,37 @@ class TrainableGaussianNoise(keras.layers.Layer):
     config, so two loads of one saved model draw different noise.
     """
 
-    def __init__(self, initial_stddev=0.1, deterministic=False, **kwargs):
+    def __init__(self, initial_stddev=0.1, min_stddev=0.0, deterministic=False, **kwargs):
         super().__init__(**kwargs)
-        if not initial_stddev > 0:
-            raise ValueError(f"initial_stddev must be positive, got {initial_stddev}")
+        if not min_stddev >= 0:
+            raise ValueError(f"min_stddev must be >= 0, got {min_stddev}")
+        if not initial_stddev > min_stddev:
+            raise ValueError(f"initial_stddev must be above min_stddev ({min_stddev}), got {initial_stddev}")
         self.initial_stddev = float(initial_stddev)
+        self.min_stddev = float(min_stddev)
         self.deterministic = bool(deterministic)
         self.supports_masking = True
         self.seed_generator = keras.random.SeedGenerator()
 
     def build(self, input_shape):
-        self.raw_stddev = self.add_weight(
-            name="raw_stddev",
+        self.log_stddev = self.add_weight(
+            name="log_stddev",
             shape=(input_shape[-1],),
-            initializer=keras.initializers.Constant(_inverse_softplus(self.initial_stddev)),
+            initializer=keras.initializers.Constant(np.log(self.initial_stddev - self.min_stddev)),
             trainable=True,
         )
 
     @property
     def stddev(self):
-        """The positive per-feature standard deviations s = softplus(raw_stddev)."""
-        return ops.softplus(self.raw_stddev)
+        """The per-feature standard deviations s = min_stddev + exp(log_stddev)."""
+        return self.min_stddev + ops.exp(self.log_stddev)
 
     def assign_stddev(self, stddev):
-        """Sets s to `stddev` (a positive scalar or one value per feature)."""
-        values = np.broadcast_to(np.asarray(stddev, dtype="float64"), self.raw_stddev.shape)
-        if not np.all(values > 0):
-            raise ValueError("standard deviations must be positive")
-        self.raw_stddev.assign(_inverse_softplus(values).astype(self.raw_stddev.dtype))
+        """Sets s to `stddev` (a scalar or one value per feature, each above `min_stddev`)."""
+        values = np.broadcast_to(np.asarray(stddev, dtype="float64"), self.log_stddev.shape)
+        if not np.all(values > self.min_stddev):
+            raise ValueError(f"standard deviations must be above min_stddev ({self.min_stddev})")
+        self.log_stddev.assign(np.log(values - self.min_stddev).astype(self.log_stddev.dtype))
 
     def call(self, inputs, mask=None):
         # `mask` is accepted so callers may pass it explicitly; it is propagated unchanged.
@@ -71,9 +73,8 @@ class TrainableGaussianNoise(keras.layers.Layer):
         return input_shape
 
     def get_config(self):
-        config = super().get_config()
-        config.update(initial_stddev=self.initial_stddev, deterministic=self.deterministic)
-        return config
+        return {**super().get_config(), "initial_stddev": self.initial_stddev, "min_stddev": self.min_stddev,
+                "deterministic": self.deterministic}
 
 
 def _walk(layer):

@@ -4,15 +4,18 @@ representation vectors that can be shared (METHOD.md, Components: Representer)."
 from pathlib import Path
 
 import keras
+import numpy as np
 
 from representer.noise import TrainableGaussianNoise, set_deterministic
 
 # Initial noise levels (the reference default is not known here). GloVe 6B 50d has a
-# per-dimension std of about 0.67, so 0.1 on the input is ~15% of the signal; the
-# pre-normalisation outputs of a freshly initialised model have a per-dimension std of
-# roughly 0.3-0.4, so 0.1 there too. Both stds are trained from these values.
+# per-dimension std of about 0.67, so 0.1 on the input is ~15% of the signal. The output
+# noise is added to unit-length vectors, so its effective noise-to-signal ratio is
+# sqrt(sum of s_d^2) (`output_noise_to_signal`): 0.05 per dimension of 50 is 0.35. Both stds
+# are trained from these values; the output noise never below its floor (default none).
 INPUT_NOISE_STDDEV = 0.1
-OUTPUT_NOISE_STDDEV = 0.1
+OUTPUT_NOISE_STDDEV = 0.05
+OUTPUT_NOISE_FLOOR = 0.0
 
 
 def build_representer(
@@ -21,6 +24,7 @@ def build_representer(
     lstm_units=128,
     input_noise_stddev=INPUT_NOISE_STDDEV,
     output_noise_stddev=OUTPUT_NOISE_STDDEV,
+    output_noise_floor=OUTPUT_NOISE_FLOOR,
     name="representer",
 ):
     """Builds the representer as a functional `keras.Model`.
@@ -28,7 +32,10 @@ def build_representer(
     Inputs (a dict): `embeddings`, float32 (batch, time, embedding_dim), and `mask`, bool
     (batch, time), True at real tokens. The mask is explicit because out-of-vocabulary
     words embed to zero vectors too, so masking zero vectors would drop real tokens.
-    Output: (batch, time, repr_size) unit-L2-norm vectors. The vectors at padded positions
+    Output: (batch, time, repr_size) unit-L2-norm vectors: the projection is normalised, the
+    output noise added, and the sum normalised again, so the noise level relative to the
+    signal is what the output noise's stds say, whatever scale the projection learns (noise
+    added before the only normalisation is drowned by a projection that grows). The vectors at padded positions
     are meaningless; consumers pass the same mask on explicitly (a nested functional model
     does not attach it to its symbolic output).
     """
@@ -39,9 +46,16 @@ def build_representer(
         keras.layers.LSTM(lstm_units, return_sequences=True), name="bilstm"
     )(x, mask=mask)
     x = keras.layers.Dense(repr_size, name="projection")(x)
-    x = TrainableGaussianNoise(output_noise_stddev, name="output_noise")(x)
-    outputs = keras.layers.UnitNormalization(axis=-1, name="l2_normalize")(x)
+    x = keras.layers.UnitNormalization(axis=-1, name="l2_normalize")(x)
+    x = TrainableGaussianNoise(output_noise_stddev, output_noise_floor, name="output_noise")(x)
+    outputs = keras.layers.UnitNormalization(axis=-1, name="renormalize")(x)
     return keras.Model({"embeddings": embeddings, "mask": mask}, outputs, name=name)
+
+
+def output_noise_to_signal(model) -> float:
+    """The effective noise-to-signal ratio of a representer's output: the expected norm of the
+    output noise, sqrt(sum of s_d^2), against the unit-length signal it is added to."""
+    return float(np.sqrt(np.sum(np.square(keras.ops.convert_to_numpy(model.get_layer("output_noise").stddev)))))
 
 
 def save_representer(model, path):

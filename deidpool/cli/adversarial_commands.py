@@ -33,7 +33,11 @@ _ADVERSARY_UNITS = typer.Option(64, "--adversary-units", min=1, help="Adversary 
 _CASING = typer.Option(True, "--casing/--no-casing", help="Give the tagger the casing feature.")
 _LEARNING_RATE = typer.Option(0.002, "--learning-rate", min=0.0, help="Nadam learning rate of every model.")
 _OUTPUT_NOISE = typer.Option(None, "--output-noise", min=0.0,
-                             help="Initial std of the representer's trainable output noise (default 0.1).")
+                             help="Initial std per dimension of the representer's trainable output noise, added to "
+                                  "unit-length vectors (default 0.05: noise-to-signal 0.35 at size 50).")
+_OUTPUT_NOISE_FLOOR = typer.Option(0.0, "--output-noise-floor", min=0.0,
+                                   help="The output noise std no training goes below (saved in the model, so a "
+                                        "signed bundle fixes it).")
 _SEED = typer.Option(0, "--seed", help="Random seed (weights, validation split, batches, pairs).")
 
 
@@ -49,7 +53,7 @@ def _clean_errors() -> Iterator[None]:
 
 def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_fraction, embeddings, neighbours,
            repr_size, lam, out, max_epochs, patience, seed, representer_units, tagger_units, adversary_units, casing,
-           learning_rate, output_noise, pretrain_epochs=20, pretrain_patience=5) -> None:
+           learning_rate, output_noise, output_noise_floor, pretrain_epochs=20, pretrain_patience=5) -> None:
     """Both train commands, their options passed by name."""
     from adversary.runs import AdversarialSettings, train_adversarial_run
 
@@ -58,14 +62,16 @@ def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_
                                    patience=patience, pretrain_epochs=pretrain_epochs,
                                    pretrain_patience=pretrain_patience, representer_units=representer_units,
                                    tagger_units=tagger_units, adversary_units=adversary_units, casing=casing,
-                                   learning_rate=learning_rate, output_noise=output_noise, seed=seed)
+                                   learning_rate=learning_rate, output_noise=output_noise,
+                                   output_noise_floor=output_noise_floor, seed=seed)
     source = {"path": str(data), "format": fmt, "splits": splits or None, "valid_data": valid_data and str(valid_data),
               "valid_split": valid_split, "valid_fraction": None if valid_split or valid_data else valid_fraction}
     with _clean_errors():
         metrics = train_adversarial_run(procedure, train_docs, valid_docs, out, settings, embeddings=embeddings,
                                         data=source)
     typer.echo(f"{procedure} run in {out}: validation F1 {metrics['val_f1']:.4f}, adversary accuracy "
-               f"{metrics['val_adv_accuracy']:.3f} (best epoch {metrics['best_epoch']} of {metrics['epochs']})")
+               f"{metrics['val_adv_accuracy']:.3f}, output noise-to-signal {metrics['val_noise_to_signal']:.3f} "
+               f"(best epoch {metrics['best_epoch']} of {metrics['epochs']})")
 
 
 def train_adversarial(
@@ -77,7 +83,7 @@ def train_adversarial(
     pretrain_patience: int = typer.Option(5, "--pretrain-patience", min=1, help="Early-stopping patience of P1, P2."),
     seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS, tagger_units: int = _TAGGER_UNITS,
     adversary_units: int = _ADVERSARY_UNITS, casing: bool = _CASING, learning_rate: float = _LEARNING_RATE,
-    output_noise: float | None = _OUTPUT_NOISE,
+    output_noise: float | None = _OUTPUT_NOISE, output_noise_floor: float = _OUTPUT_NOISE_FLOOR,
 ) -> None:
     """Train representer, tagger and adversaries by the three-phase procedure (P1, P2, P3).
 
@@ -93,6 +99,7 @@ def train_dann(
     patience: int = _PATIENCE, seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS,
     tagger_units: int = _TAGGER_UNITS, adversary_units: int = _ADVERSARY_UNITS, casing: bool = _CASING,
     learning_rate: float = _LEARNING_RATE, output_noise: float | None = _OUTPUT_NOISE,
+    output_noise_floor: float = _OUTPUT_NOISE_FLOOR,
 ) -> None:
     """Train representer, tagger and adversaries jointly with gradient reversal (DANN).
 

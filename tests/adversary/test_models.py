@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from adversary.models import (AdversaryT1, AdversaryT2, CombinedAdversary, adversary_metrics, adversary_outputs,
-                              adversary_step, train_adversary_step)
+from adversary.models import (LOG_2, AdversaryT1, AdversaryT2, CombinedAdversary, PartnerOnlyProbe, adversary_metrics,
+                              adversary_outputs, adversary_step, train_adversary_step)
 from representer.noise import set_deterministic
 from representer.representation import build_representer
 
@@ -35,14 +35,14 @@ def toy_pairs(count, seed, time=6, dim=DIM):
 
 def adversary_inputs(batch):
     """T1/T2 inputs for the identity representer (representations are the embeddings)."""
-    return {"representation": batch["original"], "partner_representation": batch["partner"],
-            "partner_embeddings": batch["partner"], "mask": batch["mask"]}
+    return {"embeddings": batch["original"], "representation": batch["original"],
+            "partner_representation": batch["partner"], "partner_embeddings": batch["partner"], "mask": batch["mask"]}
 
 
 def random_inputs(lengths, time, seed):
     rng = np.random.default_rng(seed)
     values = {name: rng.normal(size=(len(lengths), time, size)).astype("float32")
-              for name, size in (("representation", REPR), ("partner_representation", REPR),
+              for name, size in (("embeddings", DIM), ("representation", REPR), ("partner_representation", REPR),
                                  ("partner_embeddings", DIM))}
     return {**values, "mask": np.arange(time)[None, :] < np.array(lengths)[:, None]}
 
@@ -63,6 +63,26 @@ def test_padded_positions_do_not_change_the_outputs(combined):
     alone = {name: value[:1, :3] for name, value in padded.items()}
     for adversary in (combined.t1, combined.t2):
         np.testing.assert_allclose(numpy(adversary(padded))[0], numpy(adversary(alone))[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("adversary_class, reads", [
+    (AdversaryT1, {"embeddings", "partner_representation"}),
+    (AdversaryT2, {"representation", "partner_representation"}),
+    (PartnerOnlyProbe, {"partner_embeddings"})])
+def test_each_adversary_reads_exactly_the_inputs_its_task_names(adversary_class, reads):
+    """T1 must read the original's embeddings and the partner's representation: the original is
+    the same in a real and a fake pair, so nothing but the representer can tell them apart."""
+    adversary = adversary_class(UNITS)
+    inputs = random_inputs([3, 5], 5, seed=7)
+    base = numpy(keras.ops.convert_to_tensor(_output(adversary(inputs))))
+    for name in ("embeddings", "representation", "partner_representation", "partner_embeddings"):
+        changed = {**inputs, name: inputs[name] + 1.0}
+        differs = not np.allclose(numpy(_output(adversary(changed))), base, atol=1e-6)
+        assert differs == (name in reads), name
+
+
+def _output(outputs):
+    return outputs["combined"] if isinstance(outputs, dict) else outputs
 
 
 def test_adversaries_load_from_saved_files(combined, tmp_path):
@@ -97,6 +117,24 @@ def test_adversary_loss_is_the_cross_entropy_of_the_averaged_output():
     assert (metrics["accuracy"], metrics["accuracy_t1"], metrics["accuracy_t2"]) == (0.75, 1.0, 0.5)
 
 
+def test_the_p3b_penalty_is_taken_per_pair_and_per_adversary():
+    """An accurate, over-confident adversary: BCE 0.01 on three pairs and 2.74 on one, so the
+    batch mean is log 2 (the old |mean BCE - log 2| was ~0), but every pair is far from a
+    coin flip and the per-pair penalty is large."""
+    labels = np.array([1.0, 1.0, 0.0, 0.0])
+    confident = np.array([0.99, 0.99, 0.01, 1 - np.exp(-(4 * LOG_2 + 3 * np.log(0.99)))]).astype("float32")
+    metrics = adversary_metrics({"t1": confident, "t2": confident, "combined": confident}, labels)
+    bce = -np.log(np.where(labels == 1, confident, 1 - confident))
+    assert abs(float(np.mean(bce)) - LOG_2) < 0.01
+    assert float(metrics["penalty"]) == pytest.approx(np.mean(np.abs(bce - LOG_2)), rel=1e-5)
+    assert float(metrics["penalty"]) > 0.6
+    coin = np.full(4, 0.5, "float32")
+    guessing = adversary_metrics({"t1": coin, "t2": confident, "combined": (coin + confident) / 2}, labels)
+    assert float(guessing["penalty"]) == pytest.approx(float(metrics["penalty"]) / 2, rel=1e-5)
+    alone = adversary_metrics({"combined": coin}, labels)
+    assert float(alone["penalty"]) == pytest.approx(0.0, abs=1e-6) and set(alone) == {"loss", "accuracy", "penalty"}
+
+
 def test_real_pairs_reach_t2_as_two_independent_noisy_passes():
     representer = build_representer(DIM, repr_size=REPR, lstm_units=4)
     batch = toy_pairs(4, seed=3)
@@ -109,6 +147,7 @@ def test_real_pairs_reach_t2_as_two_independent_noisy_passes():
     real = batch["label"] == 1
     adversary_outputs(spy, representer, batch)
     np.testing.assert_array_equal(seen["partner_embeddings"], batch["partner"])
+    np.testing.assert_array_equal(seen["embeddings"], batch["original"])
     assert not np.allclose(seen["representation"][real], seen["partner_representation"][real])
     set_deterministic(representer, True)
     adversary_outputs(spy, representer, batch)

@@ -38,21 +38,40 @@ def test_stddev_is_a_trainable_per_dimension_weight_that_receives_gradients():
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(tf.square(layer(x)))
     (gradient,) = tape.gradient(loss, layer.trainable_weights)
-    assert layer.trainable_weights == [layer.raw_stddev]
-    assert tuple(layer.raw_stddev.shape) == (4,)
+    assert layer.trainable_weights == [layer.log_stddev]
+    assert tuple(layer.log_stddev.shape) == (4,)
     assert np.all(_numpy(gradient) != 0)
     np.testing.assert_allclose(_numpy(layer.stddev), 0.3, rtol=1e-5)
 
 
-def test_stddev_stays_positive_and_must_start_positive():
-    layer = TrainableGaussianNoise(0.1)
+def test_an_optimizer_moves_the_stddev_by_a_share_of_itself_per_step():
+    """100 Adam steps at lr 0.01 that reward more noise multiply s by the same factor (about
+    e, each step moving log s by about the learning rate), from 0.1 as from 1.0."""
+    factors = []
+    for start in (0.1, 1.0):
+        layer = TrainableGaussianNoise(start)
+        layer.build((None, 2))
+        optimizer = keras.optimizers.Adam(0.01)
+        for _ in range(100):
+            with tf.GradientTape() as tape:
+                loss = -tf.reduce_sum(layer.stddev)
+            optimizer.apply(tape.gradient(loss, layer.trainable_weights), layer.trainable_weights)
+        factors.append(_numpy(layer.stddev) / start)
+    assert np.all(factors[0] > 2.5) and np.all(factors[0] < 4)
+    np.testing.assert_allclose(factors[0], factors[1], rtol=0.01)
+
+
+def test_stddev_never_falls_below_its_floor_and_must_start_above_it():
+    layer = TrainableGaussianNoise(0.5, min_stddev=0.2)
     layer.build((None, 3))
-    layer.raw_stddev.assign([-30.0, 0.0, 30.0])
-    assert np.all(_numpy(layer.stddev) > 0)
-    with pytest.raises(ValueError):
-        TrainableGaussianNoise(0.0)
-    with pytest.raises(ValueError):
-        layer.assign_stddev([0.1, -0.1, 0.1])
+    layer.log_stddev.assign([-60.0, 0.0, 3.0])
+    assert np.all(_numpy(layer.stddev) >= 0.2)
+    np.testing.assert_allclose(_numpy(layer.stddev)[0], 0.2, rtol=1e-6)
+    for initial, floor in ((0.0, 0.0), (0.2, 0.2), (0.1, -0.1)):
+        with pytest.raises(ValueError):
+            TrainableGaussianNoise(initial, min_stddev=floor)
+    with pytest.raises(ValueError, match="min_stddev"):
+        layer.assign_stddev([0.3, 0.1, 0.3])
 
 
 def test_deterministic_mode_is_the_identity():
@@ -82,11 +101,12 @@ def test_mask_is_propagated_unchanged():
 
 
 def test_config_round_trip_through_the_registered_name():
-    layer = TrainableGaussianNoise(0.25, deterministic=True, name="noise")
+    layer = TrainableGaussianNoise(0.25, min_stddev=0.05, deterministic=True, name="noise")
     serialized = keras.saving.serialize_keras_object(layer)
     assert serialized["registered_name"] == "deidpool>TrainableGaussianNoise"
     restored = keras.saving.deserialize_keras_object(serialized)
-    assert (restored.initial_stddev, restored.deterministic, restored.name) == (0.25, True, "noise")
+    assert (restored.initial_stddev, restored.min_stddev, restored.deterministic, restored.name) == (
+        0.25, 0.05, True, "noise")
 
 
 def test_set_deterministic_reaches_nested_layers_and_retraces_predict():

@@ -54,7 +54,7 @@ def test_both_noise_stddevs_receive_gradients(model):
     inputs = _batch([4, 2])
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(model(inputs)[..., 0])
-    stddevs = [model.get_layer(name).raw_stddev for name in ("input_noise", "output_noise")]
+    stddevs = [model.get_layer(name).log_stddev for name in ("input_noise", "output_noise")]
     for gradient in tape.gradient(loss, stddevs):
         assert np.any(keras.ops.convert_to_numpy(gradient) != 0)
 
