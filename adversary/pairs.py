@@ -1,6 +1,7 @@
 """Real and fake sentence pairs for the adversaries (METHOD.md, Two adversaries): a PHI
-sentence with itself, or with one PHI token replaced by an embedding neighbour, drawn fresh
-for every epoch and served as length-bucketed, padded `tf.data` batches."""
+sentence with itself, or with one PHI token replaced by a pseudonym (an embedding neighbour,
+or a surrogate number), drawn fresh for every epoch and served as length-bucketed, padded
+`tf.data` batches."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from adversary.pseudonymize import Pseudonymizer
+from adversary.pseudonymize import Pseudonymizer, tag_category
 from corpus.prepare import LabeledSentence
 
 BATCH_SIZE = 32
-# Pseudonyms drawn for a token before concluding it has no neighbour with another vector: a
-# token whose draws differ from it at least half the time (any realistic one) is missed with
-# probability <= 2**-64.
+# Pseudonyms drawn for a token before listing its candidates with another vector instead: a
+# token whose draws differ from it at least half the time (any word, any number with its own
+# vector) needs the list with probability <= 2**-64.
 MAX_DRAWS = 64
 
 
@@ -45,9 +46,9 @@ class PairSource:
     """The sentences of a labeled corpus that give pairs, and the pairs drawn from them.
 
     A sentence gives pairs when at least one PHI token (tag not "O") can be replaced by a
-    pseudonym with a different embedding vector; sentences without one are dropped (see
-    `sentences`). Every draw makes one pair per sentence, half of them real and half fake
-    (one more of either when odd, chosen at random).
+    pseudonym (of the category its tag names) with a different embedding vector; sentences
+    without one are dropped (see `sentences`). Every draw makes one pair per sentence, half of
+    them real and half fake (one more of either when odd, chosen at random).
     """
 
     def __init__(self, sentences: Sequence[LabeledSentence], pseudonymizer: Pseudonymizer):
@@ -56,7 +57,7 @@ class PairSource:
         self.pseudonymizer = pseudonymizer
         rng = random.Random(0)
         positions = [[i for i, (token, tag) in enumerate(zip(sentence.tokens, sentence.tags))
-                      if tag != "O" and self._replacement(token.text, rng) is not None]
+                      if tag != "O" and self._replacement(token.text, rng, tag_category(tag)) is not None]
                      for sentence in sentences]
         self.sentences = [sentence for sentence, phi in zip(sentences, positions) if phi]
         if not self.sentences:
@@ -70,15 +71,23 @@ class PairSource:
     def __len__(self):
         return len(self.sentences)
 
-    def _replacement(self, word: str, rng: random.Random) -> str | None:
+    def _replacement(self, word: str, rng: random.Random, category: str | None = None) -> str | None:
         """A pseudonym of `word` whose embedding differs from `word`'s, uniform among its
-        neighbours (or digit words) with another vector; None when there is none."""
-        if not self.pseudonymizer.replaceable(word):
+        candidates (`Pseudonymizer.candidates`) with another vector, drawn by rejection; None
+        when MAX_DRAWS draws all keep the vector.
+
+        Only in-vocabulary tokens give fake pairs: an out-of-vocabulary number (zero vector,
+        like nearly all of its surrogates) would give a fake partner that no export produces,
+        recognisable by itself. So does a number embedded by its digit shape: its draws nearly
+        always keep the shape's vector, and it gives no fake pair either.
+        """
+        if not (self.pseudonymizer.replaceable(word) and self.pseudonymizer.embeddings.is_known(word)):
             return None
-        vector = self.pseudonymizer.embeddings.vector(word)
+        embeddings = self.pseudonymizer.embeddings
+        vector = embeddings.vector(word)
         for _ in range(MAX_DRAWS):
-            candidate = self.pseudonymizer.pseudonym(word, rng)
-            if not np.array_equal(self.pseudonymizer.embeddings.vector(candidate), vector):
+            candidate = self.pseudonymizer.pseudonym(word, rng, category)
+            if not np.array_equal(embeddings.vector(candidate), vector):
                 return candidate
         return None
 
@@ -92,10 +101,15 @@ class PairSource:
         replaced = np.full(count, -1, dtype=np.int64)
         for index, label in enumerate(labels):
             if label == 0.0:
-                position = rng.choice(self.positions[index])
-                word = self._replacement(self.sentences[index].tokens[position].text, rng)
-                partner[self.offsets[index] + position] = self.pseudonymizer.embeddings.vector(word)
-                replaced[index] = position
+                sentence = self.sentences[index]
+                for position in rng.sample(self.positions[index], len(self.positions[index])):
+                    word = self._replacement(sentence.tokens[position].text, rng, tag_category(sentence.tags[position]))
+                    if word is not None:  # None only when a rare draw run kept the vector 64 times
+                        partner[self.offsets[index] + position] = self.pseudonymizer.embeddings.vector(word)
+                        replaced[index] = position
+                        break
+                else:
+                    labels[index] = 1.0
         return Pairs(self.features, partner, self.lengths, np.array(labels, dtype=np.float32), replaced)
 
     def epoch(self, seed: int, epoch: int, batch_size: int = BATCH_SIZE) -> tf.data.Dataset:

@@ -1,23 +1,39 @@
-"""Automatic word-level pseudonymization (METHOD.md): a PHI token becomes a random one of
-its N nearest embedding neighbours (itself included), a digit-only token a random
-digit-only vocabulary word; stop words, punctuation and out-of-vocabulary tokens stay.
+"""Automatic word-level pseudonymization (METHOD.md): a PHI token becomes a uniform draw from
+its candidates (`Pseudonymizer.candidates`), which are its N nearest embedding neighbours
+(itself included) for a word and plausible surrogates of the same shape for a number; stop
+words, punctuation and out-of-vocabulary tokens stay.
 
-Digit-only pseudonyms have as many digits as the token they replace (when the vocabulary
-has such words): drawn from all of GloVe's digit words, "22" in "7/22" mostly became long
-numbers like "1937", so PHI numbers in pseudonymized training data no longer looked like
-the dates and phone numbers of real text and the tagger stopped finding those (measured:
-PhysioNet token HIPAA recall 0.23 at N=2 with any-length digit words).
+Number surrogates (`number_candidates`) keep the digit count and zero padding of the token
+they replace ("7" -> "1".."9", "09" -> "01".."12", "12" -> "10".."12") and stay in the
+range its value suggests, so that a surrogate date, age or phone number still reads as one
+and is not recognisable from plausibility alone. The range, before the digit count cuts it:
 
-Replacements take the casing shape of the token they replace ("SMITH" -> "JONES",
+    category AGE (from the tag), value 90..119:  90..119   (an age over 89: a HIPAA identifier)
+    category AGE, value 0..89:                  0..89     (ages stay on their side of 90)
+    1-2 digits, value 1..12:                    1..12     (a month or a day)
+    1-2 digits, value 13..31:                   1..31     (a day)
+    1-2 digits, value 0 or 32..59:              0..59     (minutes or seconds)
+    4 digits, value 1900..2100:                 value - 10 .. value + 10  (a nearby year)
+    anything else:                              every number of its digit count
+
+A number written with a leading zero ("0", "09", "02115") may become any number of the range
+zero-padded to its width, one without becomes a number with a non-zero first digit. These
+surrogates need not be vocabulary words: an unknown one embeds by its digit shape (see
+`representer.embeddings`), and the digit count keeps pseudonymized numbers looking like the
+dates and phone numbers of real text (drawn from all of GloVe's digit words, "22" in "7/22"
+mostly became long numbers like "1937" and the tagger stopped finding dates: PhysioNet token
+HIPAA recall 0.23 at N=2).
+
+Word replacements take the casing shape of the token they replace ("SMITH" -> "JONES",
 "Smith" -> "Jones"), so that the casing feature of a pseudonymized corpus stays as
-realistic as the text's. N = 1 changes nothing; larger N gives more privacy.
+realistic as the text's. N = 1 changes nothing; larger N gives more privacy to words.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from functools import cached_property
+from dataclasses import dataclass
 
 from gensim.parsing.preprocessing import STOPWORDS
 
@@ -28,12 +44,71 @@ from corpus.tokenize import Token
 from representer.embeddings import Embeddings
 
 
-def _same_casing(replacement: str, original: str) -> str:
+def same_casing(replacement: str, original: str) -> str:
+    """`replacement` in the casing shape of `original` (all capitals, capitalized or as is)."""
     if original.isupper() and len(original) > 1:
         return replacement.upper()
     if original[:1].isupper():
         return replacement[:1].upper() + replacement[1:]
     return replacement
+
+
+def tag_category(tag: str) -> str | None:
+    """The category a BIO/BIOES tag names ("B-DATE" -> "DATE"), None for "O"."""
+    return tag.partition("-")[2] or None
+
+
+def _is_number(word: str) -> bool:
+    """Whether `word` is made of ASCII digits only (the tokens `number_candidates` handles)."""
+    return word.isascii() and word.isdigit()
+
+
+@dataclass(frozen=True)
+class NumberCandidates(Sequence[str]):
+    """The surrogates of a number: every value of `values` written with `width` digits,
+    zero-padded ("7" in width 2 is "07"), in the order of `values`.
+
+    A lazy sequence (ten million 7-digit surrogates are never listed): item i is
+    `str(values[i]).zfill(width)`, and `s in candidates` holds for the strings of `width`
+    digits whose value is in `values`. A surrogate s could have come from every original
+    whose `number_candidates` contain s.
+    """
+
+    values: range
+    width: int
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: int | slice) -> str | NumberCandidates:
+        if isinstance(index, slice):
+            return NumberCandidates(self.values[index], self.width)
+        return str(self.values[index]).zfill(self.width)
+
+    def __contains__(self, word: object) -> bool:
+        return (isinstance(word, str) and len(word) == self.width and _is_number(word)
+                and int(word) in self.values)
+
+
+def number_candidates(word: str, category: str | None = None) -> NumberCandidates:
+    """The surrogates of the number `word` (ASCII digits) in PHI category `category`: the
+    numbers of its range (module docstring) that have its digit count, zero-padded when
+    `word` starts with "0" and with a non-zero first digit otherwise. `word` is one of them."""
+    width, value = len(word), int(word)
+    if category == "AGE" and value <= 119:
+        low, high = (90, 119) if value >= 90 else (0, 89)
+    elif width <= 2 and 1 <= value <= 12:
+        low, high = 1, 12
+    elif width <= 2 and 13 <= value <= 31:
+        low, high = 1, 31
+    elif width <= 2 and value <= 59:
+        low, high = 0, 59
+    elif width == 4 and 1900 <= value <= 2100:
+        low, high = value - 10, value + 10
+    else:
+        low, high = 0, 10 ** width - 1
+    smallest = 0 if word.startswith("0") else 10 ** (width - 1)
+    return NumberCandidates(range(max(low, smallest), min(high, 10 ** width - 1) + 1), width)
 
 
 class Pseudonymizer:
@@ -45,33 +120,34 @@ class Pseudonymizer:
         self.embeddings = embeddings
         self.neighbours = neighbours
 
-    @cached_property
-    def _digit_words(self) -> dict[int, list[str]]:
-        """Digit-only vocabulary words by length (key 0: all of them)."""
-        words = self.embeddings.digit_words()
-        by_length: dict[int, list[str]] = {0: words}
-        for word in words:
-            by_length.setdefault(len(word), []).append(word)
-        return by_length
-
     def replaceable(self, word: str) -> bool:
-        """Whether `word` would be replaced (not a stop word, punctuation or OOV)."""
-        return (any(c.isalnum() for c in word) and word.lower() not in STOPWORDS
-                and self.embeddings.is_known(word))
+        """Whether `word` would be replaced: a number (its surrogates need no vocabulary), or a
+        word that is not a stop word, punctuation or out of vocabulary."""
+        return _is_number(word) or (any(c.isalnum() for c in word) and word.lower() not in STOPWORDS
+                                    and self.embeddings.is_known(word))
 
-    def pseudonym(self, word: str, rng: random.Random) -> str:
-        """A random replacement for `word` (possibly `word` itself; `word` if not replaceable)."""
+    def candidates(self, word: str, category: str | None = None) -> Sequence[str]:
+        """The words a pseudonym of `word` (a token of PHI category `category`, e.g. "DATE")
+        is drawn from, uniformly, before it takes `word`'s casing: [`word`] when N = 1 or
+        `word` is not replaceable, `number_candidates` for a number (whatever N), else
+        `word` and its N - 1 nearest embedding neighbours."""
         if self.neighbours == 1 or not self.replaceable(word):
-            return word
-        if word.isdigit():
-            candidates = self._digit_words.get(len(word)) or self._digit_words[0]
-            return rng.choice(candidates) if candidates else word
-        return _same_casing(rng.choice(self.embeddings.neighbours(word, self.neighbours)), word)
+            return [word]
+        if _is_number(word):
+            return number_candidates(word, category)
+        return self.embeddings.neighbours(word, self.neighbours)
+
+    def pseudonym(self, word: str, rng: random.Random, category: str | None = None) -> str:
+        """A uniform draw from `candidates(word, category)` in the casing of `word`
+        (possibly `word` itself)."""
+        return same_casing(rng.choice(self.candidates(word, category)), word)
 
     def sentence(self, sentence: LabeledSentence, rng: random.Random, only: Iterable[int] | None = None) -> list[str]:
-        """Token strings of `sentence` with every PHI token (or only positions `only`) replaced."""
+        """Token strings of `sentence` with every PHI token (or only positions `only`) replaced
+        by a pseudonym of the category its tag names."""
         positions = set(only) if only is not None else {i for i, tag in enumerate(sentence.tags) if tag != "O"}
-        return [self.pseudonym(t.text, rng) if i in positions else t.text for i, t in enumerate(sentence.tokens)]
+        return [self.pseudonym(t.text, rng, tag_category(tag)) if i in positions else t.text
+                for i, (t, tag) in enumerate(zip(sentence.tokens, sentence.tags))]
 
     def labeled_sentences(self, sentences: Iterable[LabeledSentence], rng: random.Random) -> list[LabeledSentence]:
         """Training sentences with every PHI token replaced; casing ids follow the new words."""

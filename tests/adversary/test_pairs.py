@@ -7,7 +7,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 from adversary.pairs import PairSource, pair_batches
-from adversary.pseudonymize import Pseudonymizer
+from adversary.pseudonymize import Pseudonymizer, tag_category
 from corpus.casing import casing_ids
 from corpus.prepare import LabeledSentence
 from corpus.tokenize import Token
@@ -86,8 +86,48 @@ def test_real_pairs_are_identical_and_fake_pairs_differ_in_exactly_one_phi_token
                 assert list(differs) == [pairs.replaced[index]]
                 word = source.sentences[index].tokens[differs[0]].text
                 assert source.sentences[index].tags[differs[0]] != "O"
-                candidates = embeddings.digit_words() if word.isdigit() else embeddings.neighbours(word, 3)[1:]
-                assert any(np.array_equal(partner[differs[0]], embeddings.vector(other)) for other in candidates)
+                category = tag_category(source.sentences[index].tags[differs[0]])
+                others = [w for w in source.pseudonymizer.candidates(word, category) if w != word]
+                assert any(np.array_equal(partner[differs[0]], embeddings.vector(other)) for other in others)
+
+
+def numbers(*words):
+    """Embeddings of the given numbers, each with its own vector, and the 6-digit shape."""
+    vectors = np.random.default_rng(0).normal(size=(len(words) + 1, 4)).astype(np.float32)
+    kv = KeyedVectors(4)
+    kv.add_vectors([*words, "000000"], vectors)
+    return Embeddings(kv, "numbers")
+
+
+def fakes(source, seed_count=20):
+    """The words each fake pair put in, by sentence index (found by their vectors)."""
+    embeddings = source.pseudonymizer.embeddings
+    vocabulary = [*embeddings.kv.index_to_key, "zzz"]  # "zzz": the zero vector of unknown words
+    found = {}
+    for seed in range(seed_count):
+        pairs = source.draw(seed)
+        for index in np.flatnonzero(pairs.labels == 0):
+            row = pairs.partner[source.offsets[index] + pairs.replaced[index]]
+            found.setdefault(index, []).extend(w for w in vocabulary if np.array_equal(embeddings.vector(w), row))
+    return found
+
+
+def test_fake_numbers_keep_the_category_of_their_tag():
+    source = PairSource([sentence("aged", "95/AGE"), sentence("id", "95/ID")],
+                        Pseudonymizer(numbers(*(str(v) for v in range(10, 100))), 2))
+    found = fakes(source)
+    assert {int(w) for w in found[0]} <= set(range(90, 100)) and "95" not in found[0]
+    assert not {int(w) for w in found[1]} <= set(range(90, 100))
+
+
+def test_numbers_whose_surrogates_keep_their_vector_give_no_fake_pair():
+    """"654321" and nearly all of its surrogates embed as the shape "000000", and the unknown
+    "5551234" and its surrogates as zeros: a fake with another vector would be one no export
+    makes. "2067" (its own vector) mostly becomes an unknown, zero-vector year: it gives fakes."""
+    source = PairSource([sentence("mrn", "654321/ID", "5551234/PHONE", "2067/DATE")],
+                        Pseudonymizer(numbers("123456", "2067"), 2))
+    assert source.positions == [[3]]
+    assert set(fakes(source)[0]) == {"zzz"}
 
 
 def test_labels_are_balanced_in_every_epoch(source):

@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from adversary.pseudonymize import Pseudonymizer
+from adversary.pseudonymize import NumberCandidates, Pseudonymizer, number_candidates, tag_category
 from corpus import Document, Span
-from corpus.prepare import prepare_document
+from corpus.casing import casing_ids
+from corpus.prepare import LabeledSentence, prepare_document
+from corpus.tokenize import Token
 from representer.embeddings import Embeddings
 
 WORDS = {"smith": [1, 0, 0], "jones": [0.9, 0.1, 0], "brown": [0.8, 0.2, 0], "boston": [0, 1, 0],
@@ -40,7 +42,7 @@ def test_phi_tokens_become_neighbours_with_their_casing_and_spans_follow(embeddi
         seen.add(name)
         numbers.add(number)
     assert seen == {"Smith", "Jones", "Brown"}
-    assert numbers == {"12", "34"}  # digit words of the same length only
+    assert numbers == {"10", "11", "12"}  # two digits, 1..12 (a month or a day), not only vocabulary words
 
 
 def test_only_given_positions_are_replaced(embeddings):
@@ -73,3 +75,117 @@ def test_pseudonymize_command_writes_a_valid_corpus_in_another_format(tmp_path):
     [doc] = read_corpus(tmp_path / "out", "brat", strict=True)
     assert [s.source_type for s in doc.spans] == [s.source_type for s in DOC.spans]
     assert doc.text != DOC.text and doc.text.endswith(" at the zqx.")
+
+
+@pytest.fixture(scope="module")
+def numbers():
+    """A pseudonymizer whose vocabulary knows every number by its digit shape, as GloVe does."""
+    shapes = ["0" * width for width in range(1, 8)]
+    kv = KeyedVectors(2)
+    kv.add_vectors(shapes, np.array([[1, width] for width in range(1, 8)], dtype=np.float32))
+    return Pseudonymizer(Embeddings(kv, "shapes"), 10)
+
+
+@pytest.mark.parametrize("word, category, expected", [
+    ("7", None, [str(v) for v in range(1, 10)]),  # a month or a day, one digit
+    ("14", "DATE", [str(v) for v in range(10, 32)]),  # a day
+    ("09", "DATE", [f"{v:02}" for v in range(1, 13)]),  # a month, zero-padded
+    ("12", None, ["10", "11", "12"]),
+    ("42", None, [str(v) for v in range(10, 60)]),  # minutes or seconds
+    ("00", None, [f"{v:02}" for v in range(60)]),
+    ("75", None, [str(v) for v in range(10, 100)]),
+    ("2067", "DATE", [str(v) for v in range(2057, 2078)]),  # a nearby year
+    ("95", "AGE", [str(v) for v in range(90, 100)]),  # over 89 stays over 89
+    ("105", "AGE", [str(v) for v in range(100, 120)]),
+    ("45", "AGE", [str(v) for v in range(10, 90)]),  # under 90 stays under 90
+    ("95", None, [str(v) for v in range(10, 100)]),
+    ("555", "PHONE", [str(v) for v in range(100, 1000)]),
+])
+def test_number_surrogates_keep_width_padding_and_range(numbers, word, category, expected):
+    candidates = numbers.candidates(word, category)
+    assert list(candidates) == expected and len(candidates) == len(expected)
+    rng = random.Random(0)
+    draws = [numbers.pseudonym(word, rng, category) for _ in range(500)]
+    assert set(draws) <= set(expected) and len(set(draws)) > 1
+    if len(expected) <= 25:
+        assert set(draws) == set(expected)  # uniform over the whole set
+
+
+def test_long_numbers_draw_any_number_of_their_width_lazily(numbers):
+    rng = random.Random(0)
+    for word, first_digits in (("5551234", "123456789"), ("0551234", "0123456789")):
+        candidates = numbers.candidates(word, "PHONE")
+        assert candidates == NumberCandidates(range(0 if word[0] == "0" else 10 ** 6, 10 ** 7), 7)
+        draws = [numbers.pseudonym(word, rng, "PHONE") for _ in range(500)]
+        assert all(len(d) == 7 and d.isdigit() and d in candidates for d in draws)
+        assert {d[0] for d in draws} == set(first_digits) and len(set(draws)) > 490
+    phones = numbers.candidates("5551234")
+    assert len(phones) == 9_000_000 and phones[0] == "1000000" and phones[-1] == "9999999"
+    assert list(phones[:2]) == ["1000000", "1000001"]
+    assert "0551234" not in phones and "555123" not in phones and 5551234 not in phones and "555123a" not in phones
+
+
+@pytest.mark.parametrize("category", [None, "DATE", "AGE", "PHONE"])
+def test_every_number_is_among_its_own_surrogates_of_its_width_and_padding(category):
+    for width in range(1, 5):
+        for value in range(10 ** width):
+            word = f"{value:0{width}}"
+            candidates = number_candidates(word, category)
+            assert word in candidates and candidates.width == width == len(candidates[0]) == len(candidates[-1])
+            assert (candidates[0][0] == "0") == (word[0] == "0")  # padded words only get padded surrogates
+
+
+def test_candidates_are_the_set_pseudonyms_are_drawn_from(embeddings):
+    pseudonymizer = Pseudonymizer(embeddings, 3)
+    assert pseudonymizer.candidates("Smith", "PATIENT") == embeddings.neighbours("Smith", 3)
+    rng = random.Random(0)
+    draws = {pseudonymizer.pseudonym("smith", rng) for _ in range(100)}
+    assert draws == set(pseudonymizer.candidates("smith"))
+    assert {pseudonymizer.pseudonym("SMITH", rng) for _ in range(100)} == {w.upper() for w in draws}
+
+
+def test_numbers_are_replaced_whether_or_not_the_vocabulary_knows_them(embeddings):
+    """A number's surrogates need no vocabulary: an unknown phone number must not reach an
+    export (or a FastText embedding, which would spell it out through subwords) as it is."""
+    pseudonymizer = Pseudonymizer(embeddings, 9)
+    assert not embeddings.is_known("5551234") and pseudonymizer.replaceable("5551234")
+    assert len(pseudonymizer.candidates("5551234", "PHONE")) == 9_000_000
+
+
+@pytest.mark.parametrize("word", ["the", ".", "zqx"])  # stop word, punctuation, out of vocabulary
+def test_words_that_are_not_replaced_are_their_only_candidate(embeddings, word):
+    pseudonymizer = Pseudonymizer(embeddings, 9)
+    assert pseudonymizer.candidates(word, "DATE") == [word]
+    assert pseudonymizer.pseudonym(word, random.Random(0), "DATE") == word
+    assert Pseudonymizer(embeddings, 1).candidates("Smith") == ["Smith"]
+    assert Pseudonymizer(embeddings, 1).candidates("12", "DATE") == ["12"]
+
+
+def test_tags_name_the_category():
+    assert [tag_category(t) for t in ("B-DATE", "I-AGE", "S-AGE", "E-PHONE", "O")] == ["DATE", "AGE", "AGE", "PHONE", None]
+
+
+def test_categories_reach_the_pseudonymizer_from_the_tags(numbers):
+    tokens = [Token("aged", 0, 4), Token("95", 5, 7), Token("on", 8, 10), Token("14", 11, 13), Token("95", 14, 16)]
+    sentence = LabeledSentence(tokens, casing_ids(tokens), ["O", "S-AGE", "O", "B-DATE", "B-ID"])
+    calls = []
+
+    class Recording(Pseudonymizer):
+        def pseudonym(self, word, rng, category=None):
+            calls.append((word, category))
+            return super().pseudonym(word, rng, category)
+
+    Recording(numbers.embeddings, 10).labeled_sentences([sentence], random.Random(0))
+    assert calls == [("95", "AGE"), ("14", "DATE"), ("95", "ID")]
+    ages = {numbers.sentence(sentence, random.Random(seed))[1] for seed in range(200)}
+    ids = {numbers.sentence(sentence, random.Random(seed))[4] for seed in range(200)}
+    assert ages <= {str(v) for v in range(90, 100)} and not ids <= ages
+
+
+def test_documents_keep_ages_over_89(numbers):
+    document = Document("d", "Age 95 seen 09 / 14 / 2067.", (Span(4, 6, "AGE", "95"), Span(12, 26, "DATE", "09 / 14 / 2067")))
+    for seed in range(50):
+        age, date = (span.text for span in numbers.document(document, random.Random(seed)).spans)
+        month, day, year = date.split(" / ")
+        assert 90 <= int(age) <= 99 and len(month) == 2 and 1 <= int(month) <= 12
+        assert 10 <= int(day) <= 31 and 2057 <= int(year) <= 2077
