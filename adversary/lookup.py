@@ -13,31 +13,37 @@ from adversary.procedures import represent
 
 
 def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
-    """For every sentence of `pairs`, its first fake pair over the draws of `seed`, epochs 0, 1, ..."""
+    """For every sentence of `pairs`, its first fake pair over the draws of `seed`, epochs 0, 1, ...;
+    `shared_original` is what an export of the original gives the representer (first draw's)."""
     partner, taken = pairs.features.copy(), np.zeros(len(pairs), bool)
     replaced = np.full(len(pairs), -1, dtype=np.int64)
+    shared = None
     for epoch in itertools.count():
         draw = pairs.draw(seed, epoch)
+        shared = draw.shared_original if shared is None else shared
         for index in np.flatnonzero((draw.labels == 0) & ~taken):
             rows = slice(pairs.offsets[index], pairs.offsets[index] + pairs.lengths[index])
             partner[rows], replaced[index] = draw.partner[rows], draw.replaced[index]
         taken |= draw.labels == 0
         if taken.all():
-            return Pairs(pairs.features, partner, pairs.lengths, np.zeros(len(pairs), np.float32), replaced)
+            return Pairs(pairs.features, partner, pairs.lengths, np.zeros(len(pairs), np.float32), replaced,
+                         shared, partner)
 
 
 def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int = BATCH_SIZE) -> dict:
     """The lookup attack on every sentence of `pairs` (one fake partner each): distances are
     summed squared Euclidean distances over the tokens; a tie counts half.
 
-    Returns `sentences` and `successes` (how often the fresh representation was closer to
-    the stored one of its own sentence) and `rate` = successes / sentences."""
+    The stored representations are of the sentences as the attacker knows them; the fresh one
+    is an export's (of the pseudonymized copy on the export path). Returns `sentences` and
+    `successes` (how often the fresh representation was closer to the stored one of its own
+    sentence) and `rate` = successes / sentences."""
     successes = 0.0
     for batch in pair_batches(one_fake_per_sentence(pairs, seed), batch_size):
         mask = batch["mask"]
 
         stored, stored_fake, fresh = (represent(representer, embeddings, mask).numpy()
-                                      for embeddings in (batch["original"], batch["partner"], batch["original"]))
+                                      for embeddings in (batch["original"], batch["partner"], batch["shared_original"]))
         weight = mask.numpy()[..., None]
         own = np.sum((fresh - stored) ** 2 * weight, axis=(1, 2))
         other = np.sum((fresh - stored_fake) ** 2 * weight, axis=(1, 2))

@@ -102,7 +102,9 @@ class CombinedAdversary(keras.Model):
 
 
 def adversary_outputs(adversary, representer, batch, training=False):
-    """`adversary` applied to a batch of pairs from `adversary.pairs` ({original, partner, mask}).
+    """`adversary` applied to a batch of pairs from `adversary.pairs` ({original, partner,
+    shared_original, shared_partner, mask}): the representer reads the shared_ sentences (the
+    pseudonymized copies on the export path), T1 the original's embeddings.
 
     `representer` maps {"embeddings", "mask"} to (B, T, d): a representer model, or
     `lambda inputs, training=False: inputs["embeddings"]` to attack raw embeddings. Both
@@ -112,7 +114,7 @@ def adversary_outputs(adversary, representer, batch, training=False):
     original's embeddings with the partner's representation.
     """
     mask = batch["mask"]
-    both = representer({"embeddings": ops.concatenate([batch["original"], batch["partner"]], axis=0),
+    both = representer({"embeddings": ops.concatenate([batch["shared_original"], batch["shared_partner"]], axis=0),
                         "mask": ops.concatenate([mask, mask], axis=0)}, training=training)
     representation, partner_representation = ops.split(both, 2, axis=0)
     return adversary({"embeddings": batch["original"], "representation": representation,

@@ -30,6 +30,8 @@ class Pairs:
     each pair (equal in a real pair), `lengths` (pairs,) tokens per pair, `labels` (pairs,)
     float32, 1 real and 0 fake, and `replaced` (pairs,) the position of the replaced token in
     a fake pair, -1 in a real one. Pair i belongs to sentence i of its `PairSource`.
+    `shared_original` and `shared_partner` are what the representer reads for them: the same
+    arrays, or on the export path the embeddings of their pseudonymized copies (see `PairSource`).
     """
 
     original: np.ndarray
@@ -37,6 +39,8 @@ class Pairs:
     lengths: np.ndarray
     labels: np.ndarray
     replaced: np.ndarray
+    shared_original: np.ndarray
+    shared_partner: np.ndarray
 
     def __len__(self):
         return len(self.lengths)
@@ -49,12 +53,17 @@ class PairSource:
     pseudonym (of the category its tag names) with a different embedding vector; sentences
     without one are dropped (see `sentences`). Every draw makes one pair per sentence, half of
     them real and half fake (one more of either when odd, chosen at random).
+
+    With `export_path`, the pairs are those of what `client export` shares: before the
+    representer reads either sentence of a pair, every PHI token of it is pseudonymized afresh
+    (the partner's replaced token among the candidates of its replacement), while the
+    attacker's side (T1's embeddings, the lookup table) keeps the original sentence.
     """
 
-    def __init__(self, sentences: Sequence[LabeledSentence], pseudonymizer: Pseudonymizer):
+    def __init__(self, sentences: Sequence[LabeledSentence], pseudonymizer: Pseudonymizer, export_path: bool = False):
         if pseudonymizer.neighbours < 2:
             raise ValueError("fake pairs need at least 2 neighbours per token")
-        self.pseudonymizer = pseudonymizer
+        self.pseudonymizer, self.export_path = pseudonymizer, export_path
         rng = random.Random(0)
         positions = [[i for i, (token, tag) in enumerate(zip(sentence.tokens, sentence.tags))
                       if tag != "O" and self._replacement(token.text, rng, tag_category(tag)) is not None]
@@ -67,6 +76,7 @@ class PairSource:
         self.offsets = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
         tokens = [token for sentence in self.sentences for token in sentence.tokens]
         self.features = pseudonymizer.embeddings.sentence_matrix(tokens)
+        self.phi = [[i for i, tag in enumerate(sentence.tags) if tag != "O"] for sentence in self.sentences]
 
     def __len__(self):
         return len(self.sentences)
@@ -99,6 +109,7 @@ class PairSource:
         rng.shuffle(labels)
         partner = self.features.copy()
         replaced = np.full(count, -1, dtype=np.int64)
+        partner_words = [[token.text for token in sentence.tokens] for sentence in self.sentences]
         for index, label in enumerate(labels):
             if label == 0.0:
                 sentence = self.sentences[index]
@@ -107,10 +118,27 @@ class PairSource:
                     if word is not None:  # None only when a rare draw run kept the vector 64 times
                         partner[self.offsets[index] + position] = self.pseudonymizer.embeddings.vector(word)
                         replaced[index] = position
+                        partner_words[index][position] = word
                         break
                 else:
                     labels[index] = 1.0
-        return Pairs(self.features, partner, self.lengths, np.array(labels, dtype=np.float32), replaced)
+        if not self.export_path:
+            return Pairs(self.features, partner, self.lengths, np.array(labels, dtype=np.float32), replaced,
+                         self.features, partner)
+        originals = [[token.text for token in sentence.tokens] for sentence in self.sentences]
+        return Pairs(self.features, partner, self.lengths, np.array(labels, dtype=np.float32), replaced,
+                     self._pseudonymized(originals, rng), self._pseudonymized(partner_words, rng))
+
+    def _pseudonymized(self, sentences: list[list[str]], rng: random.Random) -> np.ndarray:
+        """Embeddings of the sentences (word lists, one per sentence of this source) with every
+        PHI token replaced by a fresh pseudonym, as `client export` replaces it."""
+        words = [word for sentence in sentences for word in sentence]
+        for index, positions in enumerate(self.phi):
+            tags, offset = self.sentences[index].tags, self.offsets[index]
+            for position in positions:
+                words[offset + position] = self.pseudonymizer.pseudonym(words[offset + position], rng,
+                                                                        tag_category(tags[position]))
+        return self.pseudonymizer.embeddings.sentence_matrix(words)
 
     def epoch(self, seed: int, epoch: int, batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
         """The training batches of one epoch: fresh pairs, bucketed and shuffled by (`seed`, `epoch`)."""
@@ -124,9 +152,9 @@ class PairSource:
 
 def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,
                  rng: np.random.Generator | None = None) -> tf.data.Dataset:
-    """Batches of pairs of about equal length: dicts of `original` and `partner` (B, T, D),
-    `mask` (B, T) bool, `label` (B,) float32 and `index` (B,) pair numbers in `pairs`, where T
-    is the longest pair of the batch.
+    """Batches of pairs of about equal length: dicts of `original`, `partner`, `shared_original`
+    and `shared_partner` (B, T, D), `mask` (B, T) bool, `label` (B,) float32 and `index` (B,)
+    pair numbers in `pairs`, where T is the longest pair of the batch.
 
     Pairs are sorted by length and cut into batches; with `rng`, ties are broken at random
     and the batches come in random order, without it the order is fixed.
@@ -139,14 +167,13 @@ def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,
     batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
     if rng is not None:
         batches = [batches[i] for i in rng.permutation(len(batches))]
-    original = tf.RaggedTensor.from_row_lengths(pairs.original, pairs.lengths)
-    partner = tf.RaggedTensor.from_row_lengths(pairs.partner, pairs.lengths)
+    rows = {name: tf.RaggedTensor.from_row_lengths(getattr(pairs, name), pairs.lengths)
+            for name in ("original", "partner", "shared_original", "shared_partner")}
     lengths, labels = tf.constant(pairs.lengths, tf.int32), tf.constant(pairs.labels)
 
     def gather(indices):
-        padded = tf.gather(original, indices).to_tensor()
-        return {"original": padded, "partner": tf.gather(partner, indices).to_tensor(),
-                "mask": tf.sequence_mask(tf.gather(lengths, indices), tf.shape(padded)[1]),
+        batch = {name: tf.gather(values, indices).to_tensor() for name, values in rows.items()}
+        return {**batch, "mask": tf.sequence_mask(tf.gather(lengths, indices), tf.shape(batch["original"])[1]),
                 "label": tf.gather(labels, indices), "index": indices}
 
     indices = tf.RaggedTensor.from_row_lengths(np.concatenate(batches), [len(batch) for batch in batches])

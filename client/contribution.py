@@ -24,7 +24,7 @@ import os
 import secrets
 import struct
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
@@ -37,7 +37,11 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from client.sealing import PUBLIC_KEY_BYTES, SealError, StreamOpener, StreamSealer
 from corpus.casing import CASING
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Every gold PHI token replaced by a uniform draw among its N nearest embedding neighbours,
+# numbers by plausible surrogates of the same shape and range (adversary.pseudonymize),
+# fresh per occurrence and per export, before the representer runs.
+PSEUDONYMIZATION_SCHEME = "embedding-neighbours+plausible-numbers/1"
 MAGIC, END_MAGIC = b"DPCONTR\x01", b"DPCEND\x00\x01"
 SIGNATURE_CONTEXT = b"deidpool contribution header v1\n"
 DTYPES = {"float16": "<f2", "float32": "<f4"}
@@ -62,6 +66,9 @@ class ContributionHeader:
     tokens: int
     dim: int
     dtype: str
+    neighbours: int
+    pseudonymization: str
+    reidentification_bound: dict
     created: str
     nonce: str
     body_sha256: str
@@ -130,21 +137,27 @@ class ContributionWriter:
     or an exception inside a `with` block) nothing is left at `path`.
     """
 
-    def __init__(self, path: str | Path, *, institution: str, representer_id: str, dim: int,
+    def __init__(self, path: str | Path, *, institution: str, representer_id: str, dim: int, neighbours: int,
                  signing_key: Ed25519PrivateKey, server_key: X25519PublicKey, dtype: str = "float16",
                  chunk_bytes: int = CHUNK_BYTES):
+        """`reidentification_bound` (the header field, see `adversary.bound`) is set on
+        `bound` before `close`; it stays {} when nobody computed one."""
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        if neighbours < 1:
+            raise ValueError(f"neighbours must be at least 1, got {neighbours}")
         if not institution:
             raise ValueError("the institution id is empty")
         self.path = Path(path)
         self._fields = {"institution": institution, "representer_id": representer_id, "dim": dim, "dtype": dtype,
+                        "neighbours": neighbours, "pseudonymization": PSEUDONYMIZATION_SCHEME,
                         "nonce": secrets.token_hex(16)}
         self._signing_key, self._chunk_bytes = signing_key, chunk_bytes
         self._sealer = StreamSealer(server_key, bytes.fromhex(self._fields["nonce"]))
         self._pending = bytearray()
         self._digest = hashlib.sha256()
         self.sentences = self.tokens = 0
+        self.bound: dict = {}
         self.header: ContributionHeader | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
@@ -181,6 +194,7 @@ class ContributionWriter:
             self._seal(final=True)
             header = ContributionHeader(
                 sentences=self.sentences, tokens=self.tokens, body_sha256=self._digest.hexdigest(),
+                reidentification_bound=self.bound,
                 created=datetime.now(timezone.utc).isoformat(timespec="seconds"), **self._fields)
             header_bytes = header.to_bytes()
             self._file.write(header_bytes + self._signing_key.sign(SIGNATURE_CONTEXT + header_bytes)
@@ -209,11 +223,15 @@ class ContributionWriter:
             self.discard()
 
 
-def write_contribution(path: str | Path, records: Iterable[bytes], **options) -> ContributionHeader:
-    """Write `records` with a `ContributionWriter(path, **options)`; returns the header."""
+def write_contribution(path: str | Path, records: Iterable[bytes], bound: Callable[[], dict] | None = None,
+                       **options) -> ContributionHeader:
+    """Write `records` with a `ContributionWriter(path, **options)`; returns the header.
+    `bound()`, called once the records are written, gives the header's re-identification bound."""
     with ContributionWriter(path, **options) as writer:
         for record in records:
             writer.add(record)
+        if bound is not None:
+            writer.bound = bound()
     return writer.header
 
 

@@ -1,9 +1,17 @@
-"""Export of PHI-labeled notes as a contribution (DESIGN.md, Contribution): prepare, embed,
-represent with the bundle's representer (noise on), shuffle across all documents, then
-encrypt and sign; memory stays bounded by the chunk size and the shuffle's memory budget."""
+"""Export of PHI-labeled notes as a contribution (DESIGN.md, Contribution): prepare,
+pseudonymize every gold PHI token, embed, represent with the bundle's representer (noise on),
+shuffle across all documents, then encrypt and sign; memory stays bounded by the chunk size
+and the shuffle's memory budget.
+
+Pseudonymize-then-represent (METHOD.md): no PHI token reaches the representer. Each is
+replaced by a uniform draw among its N nearest embedding neighbours (numbers by plausible
+surrogates of the same shape and range), fresh for every occurrence and every export, from
+the operating system's randomness; whatever the representer leaks, it leaks a surrogate."""
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from operator import attrgetter
@@ -14,6 +22,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 from tqdm import tqdm
 
+from adversary.bound import reidentification_bound
+from adversary.pseudonymize import Pseudonymizer, tag_category
 from client.contribution import ContributionHeader, encode_sentence, write_contribution
 from client.inference import apply_to_sentences, compile_representer
 from client.shuffle import MEMORY_BYTES, ExternalShuffle
@@ -24,26 +34,38 @@ from representer.bundle import Bundle
 from representer.dataset import SentenceData
 
 CHUNK_SENTENCES = 16384
+DEFAULT_NEIGHBOURS = 100
 
 
 def export_contribution(documents: Iterable[Document], bundle: Bundle, embeddings, out: str | Path, *,
                         institution: str, signing_key: Ed25519PrivateKey, server_key: X25519PublicKey,
-                        dtype: str = "float16", chunk_sentences: int = CHUNK_SENTENCES,
-                        memory_bytes: int = MEMORY_BYTES, progress: bool = True) -> ContributionHeader:
+                        neighbours: int = DEFAULT_NEIGHBOURS, dtype: str = "float16",
+                        chunk_sentences: int = CHUNK_SENTENCES, memory_bytes: int = MEMORY_BYTES,
+                        rng: random.Random | None = None, language: str = "en",
+                        progress: bool = True) -> ContributionHeader:
     """Write the contribution of `documents` to `out` and return its header.
 
-    `embeddings` are the bundle's (from `bundle.load_embeddings`). Sentences are represented
-    `chunk_sentences` at a time, spilled to a uniform external shuffle in `out`'s folder, and
-    written in shuffled order; on any error no file is left at `out`.
+    `embeddings` are the bundle's (from `bundle.load_embeddings`). Every gold PHI token is
+    pseudonymized among `neighbours` = N (recorded in the header; N = 1 replaces nothing),
+    drawing from `rng` (default: the operating system's randomness; pass one only in tests).
+    The header also gets the re-identification bound of these PHI tokens (`adversary.bound`,
+    its frequency prior in `language`). Sentences are represented `chunk_sentences` at a time,
+    spilled to a uniform external shuffle in `out`'s folder, and written in shuffled order; on
+    any error no file is left at `out`.
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    pseudonymizer = Pseudonymizer(embeddings, neighbours)
+    rng = rng or random.SystemRandom()
     represent = compile_representer(bundle.load_representer(deterministic=False), embeddings.dim)
-    count = 0
+    count, phi = 0, Counter()
     with ExternalShuffle(out.parent, memory_bytes) as shuffle:
         with tqdm(desc="representing", unit=" sentences", disable=not progress) as bar:
             for sentences in _chunks(_labeled_sentences(documents, bundle), chunk_sentences):
-                data = SentenceData.from_sentences(sentences, embeddings, bundle.tags)
+                phi.update((token.text, tag_category(tag)) for sentence in sentences
+                           for token, tag in zip(sentence.tokens, sentence.tags) if tag != "O")
+                data = SentenceData.from_sentences(pseudonymizer.labeled_sentences(sentences, rng), embeddings,
+                                                   bundle.tags)
                 boundaries = np.cumsum(data.lengths)[:-1]
                 for vectors, tags, casing in zip(apply_to_sentences(represent, data),
                                                  np.split(data.tags, boundaries), np.split(data.casing, boundaries)):
@@ -54,7 +76,10 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
             raise CorpusError("the notes hold no sentences to export")
         records = tqdm(shuffle, total=count, desc="writing", unit=" sentences", disable=not progress)
         return write_contribution(out, records, institution=institution, representer_id=bundle.representer_id,
-                                  dim=bundle.repr_size, signing_key=signing_key, server_key=server_key, dtype=dtype)
+                                  dim=bundle.repr_size, neighbours=neighbours, signing_key=signing_key,
+                                  server_key=server_key, dtype=dtype,
+                                  bound=lambda: reidentification_bound(phi.elements(), pseudonymizer,
+                                                                       language=language))
 
 
 def _labeled_sentences(documents: Iterable[Document], bundle: Bundle) -> Iterator[LabeledSentence]:

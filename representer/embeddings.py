@@ -10,7 +10,9 @@ zero vector, or, for FastText, as its subword vector.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import tempfile
 from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
@@ -20,12 +22,20 @@ import numpy as np
 import pyarrow.parquet as pq
 from gensim.models import FastText, KeyedVectors
 from gensim.models.fasttext import FastTextKeyedVectors, load_facebook_vectors, save_facebook_model
+from tqdm import tqdm
 
 from corpus.tokenize import Token
 
 GLOVE_NAME = "glove-6b-50d"
 _DIGIT = re.compile(r"\d")
 _HASH_ROWS = 8192  # rows per chunk when hashing (a chunk is copied to C order)
+_SIMILARITY_CELLS = 1 << 24  # similarities per chunk of `neighbour_table` (64 MB of float32)
+
+
+def neighbour_cache_dir() -> Path:
+    """Where neighbour tables are cached: `$DEIDPOOL_CACHE/neighbours`, else ~/.cache/deidpool/neighbours."""
+    root = os.environ.get("DEIDPOOL_CACHE")
+    return (Path(root) if root else Path.home() / ".cache" / "deidpool") / "neighbours"
 
 
 def _text(token: str | Token) -> str:
@@ -136,6 +146,47 @@ class Embeddings:
         own = (self._key(word), word)
         others = [self.kv.index_to_key[i] for i in top if self.kv.index_to_key[i] not in own]
         return [word, *others[: n - 1]]
+
+    def neighbour_table(self, n: int, *, progress: bool = True) -> np.ndarray:
+        """(rows, n) int32 row ids over the neighbour vocabulary: row i = [i, its n - 1 nearest
+        other rows by cosine similarity, nearest first], the rows `neighbours()` gives for the
+        word of row i (-1 after i for a zero vector; fewer columns when the neighbour
+        vocabulary has fewer than n rows).
+
+        Cached in `neighbour_cache_dir()` under a name made of the hash of `source_id`, n and
+        the neighbour vocabulary size; computed (with a progress bar) only when absent.
+        """
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        rows = len(self._unit_rows)
+        n = min(n, rows)
+        digest = hashlib.sha256(self.source_id.encode()).hexdigest()[:16]
+        path = neighbour_cache_dir() / f"{digest}-n{n}-v{rows}.npy"
+        if path.is_file():
+            return np.load(path)
+        table = self._neighbour_table(n, progress)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy.part", delete=False) as part:
+            np.save(part, table)
+        os.replace(part.name, path)  # atomic: a reader never sees a partial table
+        return table
+
+    def _neighbour_table(self, n: int, progress: bool) -> np.ndarray:
+        unit = self._unit_rows
+        rows = len(unit)
+        table = np.empty((rows, n), dtype=np.int32)
+        table[:, 0] = np.arange(rows)
+        chunk = max(1, _SIMILARITY_CELLS // rows)
+        starts = range(0, rows if n > 1 else 0, chunk)  # n = 1: nothing but the rows themselves
+        for start in tqdm(starts, desc=f"neighbours (n={n})", unit=" chunks", disable=not progress):
+            similarity = unit[start:start + chunk] @ unit.T
+            ids = np.arange(len(similarity))
+            similarity[ids, start + ids] = -np.inf  # the row itself is column 0
+            top = np.argpartition(similarity, rows - n + 1, axis=1)[:, rows - n + 1:]
+            order = np.argsort(-np.take_along_axis(similarity, top, axis=1), axis=1, kind="stable")
+            table[start:start + chunk, 1:] = np.take_along_axis(top, order, axis=1)
+        table[~unit.any(axis=1), 1:] = -1  # a zero vector has no neighbour, as in `neighbours()`
+        return table
 
     def digit_words(self) -> list[str]:
         """Vocabulary words made of ASCII digits only, in vocabulary order (number pseudonyms)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Engine, ForeignKey, Integer, String, Text, TypeDecorator,
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Engine, Float, ForeignKey, Integer, String, Text, TypeDecorator,
                         create_engine, event)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
@@ -83,6 +83,12 @@ class Contribution(Base):
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     header_created: Mapped[datetime] = mapped_column(UTCDateTime)
     received: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # pseudonymization N and the re-identification bound of the signed header; the two means
+    # (best attacker's success on hidden PHI tokens, uniform and frequency prior) for queries
+    neighbours: Mapped[int] = mapped_column(Integer)
+    bound_uniform: Mapped[float | None] = mapped_column(Float)
+    bound_frequency: Mapped[float | None] = mapped_column(Float)
+    reidentification_bound: Mapped[dict | None] = mapped_column(JSON)
 
 
 class TrainingRun(Base):

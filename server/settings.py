@@ -13,6 +13,7 @@ DATABASE_FILE = "deidpool.sqlite"
 DATABASE_URL_ENV = "DATABASE_URL"
 MAX_UPLOAD_BYTES = 512 << 20
 MAX_AGE_SECONDS = 7 * 24 * 3600
+MIN_NEIGHBOURS = 10  # the least pseudonymization N an upload may declare
 MAX_CLOCK_SKEW_SECONDS = 300  # how far in the future a timestamp may be (and a signed request's in the past)
 
 
@@ -79,6 +80,7 @@ class Settings:
     admin_token_sha256: str
     max_upload_bytes: int = MAX_UPLOAD_BYTES
     max_age_seconds: int = MAX_AGE_SECONDS
+    min_neighbours: int = MIN_NEIGHBOURS
 
     def save(self, layout: Layout) -> None:
         temporary = layout.settings.with_suffix(".json.tmp")
@@ -104,7 +106,7 @@ class Settings:
         for name in ("provider_fingerprint", "admin_token_sha256"):
             if not isinstance(values.get(name), str):
                 raise SettingsError(f"{path}: {name} is missing or not a string")
-        for name in ("max_upload_bytes", "max_age_seconds"):
+        for name in ("max_upload_bytes", "max_age_seconds", "min_neighbours"):
             if not isinstance(values.get(name, 1), int) or values.get(name, 1) < 1:
                 raise SettingsError(f"{path}: {name} must be a positive integer")
         return cls(**values)

@@ -44,6 +44,9 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
         raise Refused(409, f"contribution {staged.sha256} is already stored")
     if known_nonce is not None:
         raise Refused(400, f"nonce {header.nonce} was already used by contribution {known_nonce} (a replay)")
+    if header.neighbours < state.settings.min_neighbours:
+        raise Refused(422, f"the contribution was pseudonymized among {header.neighbours} neighbours; this server "
+                           f"requires at least {state.settings.min_neighbours} (re-export with --neighbours)")
     created = _check_created(header.created, state.settings.max_age_seconds)
     if current is None:
         raise Refused(422, "the server has no current representer to accept contributions for")
@@ -52,7 +55,9 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
         num_tags=len(current.manifest["tags"]["vocabulary"])), path)
     row = Contribution(sha256=staged.sha256, institution_id=header.institution, representer_id=header.representer_id,
                        nonce=header.nonce, sentences=header.sentences, tokens=header.tokens, dim=header.dim,
-                       dtype=header.dtype, size_bytes=staged.size, header_created=created)
+                       dtype=header.dtype, size_bytes=staged.size, header_created=created,
+                       neighbours=header.neighbours, reidentification_bound=header.reidentification_bound,
+                       **_bound_means(header.reidentification_bound))
     try:
         with state.sessions.begin() as session:
             session.add(row)
@@ -73,6 +78,14 @@ def _checked(status: int, check, path):
         return check()
     except ContributionError as error:
         raise Refused(status, str(error).replace(str(path), "the upload")) from None
+
+
+def _bound_means(bound: dict) -> dict:
+    """The overall mean successes of a header's re-identification bound (None where it has none)."""
+    means = bound.get("overall", {}).get("mean_success", {}) if isinstance(bound, dict) else {}
+    values = {prior: means.get(prior) for prior in ("uniform", "frequency")}
+    return {f"bound_{prior}": float(value) if isinstance(value, (int, float)) else None
+            for prior, value in values.items()}
 
 
 def _check_created(created: str, max_age_seconds: int) -> datetime:

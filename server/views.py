@@ -25,7 +25,8 @@ def representer_view(row: Representer) -> dict:
 def contribution_view(row: Contribution) -> dict:
     return {"sha256": row.sha256, "institution": row.institution_id, "representer_id": row.representer_id,
             "sentences": row.sentences, "tokens": row.tokens, "dim": row.dim, "dtype": row.dtype,
-            "size_bytes": row.size_bytes, "created": _time(row.header_created), "received": _time(row.received)}
+            "size_bytes": row.size_bytes, "created": _time(row.header_created), "received": _time(row.received),
+            "neighbours": row.neighbours, "reidentification_bound": row.reidentification_bound}
 
 
 def run_view(row: TrainingRun, epochs: list[RunEpoch]) -> dict:

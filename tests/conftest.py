@@ -25,6 +25,15 @@ def _require(relative: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def neighbour_cache(tmp_path_factory) -> Path:
+    """Neighbour tables (the re-identification bound's) go to a temporary folder, not ~/.cache."""
+    folder = tmp_path_factory.mktemp("neighbour-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DEIDPOOL_CACHE", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def physionet_dir() -> Path:
     """../shared/data/physionet-deid (id.text, id-phi.phrase, splits.json)."""

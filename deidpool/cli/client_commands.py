@@ -130,8 +130,17 @@ def export(
     out: Path = typer.Option(..., "--out", help="The contribution file to write (.dpc)."),
     dtype: str = typer.Option("float16", "--dtype", help="Vector precision: float16 or float32."),
     embeddings: str | None = typer.Option(None, "--embeddings", help=_EMBEDDINGS_HELP),
+    neighbours: int = typer.Option(100, "--neighbours", "-n", min=1,
+                                   help="Pseudonymize every PHI token among its N nearest embedding neighbours "
+                                        "before the representer runs (recorded in the header; servers set a minimum)."),
+    language: str = typer.Option("en", "--language", help="Language of the notes, for the frequency prior of the "
+                                                          "re-identification bound (wordfreq code: en, es, ...)."),
 ) -> None:
-    """Export labeled notes as an encrypted, signed contribution of noisy vectors, tags and casing."""
+    """Export labeled notes as an encrypted, signed contribution of noisy vectors, tags and casing.
+
+    Every gold PHI token is first replaced by a random one of its N nearest embedding neighbours
+    (numbers by plausible surrogates), so the vectors are computed from pseudonymized text; the
+    header records N and the re-identification bound of the export."""
     from client.export import export_contribution
     from client.identity import institution_id
     from corpus.formats import iter_corpus
@@ -144,9 +153,11 @@ def export(
         server = keys.load_public_key(server_key, keys.ENCRYPTION)
         bundle, vectors = _open_bundle(bundle_path, provider_key, embeddings)
         header = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out,
-                                     institution=institution, signing_key=signing_key, server_key=server, dtype=dtype)
+                                     institution=institution, signing_key=signing_key, server_key=server, dtype=dtype,
+                                     neighbours=neighbours, language=language)
     typer.echo(f"wrote {header.sentences} sentences ({header.tokens} tokens) of {institution} to {out} "
-               f"({out.stat().st_size:,} bytes)")
+               f"({out.stat().st_size:,} bytes), PHI pseudonymized among N = {neighbours} neighbours")
+    _echo_bound(header.reidentification_bound)
 
 
 @client_app.command("inspect")
@@ -162,6 +173,15 @@ def inspect(
         header = verify_contribution(contribution, public_key)
     typer.echo(json.dumps(dataclasses.asdict(header), indent=2))
     typer.echo(f"signature: valid (institution key {keys.fingerprint(public_key)})")
+    _echo_bound(header.reidentification_bound)
+
+
+def _echo_bound(bound: dict) -> None:
+    """The re-identification bound of a header as a table (nothing when it has none)."""
+    from adversary.bound import format_bound
+
+    if bound:
+        typer.echo(format_bound(bound))
 
 
 @client_app.command("upload")

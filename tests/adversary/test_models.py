@@ -29,7 +29,8 @@ def toy_pairs(count, seed, time=6, dim=DIM):
     for row in np.flatnonzero(labels == 0):
         step = rng.normal(size=dim)
         partner[row, rng.integers(lengths[row])] += 2 * step / np.linalg.norm(step)
-    return {"original": original, "partner": partner, "mask": np.arange(time)[None, :] < lengths[:, None],
+    return {"original": original, "partner": partner, "shared_original": original, "shared_partner": partner,
+            "mask": np.arange(time)[None, :] < lengths[:, None],
             "label": labels}
 
 

@@ -193,3 +193,18 @@ def test_batches_feed_the_adversaries(source):
     batch = next(iter(source.epoch(seed=0, epoch=0)))
     metrics = adversary_step(CombinedAdversary(4), build_representer(4, repr_size=3, lstm_units=2), batch)
     assert float(metrics["loss"]) > 0 and 0 <= float(metrics["accuracy"]) <= 1
+
+
+def test_on_the_export_path_the_representer_reads_freshly_pseudonymized_copies(source):
+    """The attacker's side keeps the original; what the representer reads has every PHI token
+    replaced afresh (a real pair's two sides independently), and nothing else changed."""
+    export = PairSource(source.sentences, source.pseudonymizer, export_path=True)
+    phi = np.concatenate([[tag != "O" for tag in sentence.tags] for sentence in export.sentences])
+    pairs = export.draw(seed=3)
+    np.testing.assert_array_equal(pairs.original, export.features)
+    for shared, raw in ((pairs.shared_original, pairs.original), (pairs.shared_partner, pairs.partner)):
+        np.testing.assert_array_equal(shared[~phi], raw[~phi])
+        assert not np.array_equal(shared[phi], raw[phi])
+    assert not np.array_equal(pairs.shared_original[phi], pairs.shared_partner[phi])
+    bare = source.draw(seed=3)
+    assert bare.shared_original is bare.original and bare.shared_partner is bare.partner

@@ -35,7 +35,7 @@ def _sentences(count=60, seed=0):
 def _write(path, parties, sentences, dtype="float16", **options):
     institution, server = parties
     records = [encode_sentence(*sentence, dtype=dtype) for sentence in sentences]
-    return write_contribution(path, records, institution="site-a", representer_id="rep-1", dim=DIM,
+    return write_contribution(path, records, institution="site-a", representer_id="rep-1", dim=DIM, neighbours=100,
                               signing_key=institution, server_key=server.public_key(), dtype=dtype,
                               **{"chunk_bytes": 1000, **options})
 
@@ -71,8 +71,9 @@ def test_round_trip_keeps_every_sentence_in_order(tmp_path, parties, dtype):
 def test_header_holds_only_the_agreed_fields(written, parties):
     path, header, _ = written
     assert {field.name for field in dataclasses.fields(ContributionHeader)} == {
-        "institution", "representer_id", "sentences", "tokens", "dim", "dtype", "created", "nonce", "body_sha256",
-        "format_version"}
+        "institution", "representer_id", "sentences", "tokens", "dim", "dtype", "neighbours", "pseudonymization",
+        "reidentification_bound", "created", "nonce", "body_sha256", "format_version"}
+    assert header.neighbours == 100 and header.reidentification_bound == {}
     assert read_header(path) == verify_contribution(path, parties[0].public_key()) == header
     assert len(bytes.fromhex(header.nonce)) == 16
 
@@ -171,7 +172,7 @@ def test_an_exception_inside_the_writer_block_leaves_no_file(tmp_path, parties):
     institution, server = parties
     with pytest.raises(RuntimeError):
         with ContributionWriter(tmp_path / "a.dpc", institution="site-a", representer_id="rep-1", dim=DIM,
-                                signing_key=institution, server_key=server.public_key()) as writer:
+                                neighbours=100, signing_key=institution, server_key=server.public_key()) as writer:
             writer.add(encode_sentence(*_sentences(count=1)[0]))
             raise RuntimeError("interrupted")
     assert list(tmp_path.iterdir()) == []

@@ -33,7 +33,7 @@ def exports(tmp_path_factory, documents, pipeline, embeddings, loaded_keys):
 def input_sentences(documents):
     """(tag ids, casing ids) of every sentence, in input order."""
     index = {tag: i for i, tag in enumerate(TAGS)}
-    return [(tuple(index[tag] for tag in sentence.tags), tuple(sentence.casing))
+    return [_key_of([index[tag] for tag in sentence.tags], sentence.casing)
             for document in documents for sentence in prepare_document(document, "BIO", attrgetter("source_type"))]
 
 
@@ -45,8 +45,14 @@ def _payload(path, loaded_keys):
     return b"".join(decrypt_payload(path, loaded_keys.server, loaded_keys.institution_public))
 
 
+def _key_of(tags, casing):
+    """Tag ids and the casing ids of the non-PHI tokens (a PHI token's casing is its surrogate's,
+    drawn afresh by every export)."""
+    return tuple(int(tag) for tag in tags), tuple(-1 if tag else int(c) for tag, c in zip(tags, casing))
+
+
 def _key(sentence):
-    return tuple(int(tag) for tag in sentence.tags), tuple(int(casing) for casing in sentence.casing)
+    return _key_of(sentence.tags, sentence.casing)
 
 
 def test_contribution_is_valid_for_the_server(exports, pipeline, loaded_keys, input_sentences):
@@ -94,6 +100,36 @@ def test_exporting_twice_gives_the_same_tags_but_other_vectors(exports, loaded_k
     first, second = ({_key(s): s.vectors for s in _sentences(path, loaded_keys)} for path, _ in exports)
     assert first.keys() == second.keys()
     assert not any(np.array_equal(first[key], second[key]) for key in first)
+
+
+def test_no_phi_token_reaches_the_representer_without_the_pseudonymizer(tmp_path, monkeypatch, documents, pipeline,
+                                                                         embeddings, loaded_keys):
+    """Every gold PHI token is replaced before anything is embedded, and nothing else is."""
+    import client.export
+    from adversary.pseudonymize import Pseudonymizer
+
+    embedded = []
+    original_from_sentences = client.export.SentenceData.from_sentences
+    monkeypatch.setattr(Pseudonymizer, "pseudonym", lambda self, word, rng, category=None: "SURROGATE")
+    monkeypatch.setattr(client.export.SentenceData, "from_sentences",
+                        lambda sentences, *args: embedded.extend(sentences) or original_from_sentences(sentences, *args))
+    _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc")
+    given = [s for d in documents[:20] for s in prepare_document(d, "BIO", attrgetter("source_type"))]
+    assert len(embedded) == len(given) and sum(tag != "O" for s in given for tag in s.tags) > 50
+    for seen, before in zip(embedded, given):
+        for token, original, tag in zip(seen.tokens, before.tokens, before.tags):
+            assert token.text == ("SURROGATE" if tag != "O" else original.text)
+
+
+def test_header_records_n_and_the_bound_of_the_exported_phi(tmp_path, documents, pipeline, embeddings, loaded_keys):
+    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=3)
+    assert header.neighbours == 3 and header.pseudonymization.startswith("embedding-neighbours")
+    bound = header.reidentification_bound
+    given = [s for d in documents[:20] for s in prepare_document(d, "BIO", attrgetter("source_type"))]
+    assert bound["neighbours"] == 3
+    assert bound["overall"]["occurrences"] == sum(tag != "O" for s in given for tag in s.tags)
+    assert bound["overall"]["hidden"] > 0 and 0 < bound["overall"]["mean_success"]["uniform"] <= 1
+    assert "DATE" in bound["categories"]
 
 
 def test_bounded_memory_export_spills_and_keeps_every_sentence(tmp_path, documents, pipeline, embeddings,

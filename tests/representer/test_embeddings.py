@@ -164,3 +164,46 @@ def test_missing_or_malformed_file(tmp_path):
     malformed.write_text("a b c\nd e\n", encoding="utf-8")
     with pytest.raises(ValueError, match="bad.txt is not a word2vec or GloVe text file"):
         load_embeddings(f"glove-text:{malformed}")
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEIDPOOL_CACHE", str(tmp_path))
+    return tmp_path / "neighbours"
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 40])
+def test_neighbour_table_matches_neighbours(cache_dir, monkeypatch, n):
+    monkeypatch.setattr("representer.embeddings._SIMILARITY_CELLS", 100)  # chunks of 3 rows
+    words = [f"w{i}" for i in range(40)]
+    emb = tiny(words, dim=6, neighbour_vocab=30)
+    table = emb.neighbour_table(n)
+    assert table.dtype == np.int32 and table.shape == (30, min(n, 30))
+    for row in range(30):
+        assert [words[i] for i in table[row]] == emb.neighbours(words[row], n)
+
+
+def test_neighbour_table_zero_vector_has_no_neighbours(cache_dir):
+    emb = tiny([f"w{i}" for i in range(6)])
+    emb.kv.vectors[2] = 0
+    table = emb.neighbour_table(3)
+    assert table[2].tolist() == [2, -1, -1] and emb.neighbours("w2", 3) == ["w2"]
+    assert (table[[0, 1, 3, 4, 5], 1:] >= 0).all()
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        emb.neighbour_table(0)
+
+
+def test_neighbour_table_cached_on_disk(cache_dir, monkeypatch):
+    words = [f"w{i}" for i in range(20)]
+    table = tiny(words).neighbour_table(4)
+    assert [path.suffix for path in cache_dir.iterdir()] == [".npy"]
+
+    def recompute(*args):
+        raise AssertionError("recomputed a cached table")
+
+    monkeypatch.setattr(Embeddings, "_neighbour_table", recompute)
+    np.testing.assert_array_equal(tiny(words).neighbour_table(4), table)  # a fresh load of the same vectors
+    for other in [lambda: tiny(words).neighbour_table(5), lambda: tiny(words, seed=1).neighbour_table(4),
+                  lambda: tiny(words, neighbour_vocab=10).neighbour_table(4)]:
+        with pytest.raises(AssertionError, match="recomputed"):
+            other()

@@ -60,7 +60,7 @@ def pool(key_files, tmp_path_factory):
     def write(path, institution, sentences, representer_id=REPRESENTER):
         records = [encode_sentence(*sentence) for sentence in sentences]
         return write_contribution(path, records, institution=institution, representer_id=representer_id, dim=DIM,
-                                  signing_key=institution_keys[institution], server_key=server_key.public_key())
+                                  neighbours=100, signing_key=institution_keys[institution], server_key=server_key.public_key())
 
     return SimpleNamespace(dim=DIM, representer=REPRESENTER, tags=TAGS, server_key=server_key,
                            institution_keys=institution_keys, sentences=synthetic_sentences, write=write)
@@ -132,13 +132,15 @@ def site(api, admin, key_files, pipeline_path) -> SimpleNamespace:
 
 
 def contribution_file(path: Path, site, *, institution: str = "site-a", representer_id: str | None = None, dim: int = REPR_SIZE,
-          sentences: int = 8, seed: int = 0, signing_key=None, num_tags: int = len(BUNDLE_TAGS)) -> Path:
+          sentences: int = 8, seed: int = 0, signing_key=None, num_tags: int = len(BUNDLE_TAGS),
+          neighbours: int = 100, bound: dict | None = None) -> Path:
     """A contribution of `sentences` random sentences for `site`'s server; returns `path`."""
     rng = np.random.default_rng(seed)
     records = [encode_sentence(rng.normal(size=(length, dim)), rng.integers(0, num_tags, length),
                                rng.integers(0, 5, length)) for length in rng.integers(1, 12, sentences)]
     write_contribution(path, records, institution=institution, representer_id=representer_id or site.representer,
-                       dim=dim, signing_key=signing_key or site.key, server_key=site.server_key)
+                       dim=dim, neighbours=neighbours, signing_key=signing_key or site.key,
+                       server_key=site.server_key, bound=bound and (lambda: bound))
     return path
 
 

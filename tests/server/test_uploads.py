@@ -15,6 +15,8 @@ from cryptography.hazmat.primitives import serialization
 from client import contribution
 from client.signed_requests import signed_headers
 
+from server.database import Contribution
+
 from .conftest import contribution_file, set_limits, stored, upload
 
 
@@ -59,6 +61,7 @@ CASES = {
                           "representer id"),
     "wrong dimension": (lambda s, p: (contribution_file(p, s, dim=3), {}), 422, "size 3"),
     "tag id out of range": (lambda s, p: (contribution_file(p, s, num_tags=200), {}), 422, "tag id"),
+    "too few neighbours": (lambda s, p: (contribution_file(p, s, neighbours=9), {}), 422, "at least 10"),
 }
 
 
@@ -165,13 +168,18 @@ def test_an_institution_lists_its_own_contributions_with_signed_requests(api, si
     public = other.public_key().public_bytes(serialization.Encoding.PEM,
                                              serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     assert api.post("/api/institutions", headers=admin, json={"id": "site-b", "public_key": public}).status_code == 201
-    assert upload(api, contribution_file(tmp_path / "a.dpc", site).read_bytes()).status_code == 201
+    bound = {"neighbours": 100, "overall": {"mean_success": {"uniform": 0.01, "frequency": 0.04}}}
+    assert upload(api, contribution_file(tmp_path / "a.dpc", site, bound=bound).read_bytes()).status_code == 201
     assert upload(api, contribution_file(tmp_path / "b.dpc", site, institution="site-b", signing_key=other).read_bytes(),
                   institution="site-b").status_code == 201
     mine = _listing(api, site.key)
     assert mine.status_code == 200, mine.text
     assert [row["institution"] for row in mine.json()] == ["site-a"]
     assert set(mine.json()[0]) >= {"sha256", "sentences", "tokens", "received"}
+    assert mine.json()[0]["neighbours"] == 100 and mine.json()[0]["reidentification_bound"] == bound
+    with api.app.state.server.sessions() as session:
+        stored_bounds = {(row.bound_uniform, row.bound_frequency) for row in session.query(Contribution)}
+    assert stored_bounds == {(0.01, 0.04), (None, None)}
     assert [row["institution"] for row in _listing(api, other, "site-b").json()] == ["site-b"]
     refused = {
         "signed by another key": _listing(api, other, "site-a"),

@@ -1,0 +1,233 @@
+"""The re-identification bound of pseudonymize-then-represent at export (METHOD.md, "Beyond
+the paper"): how well the best possible attacker recovers a PHI token from its surrogate.
+
+Every gold PHI token o of an export becomes a uniform draw s from its candidates C(o)
+(`Pseudonymizer.candidates`). The worst case for us is assumed: the attacker recovers s
+exactly from the representation and knows N, the embeddings, the number rules and the token's
+category. Its best guess is the Bayes decision under its prior pi over possible originals: one
+of largest pi among R(s) = {o' : s in C(o')}, ties split uniformly. It recovers o with
+
+    success(o) = 1/|C(o)| * sum over s in C(o) of [pi(o) = max pi(R(s))] / #argmax pi(R(s))
+
+for two priors: "uniform" (success = mean over s of 1/|R(s)|) and "frequency"
+(`wordfreq.word_frequency`; an all-zero number such as "00" is given the frequency of "01",
+since wordfreq returns the total of every number of that width for it; a word unknown to
+wordfreq gets `FREQUENCY_FLOOR`, so unknown words tie below known ones and share guesses).
+
+Possible originals. Restricting them only raises each original's success (its competitors in
+R(s) can only drop out), so the restrictions below make the bound conservative:
+- words: the rows of the neighbour vocabulary (the first `embeddings.neighbour_vocab`; their
+  candidates from `Embeddings.neighbour_table`, only themselves when not replaceable), plus
+  the export's own PHI words outside it (the word and its N - 1 neighbours in the neighbour
+  vocabulary), but not the other rows of the vocabulary. A surrogate is identified with the
+  vocabulary entry it names (lower-cased in GloVe); its casing follows the original, which
+  leaks the original's casing shape, not its word.
+- numbers (ASCII digits): every number of the token's digit count in its category (AGE has
+  its own ranges), enumerated up to `ENUMERATED_WIDTH` digits and in blocks of equal
+  candidate range and frequency beyond.
+- the attacker is told whether the original was a number or a word (the two are bounded apart).
+
+Tokens with a single candidate (stop words, punctuation, out-of-vocabulary words, anything
+when N = 1) stay in the export as they are: they are counted as not hidden and left out of
+the success statistics. `reidentification_bound`'s report never names a token (it is
+computed over gold PHI). The first bound of an embedding and N computes its neighbour table
+(GloVe, N = 100: about a minute), later ones read it from the cache.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from wordfreq import word_frequency
+
+from adversary.pseudonymize import NumberCandidates, Pseudonymizer
+from representer.embeddings import Embeddings
+
+PRIORS = ("uniform", "frequency")
+FREQUENCY_FLOOR = 1e-12  # the frequency of a word wordfreq does not know (its lists stop at 1e-8)
+ENUMERATED_WIDTH = 4  # numbers up to this many digits are enumerated one by one
+
+
+def token_success(tokens: Iterable[tuple[str, str]], pseudonymizer: Pseudonymizer, *,
+                  language: str = "en") -> dict[tuple[str, str], dict[str, float] | None]:
+    """The best attacker's success on each distinct (word, category) token, by prior name
+    (None for a token that is not hidden)."""
+    candidates = {token: pseudonymizer.candidates(*token) for token in dict.fromkeys(tokens)}
+    hidden = {token: found for token, found in candidates.items() if len(found) > 1}
+    numbers = {token: found for token, found in hidden.items() if isinstance(found, NumberCandidates)}
+    words = {token: found for token, found in hidden.items() if token not in numbers}
+    frequency = _Frequency(language)
+    success = {**_word_success(words, pseudonymizer, frequency), **_number_success(numbers, pseudonymizer, frequency)}
+    return {token: success.get(token) for token in candidates}
+
+
+def reidentification_bound(tokens: Iterable[tuple[str, str]], pseudonymizer: Pseudonymizer, *,
+                           language: str = "en") -> dict:
+    """The bound for the gold PHI tokens of an export, given as (word, category) pairs, with
+    the frequency prior in `language`.
+
+    Returns a JSON-ready dict: {"neighbours": N, "language": language, "priors": PRIORS,
+    "categories": {category: summary}, "overall": summary}, each summary being
+    {"occurrences", "hidden", "not_hidden", "mean_success": {prior: mean over hidden
+    occurrences}, "worst_success": {prior: largest success of a hidden occurrence},
+    "one_over_n"} (success values None without hidden occurrences).
+    """
+    occurrences = Counter(tokens)
+    success = token_success(occurrences, pseudonymizer, language=language)
+    by_category: dict[str, list] = {}
+    for token, count in occurrences.items():
+        by_category.setdefault(token[1], []).extend([success[token]] * count)
+    n = pseudonymizer.neighbours
+    return {"neighbours": n, "language": language, "priors": list(PRIORS),
+            "categories": {category: _summary(found, n) for category, found in sorted(by_category.items())},
+            "overall": _summary([s for found in by_category.values() for s in found], n)}
+
+
+def format_bound(report: dict) -> str:
+    """A Markdown table of `reidentification_bound`'s report, one row per category and overall."""
+    head = ["category", "tokens", "hidden", "not hidden", *(f"{what} {prior}" for prior in PRIORS
+                                                           for what in ("mean", "worst"))]
+    lines = [f"Re-identification bound, N = {report['neighbours']} (1/N = {report['overall']['one_over_n']:.4f}), "
+             f"success of the best attacker on hidden tokens:", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, summary in [*report["categories"].items(), ("overall", report["overall"])]:
+        cells = [name, summary["occurrences"], summary["hidden"], summary["not_hidden"],
+                 *(_cell(summary[key][prior]) for prior in PRIORS for key in ("mean_success", "worst_success"))]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines)
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def _summary(successes: list[dict | None], n: int) -> dict:
+    found = [s for s in successes if s is not None]
+    return {"occurrences": len(successes), "hidden": len(found), "not_hidden": len(successes) - len(found),
+            "mean_success": {p: float(np.mean([s[p] for s in found])) if found else None for p in PRIORS},
+            "worst_success": {p: max(s[p] for s in found) if found else None for p in PRIORS},
+            "one_over_n": 1 / n}
+
+
+class _Frequency:
+    """wordfreq frequencies in one language, each looked up once."""
+
+    def __init__(self, language: str):
+        self.language = language
+        self._cache: dict[str, float] = {}
+
+    def __call__(self, word: str) -> float:
+        if word not in self._cache:
+            looked_up = word[:-1] + "1" if len(word) > 1 and not word.strip("0") else word
+            self._cache[word] = word_frequency(looked_up, self.language) or FREQUENCY_FLOOR
+        return self._cache[word]
+
+
+def _priors(frequencies: Iterable[float]) -> dict[str, np.ndarray]:
+    frequency = np.fromiter(frequencies, dtype=float)
+    return {"uniform": np.ones(len(frequency)), "frequency": frequency}
+
+
+def _bayes(orig: np.ndarray, surr: np.ndarray, prior: np.ndarray, size: int,
+           weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """For each of `size` surrogates, over the (original, surrogate) pairs given: the largest
+    prior of an original it may come from, and how many originals reach it (an original
+    standing for `weight` originals of equal prior counts as that many)."""
+    pair_prior = prior[orig]
+    best = np.full(size, -np.inf)
+    np.maximum.at(best, surr, pair_prior)
+    top = pair_prior == best[surr]
+    ties = np.bincount(surr[top], weights=None if weight is None else weight[orig[top]], minlength=size)
+    return best, ties
+
+
+def _entry(word: str, embeddings: Embeddings) -> str:
+    """The vocabulary entry a candidate names: itself in a cased vocabulary, else lower-cased."""
+    return word if not embeddings.lowercase and word in embeddings.kv.key_to_index else word.lower()
+
+
+def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Pseudonymizer,
+                  frequency: _Frequency) -> dict[tuple[str, str], dict[str, float]]:
+    """Success of each hidden word token, against the neighbour vocabulary's rows and the
+    export's own words as possible originals."""
+    if not words:
+        return {}
+    embeddings = pseudonymizer.embeddings
+    table = embeddings.neighbour_table(pseudonymizer.neighbours)
+    vocabulary = embeddings.kv.index_to_key[:len(table)]
+    ids = {word: row for row, word in enumerate(vocabulary)}  # then the export's words outside it
+    own = {}  # original id -> candidate ids, for the export's words
+    for (word, _), found in words.items():
+        original = ids.setdefault(_entry(word, embeddings), len(ids))
+        if original not in own:
+            own[original] = np.array([ids.setdefault(_entry(w, embeddings), len(ids)) for w in found],
+                                     dtype=np.int32)
+    kept = np.array([pseudonymizer.replaceable(w) for w in vocabulary], dtype=bool)
+    number = np.array([w.isdigit() and isinstance(pseudonymizer.candidates(w), NumberCandidates)
+                       for w in vocabulary], dtype=bool)
+    candidates = table.copy()
+    candidates[~kept, 1:] = -1  # not replaced: only itself
+    candidates[number] = -1  # a number is no word original
+    candidates[[row for row in own if row < len(table)]] = -1  # the export's words: as drawn
+    valid = candidates >= 0
+    orig = np.repeat(np.arange(len(table), dtype=np.int32), valid.sum(axis=1))
+    orig = np.concatenate([orig, *(np.full(len(found), o, dtype=np.int32) for o, found in own.items())])
+    surr = np.concatenate([candidates[valid], *own.values()])
+    result: dict[tuple[str, str], dict[str, float]] = {token: {} for token in words}
+    for name, prior in _priors(map(frequency, ids)).items():
+        best, ties = _bayes(orig, surr, prior, len(ids))
+        for token in words:
+            original = ids[_entry(token[0], embeddings)]
+            found = own[original]
+            result[token][name] = float(np.mean((prior[original] == best[found]) / ties[found]))
+    return result
+
+
+def _number_success(numbers: dict[tuple[str, str], NumberCandidates], pseudonymizer: Pseudonymizer,
+                    frequency: _Frequency) -> dict[tuple[str, str], dict[str, float]]:
+    """Success of each hidden number token, against every number of its width and category."""
+    groups: dict[tuple[int, str], list[tuple[str, str]]] = {}
+    for token, found in numbers.items():
+        groups.setdefault((found.width, token[1]), []).append(token)
+    result = {}
+    for (width, category), tokens in groups.items():
+        counts, ranges, frequencies = zip(*_number_blocks(width, category, pseudonymizer, frequency))
+        starts, stops = np.array([r.start for r in ranges]), np.array([r.stop for r in ranges])
+        bounds = np.unique(np.concatenate([starts, stops]))  # surrogate segments [bounds[i], bounds[i + 1])
+        first, last = np.searchsorted(bounds, starts), np.searchsorted(bounds, stops)
+        covered = last - first  # block b covers segments first[b] .. last[b] - 1
+        orig = np.repeat(np.arange(len(counts)), covered)
+        surr = np.repeat(first - np.cumsum(covered) + covered, covered) + np.arange(covered.sum())
+        bayes = {name: _bayes(orig, surr, prior, len(bounds), np.array(counts, dtype=float))
+                 for name, prior in _priors(frequencies).items()}
+        for token in tokens:
+            values = numbers[token].values
+            segments = slice(*np.searchsorted(bounds, [values.start, values.stop]))
+            lengths = np.diff(bounds)[segments]
+            own = {"uniform": 1.0, "frequency": frequency(token[0])}
+            result[token] = {name: float(np.sum(lengths * (own[name] == best[segments]) / ties[segments]) / len(values))
+                             for name, (best, ties) in bayes.items()}
+    return result
+
+
+def _number_blocks(width: int, category: str, pseudonymizer: Pseudonymizer,
+                   frequency: _Frequency) -> list[tuple[int, range, float]]:
+    """The possible originals of `width` digits in `category` in blocks of equal candidate
+    range and frequency: (how many, candidate values, frequency of each)."""
+    if width <= ENUMERATED_WIDTH:
+        words = (str(value).zfill(width) for value in range(10 ** width))
+        return [(1, pseudonymizer.candidates(w, category).values, frequency(w)) for w in words]
+    # Wider, a number's candidates and frequency depend only on its first digit and on where
+    # its value lies among the ranges of `number_candidates` (checked at both ends of a block).
+    top = 10 ** width
+    edges = sorted({90, 120, top, *range(0, top, top // 10)})
+    blocks = []
+    for low, high in zip(edges, edges[1:]):
+        ends = [str(low).zfill(width), str(high - 1).zfill(width)]
+        block, last = [(pseudonymizer.candidates(end, category).values, frequency(end)) for end in ends]
+        if block != last:
+            raise ValueError(f"numbers {ends[0]}..{ends[1]} ({category}) differ in candidates or frequency")
+        blocks.append((high - low, *block))
+    return blocks

@@ -1,0 +1,161 @@
+"""Tests of adversary.bound: the re-identification bound worked out by hand on a toy neighbour
+graph and on number ranges, and checked against brute force."""
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+
+from adversary import bound
+from adversary.bound import format_bound, reidentification_bound, token_success
+from adversary.pseudonymize import Pseudonymizer
+from representer.embeddings import Embeddings
+
+# Words at angles (degrees) on the unit circle, so that with N = 2 each word's candidates are
+# itself and its nearest word in angle. "dijon" lies outside the neighbour vocabulary (all rows
+# but the last); "zqxw" and "zqxy" are unknown to wordfreq; "and" is a stop word (never
+# replaced); "2010" is a number, no word original. Nearest neighbours: paris <-> lyon,
+# nantes -> lyon, 2010 -> nantes, rennes <-> brest, zqxw <-> zqxy, rome <-> and, dijon -> lyon.
+# wordfreq: paris > lyon > nantes, brest > rennes, and > rome.
+ANGLES = {"paris": 0, "lyon": 10, "nantes": 25, "2010": 55, "rennes": 100, "brest": 110, "zqxw": 150,
+          "zqxy": 160, "rome": 195, "and": 200, "dijon": 7}
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEIDPOOL_CACHE", str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def toy() -> Pseudonymizer:
+    kv = KeyedVectors(2)
+    radians = np.radians(list(ANGLES.values()))
+    kv.add_vectors(list(ANGLES), np.stack([np.cos(radians), np.sin(radians)], axis=1).astype(np.float32))
+    return Pseudonymizer(Embeddings(kv, "toy", neighbour_vocab=len(ANGLES) - 1), 2)
+
+
+def success(report, category, what, prior):
+    return report["categories"][category][f"{what}_success"][prior]
+
+
+def test_toy_graph_by_hand(toy):
+    tokens = [("Paris", "CITY"), ("paris", "CITY"), ("Lyon", "CITY"), ("nantes", "CITY"), ("and", "CITY"),
+              ("xyzzyq", "CITY"), ("Rennes", "NAME"), ("brest", "NAME"), ("zqxw", "NAME"), ("rome", "NAME"),
+              (",", "NAME")]
+    report = reidentification_bound(tokens, toy)
+    assert report["neighbours"] == 2 and report["priors"] == ["uniform", "frequency"]
+    city, name, overall = report["categories"]["CITY"], report["categories"]["NAME"], report["overall"]
+    assert (city["occurrences"], city["hidden"], city["not_hidden"]) == (6, 4, 2)  # "and", "xyzzyq" stay
+    assert (name["occurrences"], name["hidden"], name["not_hidden"]) == (5, 4, 1)  # "," stays
+    assert (overall["occurrences"], overall["hidden"], overall["not_hidden"]) == (11, 8, 3)
+    assert overall["one_over_n"] == 0.5
+    # Uniform: mean over s in C(o) of 1/|R(s)|, with R(paris) = {paris, lyon},
+    # R(lyon) = {lyon, paris, nantes}, R(nantes) = {nantes}, R(rennes) = R(brest) = {rennes, brest},
+    # R(zqxw) = {zqxw, zqxy}, R(rome) = {rome} ("and" stays itself), R(and) = {and, rome}:
+    # paris, lyon (1/2 + 1/3) / 2 = 5/12; nantes (1 + 1/3) / 2 = 2/3; rennes, brest, zqxw 1/2 = 1/N;
+    # rome (1 + 1/2) / 2 = 3/4.
+    assert success(report, "CITY", "mean", "uniform") == pytest.approx((3 * 5 / 12 + 2 / 3) / 4)
+    assert success(report, "CITY", "worst", "uniform") == pytest.approx(2 / 3)
+    assert success(report, "NAME", "mean", "uniform") == pytest.approx((3 / 2 + 3 / 4) / 4)
+    assert success(report, "NAME", "worst", "uniform") == pytest.approx(3 / 4)
+    # Frequency: the attacker guesses paris from paris and lyon: paris 1, lyon 0, nantes 1/2;
+    # brest 1, rennes 0; zqxw and zqxy tie at the floor: 1/2; and beats rome: rome 1/2.
+    assert success(report, "CITY", "mean", "frequency") == pytest.approx((1 + 1 + 0 + 1 / 2) / 4)
+    assert success(report, "CITY", "worst", "frequency") == 1.0
+    assert success(report, "NAME", "mean", "frequency") == pytest.approx((0 + 1 + 1 / 2 + 1 / 2) / 4)
+    assert report["overall"]["mean_success"] == pytest.approx({"uniform": 25 / 48, "frequency": 9 / 16})
+
+
+def test_word_outside_neighbour_vocabulary_joins_the_possible_originals(toy):
+    report = reidentification_bound([("Paris", "CITY"), ("nantes", "CITY"), ("Dijon", "CITY")], toy)
+    # dijon -> lyon: R(lyon) = {lyon, paris, nantes, dijon}, R(dijon) = {dijon}:
+    # paris (1/2 + 1/4) / 2, nantes (1 + 1/4) / 2, dijon (1 + 1/4) / 2; frequency: 1, 1/2, 1/2.
+    assert success(report, "CITY", "mean", "uniform") == pytest.approx((3 / 8 + 5 / 8 + 5 / 8) / 3)
+    assert success(report, "CITY", "mean", "frequency") == pytest.approx((1 + 1 / 2 + 1 / 2) / 3)
+
+
+def test_numbers_by_hand(toy):
+    found = token_success([("14", "DATE"), ("25", "DATE"), ("07", "DATE"), ("95", "AGE")], toy)
+    # 2-digit originals in DATE and their candidates: 00 -> 00..59, 01..09 -> 01..12,
+    # 10..12 -> 10..12, 13..31 -> 10..31, 32..59 -> 10..59, 60..99 -> 10..99. "14" and "25"
+    # draw from 10..31: R(s) holds all 100 numbers for s in 10..12 and 88 for s in 13..31.
+    uniform = (3 / 100 + 19 / 88) / 22
+    assert found["14", "DATE"]["uniform"] == pytest.approx(uniform)
+    assert found["25", "DATE"]["uniform"] == pytest.approx(uniform)
+    # wordfreq ranks 2-digit numbers by first digit (1 highest): the guess is one of 10..19 in R(s).
+    assert found["14", "DATE"]["frequency"] == pytest.approx((3 / 10 + 19 / 7) / 22)
+    assert found["25", "DATE"]["frequency"] == 0.0
+    # "07" draws from 01..12; R(s) = {00, ..., 09} for s < 10, all ten equally frequent (wordfreq's
+    # total for "00" is not taken as its frequency).
+    assert found["07", "DATE"]["uniform"] == pytest.approx((9 / 10 + 3 / 100) / 12)
+    assert found["07", "DATE"]["frequency"] == pytest.approx((9 / 10) / 12)
+    # An age over 89 draws from 90..99, the candidates of exactly the ten ages 90..99.
+    assert found["95", "AGE"] == pytest.approx({"uniform": 0.1, "frequency": 0.1})
+
+
+def brute_force(pseudonymizer: Pseudonymizer, word: str, category: str) -> dict[str, float]:
+    """The success by definition, over every number of the width as an explicit set."""
+    frequency = bound._Frequency("en")
+    originals = [str(v).zfill(len(word)) for v in range(10 ** len(word))]
+    drawn = {o: set(pseudonymizer.candidates(o, category)) for o in originals}
+    result = {}
+    for prior in [lambda o: 1.0, frequency]:
+        hits = []
+        for s in pseudonymizer.candidates(word, category):
+            possible = [o for o in originals if s in drawn[o]]
+            best = max(map(prior, possible))
+            top = [o for o in possible if prior(o) == best]
+            hits.append((word in top) / len(top))
+        result["uniform" if len(result) == 0 else "frequency"] = sum(hits) / len(hits)
+    return result
+
+
+@pytest.mark.parametrize("token", [("7", "DATE"), ("0", "DATE"), ("123", "ID"), ("042", "AGE"), ("120", "AGE"),
+                                   ("59", "DATE")])
+def test_numbers_against_brute_force(toy, token):
+    assert token_success([token], toy)[token] == pytest.approx(brute_force(toy, *token))
+
+
+def test_wide_numbers_analytic_equals_enumeration(toy, monkeypatch):
+    tokens = [("12345", "ID"), ("01234", "ID"), ("00042", "AGE"), ("00095", "AGE"), ("54321", "AGE")]
+    analytic = token_success(tokens, toy)
+    # 12345 draws from 10000..99999, which every 5-digit number can become: 1/10^5; 01234 from all
+    # of 00000..99999, and R(s) for s < 10000 holds the 10^4 numbers with a leading zero.
+    assert analytic["12345", "ID"]["uniform"] == pytest.approx(1e-5)
+    assert analytic["01234", "ID"]["uniform"] == pytest.approx((1 + 0.9) / 1e5)
+    monkeypatch.setattr(bound, "ENUMERATED_WIDTH", 5)
+    enumerated = token_success(tokens, toy)
+    for token in tokens:
+        assert enumerated[token] == pytest.approx(analytic[token])
+
+
+def test_seven_digit_number(toy):
+    report = reidentification_bound([("5551234", "PHONE"), ("0551234", "PHONE")], toy)["overall"]
+    # 5551234 draws from 10^6..10^7 - 1, which all 10^7 numbers can become; 0551234 from every
+    # 7-digit string, with 10^6 possible originals (those with a leading zero) below 10^6.
+    assert report["mean_success"]["uniform"] == pytest.approx((1e-7 + (1 + 0.9) / 1e7) / 2)
+    assert report["worst_success"]["uniform"] == pytest.approx(1.9e-7)
+    # wordfreq: the 10^6 numbers starting with 1 are the most frequent; those with a leading
+    # zero are the least.
+    assert report["mean_success"]["frequency"] == pytest.approx((0 + 0.1 / 1e6) / 2)
+
+
+def test_nothing_hidden_needs_no_neighbour_table(toy, monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("neighbour table computed")
+
+    monkeypatch.setattr(Embeddings, "neighbour_table", fail)
+    report = reidentification_bound([("paris", "CITY"), ("14", "DATE")], Pseudonymizer(toy.embeddings, 1))
+    assert report["overall"] | {"one_over_n": 1.0} == {
+        "occurrences": 2, "hidden": 0, "not_hidden": 2, "mean_success": {"uniform": None, "frequency": None},
+        "worst_success": {"uniform": None, "frequency": None}, "one_over_n": 1.0}
+    assert reidentification_bound([], toy)["categories"] == {}
+
+
+def test_format_bound(toy):
+    text = format_bound(reidentification_bound([("paris", "CITY"), ("and", "NAME")], toy))
+    lines = text.splitlines()
+    assert "N = 2" in lines[0]
+    assert lines[2].startswith("| category | tokens | hidden | not hidden | mean uniform | worst uniform |")
+    assert lines[4] == "| CITY | 1 | 1 | 0 | 0.417 | 0.417 | 1 | 1 |"
+    assert lines[5] == "| NAME | 1 | 0 | 1 | - | - | - | - |"
+    assert lines[6].startswith("| overall | 2 | 1 | 1 | 0.417 |")
