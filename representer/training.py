@@ -5,10 +5,12 @@ the plain tagger procedure."""
 from __future__ import annotations
 
 import abc
+import contextlib
+import contextvars
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import keras
@@ -20,6 +22,25 @@ from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, tra
 from representer.tagger import tagger_loss
 
 CHECKPOINT = "checkpoints/latest.npz"
+RESUMABLE_EXIT_STATUS = 75  # EX_TEMPFAIL: the commands' exit status after a time budget ran out
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+
+
+class TimeBudgetExhausted(Exception):
+    """Training stopped cleanly, its last epoch checkpointed, because the next epoch would not
+    finish inside the time budget; rerunning the same command resumes it."""
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float | None) -> Iterator[None]:
+    """Within the block, every `run_training` stops (raising `TimeBudgetExhausted`) after the
+    last epoch that it expects to end `seconds` from now: a long run lives in chunks of
+    processes (a 10-minute GPU lease, a CPU session). None: no budget."""
+    token = _DEADLINE.set(None if seconds is None else time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
 
 
 class TrainingProcedure(abc.ABC):
@@ -63,9 +84,12 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
     run_dir/models/<name>.keras. `run_dir` also gets config.json (`config` adds entries,
     e.g. data sources), history.json (one record per epoch) and metrics.json (the best
     epoch's record). `on_epoch(record)` is called with each new epoch's record once its
-    checkpoint and history are written (not for epochs restored from a checkpoint). Call `keras.utils.set_random_seed` before building the models for
-    reproducible initial weights; run_training does not reseed the global generators, as
-    that would also drop TensorFlow's compiled kernels (seconds per compiled function).
+    checkpoint and history are written (not for epochs restored from a checkpoint). Inside a
+    `time_budget`, it raises `TimeBudgetExhausted` after a checkpointed epoch when another
+    epoch as long as the longest so far would end past the deadline. Call
+    `keras.utils.set_random_seed` before building the models for reproducible initial weights;
+    run_training does not reseed the global generators, as that would also drop TensorFlow's
+    compiled kernels (seconds per compiled function).
     """
     if max_epochs < 1 or patience < 1:
         raise ValueError("max_epochs and patience must be at least 1")
@@ -79,12 +103,18 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
         state, best_weights = _load_checkpoint(run_dir / CHECKPOINT, models, optimizers)
     bar = tqdm(total=max_epochs, initial=len(state["history"]), desc=procedure.name, unit="epoch",
                disable=not progress)
+    deadline, longest = _DEADLINE.get(), max((r["seconds"] for r in state["history"]), default=0.0)
     while len(state["history"]) < max_epochs and state["wait"] < patience:
+        if deadline is not None and time.monotonic() + longest > deadline:
+            bar.close()
+            raise TimeBudgetExhausted(f"{procedure.name}: stopped after epoch {len(state['history'])} of at most "
+                                      f"{max_epochs} to stay within the time budget; rerun to resume")
         epoch = len(state["history"]) + 1
         started = time.perf_counter()
         record = {"epoch": epoch, **procedure.train_epoch(train, epoch, np.random.default_rng([seed, epoch]))}
         record.update({f"val_{name}": value for name, value in procedure.validate(valid).items()})
         record["seconds"] = time.perf_counter() - started
+        longest = max(longest, record["seconds"])
         if monitor not in record:
             raise KeyError(f"monitor {monitor!r} is not among the metrics {sorted(record)}")
         state["history"].append(record)

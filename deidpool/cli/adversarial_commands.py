@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from corpus.errors import CorpusError
+from deidpool.cli.budget import TIME_BUDGET, within_budget
 from deidpool.cli.train_commands import training_documents
 
 _DATA = typer.Option(..., "--data", help="Annotated notes (file or folder, as --format needs).")
@@ -53,7 +54,8 @@ def _clean_errors() -> Iterator[None]:
 
 def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_fraction, embeddings, neighbours,
            repr_size, lam, out, max_epochs, patience, seed, representer_units, tagger_units, adversary_units, casing,
-           learning_rate, output_noise, output_noise_floor, pretrain_epochs=20, pretrain_patience=5) -> None:
+           learning_rate, output_noise, output_noise_floor, time_budget, pretrain_epochs=20,
+           pretrain_patience=5) -> None:
     """Both train commands, their options passed by name."""
     from adversary.runs import AdversarialSettings, train_adversarial_run
 
@@ -66,7 +68,7 @@ def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_
                                    output_noise_floor=output_noise_floor, seed=seed)
     source = {"path": str(data), "format": fmt, "splits": splits or None, "valid_data": valid_data and str(valid_data),
               "valid_split": valid_split, "valid_fraction": None if valid_split or valid_data else valid_fraction}
-    with _clean_errors():
+    with _clean_errors(), within_budget(time_budget):
         metrics = train_adversarial_run(procedure, train_docs, valid_docs, out, settings, embeddings=embeddings,
                                         data=source)
     typer.echo(f"{procedure} run in {out}: validation F1 {metrics['val_f1']:.4f}, adversary accuracy "
@@ -84,6 +86,7 @@ def train_adversarial(
     seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS, tagger_units: int = _TAGGER_UNITS,
     adversary_units: int = _ADVERSARY_UNITS, casing: bool = _CASING, learning_rate: float = _LEARNING_RATE,
     output_noise: float | None = _OUTPUT_NOISE, output_noise_floor: float = _OUTPUT_NOISE_FLOOR,
+    time_budget: float | None = TIME_BUDGET,
 ) -> None:
     """Train representer, tagger and adversaries by the three-phase procedure (P1, P2, P3).
 
@@ -99,7 +102,7 @@ def train_dann(
     patience: int = _PATIENCE, seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS,
     tagger_units: int = _TAGGER_UNITS, adversary_units: int = _ADVERSARY_UNITS, casing: bool = _CASING,
     learning_rate: float = _LEARNING_RATE, output_noise: float | None = _OUTPUT_NOISE,
-    output_noise_floor: float = _OUTPUT_NOISE_FLOOR,
+    output_noise_floor: float = _OUTPUT_NOISE_FLOOR, time_budget: float | None = TIME_BUDGET,
 ) -> None:
     """Train representer, tagger and adversaries jointly with gradient reversal (DANN).
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from corpus.formats import read_corpus, write_corpus
+from deidpool.cli.budget import TIME_BUDGET, within_budget
 from deidpool.cli.corpus_commands import clean_errors
 
 train_app = typer.Typer(no_args_is_help=True, help="Train de-identification models.")
@@ -44,6 +45,7 @@ def train_tagger(
     patience: int = typer.Option(3, "--patience", min=1),
     seed: int = typer.Option(0, "--seed"),
     out: Path = typer.Option(..., "--out", help="Run directory (rerun to resume an interrupted run)."),
+    time_budget: float | None = TIME_BUDGET,
 ) -> None:
     """Train the BiLSTM-CRF tagger on raw embeddings (non-private baseline) or on pseudonymized notes."""
     from adversary.pseudonymize import Pseudonymizer
@@ -51,15 +53,16 @@ def train_tagger(
     from representer.tagger_runs import train_tagger_run
 
     train, valid = training_documents(data, fmt, split, valid_data, valid_split, valid_fraction, seed)
-    try:
-        vectors = load_embeddings(embeddings)
-        metrics = train_tagger_run(train, valid, out, embeddings=embeddings, casing=casing, scheme=scheme, label=label,
-                                   pseudonymizer=neighbours and Pseudonymizer(vectors, neighbours),
-                                   lstm_units=lstm_units, max_epochs=max_epochs, patience=patience, seed=seed,
-                                   loaded_embeddings=vectors)
-    except ValueError as error:
-        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+    with within_budget(time_budget):
+        try:
+            vectors = load_embeddings(embeddings)
+            metrics = train_tagger_run(train, valid, out, embeddings=embeddings, casing=casing, scheme=scheme, label=label,
+                                       pseudonymizer=neighbours and Pseudonymizer(vectors, neighbours),
+                                       lstm_units=lstm_units, max_epochs=max_epochs, patience=patience, seed=seed,
+                                       loaded_embeddings=vectors)
+        except ValueError as error:
+            typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
     typer.echo(f"best epoch {metrics['best_epoch']}: val_loss {metrics['val_loss']:.4f}, "
                f"val_f1 {metrics['val_f1']:.4f}; run directory {out}")
 

@@ -8,7 +8,8 @@ import pytest
 
 from representer.dataset import SentenceData
 from representer.tagger import build_tagger, compute_class_weights, tag_sentences
-from representer.training import TaggerTraining, TrainingProcedure, phi_token_counts, run_training
+from representer.training import (TaggerTraining, TimeBudgetExhausted, TrainingProcedure, phi_token_counts,
+                                  run_training, time_budget)
 
 INPUT_DIM, TAGS = 8, 3
 
@@ -52,6 +53,44 @@ def test_early_stopping_restores_the_best_epoch_and_writes_the_run_files(tmp_pat
     rerun = ScriptedProcedure(procedure.losses)
     assert run_training(rerun, None, None, tmp_path, max_epochs=5, patience=2, progress=False) == metrics
     assert rerun.model.get_weights()[0].item() == 2.0  # restored from the checkpoint, nothing retrained
+
+
+class SlowProcedure(ScriptedProcedure):
+    """A scripted procedure whose epochs take `seconds` of a fake monotonic clock."""
+
+    def __init__(self, losses, clock, seconds):
+        super().__init__(losses)
+        self.clock, self.seconds = clock, seconds
+
+    def train_epoch(self, train, epoch, rng):
+        self.clock.now += self.seconds
+        return super().train_epoch(train, epoch, rng)
+
+
+def test_a_time_budget_stops_after_the_last_epoch_that_fits_and_reruns_finish_the_same(tmp_path, monkeypatch):
+    import representer.training
+
+    clock = type("Clock", (), {"now": 0.0})()
+    monkeypatch.setattr(representer.training.time, "monotonic", lambda: clock.now)
+    monkeypatch.setattr(representer.training.time, "perf_counter", lambda: clock.now)
+    losses = [5.0, 4.0, 3.0, 3.5, 2.0, 2.5, 2.6]
+    whole = run_training(ScriptedProcedure(losses), None, None, tmp_path / "whole", max_epochs=7, patience=2,
+                         progress=False)
+    chunks = []
+    while True:  # 25 s a chunk, 10 s an epoch: two epochs per process, the third would not fit
+        started = len(json.loads((tmp_path / "chunked" / "history.json").read_text())) if chunks else 0
+        try:
+            with time_budget(25):
+                result = run_training(SlowProcedure(losses, clock, 10.0), None, None, tmp_path / "chunked",
+                                      max_epochs=7, patience=2, progress=False)
+            chunks.append(("done", started))
+            break
+        except TimeBudgetExhausted as stopped:
+            assert "rerun to resume" in str(stopped)
+            chunks.append(("stopped", started))
+    assert chunks == [("stopped", 0), ("stopped", 2), ("stopped", 4), ("done", 6)]
+    strip = lambda metrics: {k: v for k, v in metrics.items() if k != "seconds"}  # noqa: E731
+    assert strip(result) == strip(whole) and result["best_epoch"] == 5 and result["epochs"] == 7
 
 
 def test_on_epoch_sees_each_new_epoch_once_it_is_checkpointed(tmp_path):
