@@ -1,6 +1,8 @@
 """Privacy audits of a frozen representer (METHOD.md, Evaluation): fresh and continued
 adversaries, inversion (A1) and lookup (A2) attacks, each also run on the positive controls
-(raw embeddings, the representer after P1), with a verdict and a JSON/Markdown/PNG report."""
+(raw embeddings, the representer after P1), the partner-only floor (an adversary that reads
+only the fake partners' raw embeddings and must stay at chance), with a verdict and a
+JSON/Markdown/PNG report."""
 
 from __future__ import annotations
 
@@ -8,28 +10,19 @@ import json
 import math
 from pathlib import Path
 
-from adversary.inversion import inversion_attack
+from adversary.inversion import context_only_inversion, frequency_baseline, inversion_attack
 from adversary.lookup import lookup_attack
-from adversary.models import DEFAULT_UNITS
+from adversary.models import DEFAULT_UNITS, PartnerOnlyProbe
 from adversary.pairs import PairSource
-from adversary.procedures import AdversaryTraining, build_adversary
+from adversary.procedures import MIN_EPOCH_STEPS, AdversaryTraining, automatic_passes, build_adversary
 from representer.dataset import BATCH_SIZE
 from representer.training import _write_config, _write_json, run_training
 
 Z_95 = 1.959963984540054
 CHANCE_BOUND = 0.55  # highest accuracy still read as chance
 CONTROL_THRESHOLD = 0.8  # accuracy an attack must reach on a positive control
-# Optimizer steps per attack epoch when the draws are chosen automatically. On PhysioNet's
-# provider split (375 PHI sentences, 12 batches a draw) the raw-embedding control reached
-# 0.85 only after 20 epochs of 15 draws (3,600 steps), and stayed at 0.50-0.59 with 1 draw.
-MIN_EPOCH_STEPS = 180
-HEADS = {"combined": "", "t1": "_t1", "t2": "_t2"}  # adversary output -> metric suffix
+FLOOR = "floor/partner-only"  # the attack on the partners alone: neither a target attack nor a control
 CHANCE, BROKEN, INCONCLUSIVE = "consistent with chance", "broken", "inconclusive"
-
-
-def automatic_passes(train_pairs: int, batch_size: int = BATCH_SIZE, min_steps: int = MIN_EPOCH_STEPS) -> int:
-    """Draws of `train_pairs` pairs per attack epoch for at least `min_steps` optimizer steps."""
-    return max(1, math.ceil(min_steps / max(1, math.ceil(train_pairs / batch_size))))
 
 
 def raw_embeddings(inputs, training=False):
@@ -57,77 +50,121 @@ def chance_verdict(rate: float, trials: int) -> dict:
     return {"rate": rate, "trials": trials, "ci": [low, high], "verdict": verdict}
 
 
+def head_accuracies(record: dict, prefix: str = "val_accuracy") -> dict[str, float]:
+    """The accuracy of every output an adversary's history `record` has (`prefix` for "combined",
+    `prefix`_t1 for "t1", ...: a `CombinedAdversary` has three, a `PartnerOnlyProbe` one)."""
+    return {key[len(prefix):].lstrip("_") or "combined": value for key, value in record.items()
+            if key.startswith(prefix)}
+
+
+def best_accuracy(record: dict) -> float:
+    """The best output's accuracy in a record of an audit's history.json."""
+    return max(head_accuracies(record, "accuracy").values())
+
+
 def attack_result(final: dict, trials: int) -> dict:
-    """An adversary attack from its last epoch's validation metrics: every output (T1, T2,
-    combined) judged by `chance_verdict`; the attack is broken when any output is."""
-    heads = {head: chance_verdict(final[f"val_accuracy{suffix}"], trials) for head, suffix in HEADS.items()}
+    """An adversary attack from its last epoch's validation metrics: every output it has
+    judged by `chance_verdict`; the attack is broken when any output is."""
+    heads = {head: chance_verdict(rate, trials) for head, rate in head_accuracies(final).items()}
     return {"accuracy": max(h["rate"] for h in heads.values()), "heads": heads,
             "verdict": BROKEN if any(h["verdict"] == BROKEN for h in heads.values()) else CHANCE}
 
 
-def overall_verdict(target_verdicts: list[str], controls: dict[str, bool]) -> str:
-    """"broken" when any attack on the target is; otherwise "consistent with chance" only if
-    every positive control was broken by the attacks (accuracy >= CONTROL_THRESHOLD)."""
-    if BROKEN in target_verdicts:
-        return BROKEN
-    return CHANCE if controls and all(controls.values()) else INCONCLUSIVE
+def overall_verdict(adversaries: list[str], lookup: str, floor: str, controls: dict[str, bool]) -> tuple[str, str]:
+    """The audit's verdict and why, from the verdicts of the adversary attacks on the target, of
+    the lookup attack on it and of the partner-only floor, and from whether each positive
+    control was broken (accuracy >= CONTROL_THRESHOLD), in this order:
+    "broken" when the lookup attack breaks the target (it compares representations and learns
+    nothing, so implausible fake partners cannot help it); "inconclusive" when the floor is
+    above chance (fake partners are recognisable by themselves, so the adversaries' results
+    say nothing about the representer); "broken" when an adversary breaks the target;
+    "consistent with chance" only if every positive control was broken, else "inconclusive"."""
+    if lookup == BROKEN:
+        return BROKEN, "the lookup attack A2 beats chance on the target"
+    if floor == BROKEN:
+        return INCONCLUSIVE, ("the partner-only floor beats chance: fake partners are recognisable by themselves "
+                              "(implausible pseudonyms), so the adversaries' results say nothing about the representer")
+    if BROKEN in adversaries:
+        return BROKEN, "an adversary beats chance on the target"
+    failed = [name for name, succeeded in controls.items() if not succeeded]
+    if not controls or failed:
+        return INCONCLUSIVE, (f"positive controls not broken ({', '.join(failed)})" if failed else
+                              "no positive control") + ": the attacks are not shown to be strong"
+    return CHANCE, "every attack on the target and the floor at chance, every positive control broken"
 
 
 def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | Path, *, epochs: int,
               adversary=None, p1_representer=None, units: int = DEFAULT_UNITS, seed: int = 0,
-              passes: int | None = None,
+              passes: int | None = None, export_path: bool = False,
               config: dict | None = None, progress: bool = True, **settings) -> dict:
     """Attack the frozen `representer` with pairs from `train`, judged on held-out pairs from
     `test` (sentences not used in attack training), and write the report to `out_dir`.
 
+    With `export_path`, the target is what `client export` shares: every attack on it reads the
+    representations of freshly pseudonymized copies (`PairSource(export_path=True)`, N of the
+    pairs' pseudonymizer), and succeeds only against the original sentence or token. The
+    positive controls and the floor stay on the bare path, where the attacks must succeed.
+
     Attacks, each for `epochs` epochs of `passes` fresh draws of pairs (None: `automatic_passes`):
     fresh T1/T2 (and the trained `adversary`, continued, when given), on the target and on the
-    positive controls (raw embeddings, `p1_representer` when given); the inversion attack A1 and
-    the lookup attack A2 on all of them. out_dir gets config.json, metrics.json (the report), history.json
-    (held-out accuracies per epoch), report.md, accuracy.png and one run_training folder per
-    adversary attack under attacks/ (checkpoints: an interrupted audit resumes).
-    `settings` are `AdversaryTraining`'s optimizer settings.
+    positive controls (raw embeddings, `p1_representer` when given), and the partner-only floor
+    `FLOOR`; the inversion attack A1 (scored on the hidden PHI tokens, beside its two baselines)
+    and the lookup attack A2 on the target and the controls. out_dir gets config.json,
+    metrics.json (the report), history.json (held-out accuracies per epoch), report.md,
+    accuracy.png and one run_training folder per adversary attack under attacks/ (checkpoints:
+    an interrupted audit resumes). `settings` are `AdversaryTraining`'s optimizer settings.
     """
     out_dir = Path(out_dir)
     if passes is None:
         passes = automatic_passes(len(train), settings.get("batch_size", BATCH_SIZE))
     embedding_dim = test.pseudonymizer.embeddings.dim
     _write_config(out_dir, {"epochs": epochs, "passes": passes, "units": units, "seed": seed,
-                            "neighbours": test.pseudonymizer.neighbours,
+                            "neighbours": test.pseudonymizer.neighbours, "export_path": export_path,
                             "train_pairs": len(train), "held_out_pairs": len(test), **settings, **(config or {})})
     subjects = {"target": representer, "raw": raw_embeddings}
     if p1_representer is not None:
         subjects["p1"] = p1_representer
+    exported = (PairSource(train.sentences, train.pseudonymizer, export_path=True),
+                PairSource(test.sentences, test.pseudonymizer, export_path=True)) if export_path else (train, test)
+
+    def pairs_of(name: str) -> tuple[PairSource, PairSource]:
+        return exported if name.startswith("target") else (train, test)
+
     attacks = {f"{name}/fresh": (model, build_adversary(_dim(model, embedding_dim), embedding_dim, units))
                for name, model in subjects.items()}
     if adversary is not None:
         attacks["target/continued"] = (representer, adversary)
+    attacks[FLOOR] = (raw_embeddings, build_adversary(embedding_dim, embedding_dim, units, kind=PartnerOnlyProbe))
     history, results = {}, {}
     for name, (model, attacker) in attacks.items():
         run_dir = out_dir / "attacks" / name.replace("/", "-")
-        run_training(AdversaryTraining(model, attacker, passes, **settings), train, test, run_dir, max_epochs=epochs,
-                     patience=epochs, seed=seed, progress=progress)
+        run_training(AdversaryTraining(model, attacker, passes, **settings), *pairs_of(name), run_dir,
+                     max_epochs=epochs, patience=epochs, seed=seed, progress=progress)
         records = json.loads((run_dir / "history.json").read_text())
-        history[name] = [{"epoch": r["epoch"], **{f"accuracy{s}": r[f"val_accuracy{s}"] for s in HEADS.values()}}
-                         for r in records]
+        history[name] = [{"epoch": r["epoch"], **{key[len("val_"):]: value for key, value in r.items()
+                                                   if key.startswith("val_accuracy")}} for r in records]
         results[name] = attack_result(records[-1], len(test))
+    targets = [result["verdict"] for name, result in results.items() if name.startswith("target/")]
     controls = {name: result["accuracy"] >= CONTROL_THRESHOLD for name, result in results.items()
-                if not name.startswith("target")}
+                if not name.startswith("target/") and name != FLOOR}
     for name, succeeded in controls.items():
         results[name]["control_succeeded"] = succeeded
     lookup = {}
     for name, model in subjects.items():
-        result = lookup_attack(model, test, seed)
+        result = lookup_attack(model, pairs_of(name)[1], seed)
         lookup[name] = {**result, **chance_verdict(result["rate"], result["sentences"])}
-    inversion = {name: inversion_attack(model, train, test, epochs=epochs * passes, units=units, seed=seed,
-                                        progress=progress, label=name, **settings)
+    inverters = {"epochs": epochs * passes, "units": units, "seed": seed, "progress": progress, **settings}
+    inversion = {name: inversion_attack(model, *pairs_of(name), label=name, **inverters)
                  for name, model in subjects.items()}
-    target_verdicts = [r["verdict"] for name, r in results.items() if name.startswith("target")]
-    report = {"verdict": overall_verdict(target_verdicts + [lookup["target"]["verdict"]], controls),
+    baselines = {"frequency": frequency_baseline(train, test),
+                 "context-only": context_only_inversion(train, test, label="context-only", **inverters)}
+    verdict, reason = overall_verdict(targets, lookup["target"]["verdict"], results[FLOOR]["verdict"], controls)
+    report = {"verdict": verdict, "verdict_reason": reason, "path": "export" if export_path else "representer",
               "epochs": epochs, "passes": passes, "neighbours": test.pseudonymizer.neighbours,
               "held_out_pairs": len(test),
               "chance_bound": CHANCE_BOUND, "control_threshold": CONTROL_THRESHOLD, "attacks": results,
-              "lookup": lookup, "inversion": {**inversion, "chance_top1": 1 / test.pseudonymizer.neighbours}}
+              "lookup": lookup, "inversion": inversion, "inversion_baselines": baselines,
+              "one_over_n": 1 / test.pseudonymizer.neighbours}
     _write_json(out_dir / "history.json", history)
     _write_json(out_dir / "metrics.json", report)
     (out_dir / "report.md").write_text(format_report(report))
@@ -144,7 +181,11 @@ def format_report(report: dict) -> str:
     def interval(result):
         return f"[{result['ci'][0]:.3f}, {result['ci'][1]:.3f}]"
 
-    lines = [f"# Privacy audit: {report['verdict']}", "",
+    floor = report["attacks"][FLOOR]
+    path = ("the export path: the target's attacks read representations of freshly pseudonymized copies "
+            "and must recover the original" if report.get("path") == "export" else "the bare representer")
+    lines = [f"# Privacy audit: {report['verdict']}", "", f"Why: {report['verdict_reason']}.", "",
+             f"Attacked: {path}; positive controls and floor on the bare path.", "",
              f"{report['epochs']} epochs of attack training ({report['passes']} draws of pairs each), "
              f"N = {report['neighbours']}, "
              f"{report['held_out_pairs']} held-out pairs. A result is consistent with chance when the 95% "
@@ -158,14 +199,23 @@ def format_report(report: dict) -> str:
     controls = [f"{name}: {'succeeded' if r['control_succeeded'] else 'FAILED'} (best {r['accuracy']:.3f})"
                 for name, r in report["attacks"].items() if "control_succeeded" in r]
     lines += ["", "Positive controls: " + "; ".join(controls) + ".", "",
+              f"Partner-only floor ({FLOOR}, the partners' raw embeddings alone, no representer): "
+              f"{floor['accuracy']:.3f} {interval(floor['heads']['combined'])}, {floor['verdict']}. It must stay at "
+              "chance: above it, fake partners are recognisable by themselves and the adversaries' results say "
+              "nothing about the representer.", "",
               "## Lookup attack A2 (fresh representation closer to its own stored one)", "",
               "| representation | rate | 95% CI | verdict |", "|---|---|---|---|"]
     lines += [f"| {name} | {r['rate']:.3f} | {interval(r)} | {r['verdict']} |" for name, r in report["lookup"].items()]
-    lines += ["", f"## Inversion attack A1 (PHI tokens recovered; 1/N = {report['inversion']['chance_top1']:.4f})", "",
-              "| representation | PHI tokens | top-1 | top-10 |", "|---|---|---|---|"]
-    for name, r in report["inversion"].items():
-        if name != "chance_top1":
-            lines.append(f"| {name} | {r['tokens']} | {_share(r['top1'])} | {_share(r['top10'])} |")
+    lines += ["", "## Inversion attack A1 (hidden PHI tokens recovered)", "",
+              "Scored on the PHI tokens the method hides (replaceable, with a pseudonym of another vector), not on "
+              "punctuation, stop words or other tokens it never replaces. The two baselines look at no "
+              "representation: frequency guesses the most frequent hidden training PHI words of the token's "
+              "category, context-only is the inverter on raw embeddings with the hidden tokens zeroed. They, not "
+              "1/N, are the level an inversion must beat.", "",
+              "| inverter | hidden PHI tokens | top-1 | top-10 |", "|---|---|---|---|"]
+    rows = {**report["inversion"], **{f"baseline: {name}": r for name, r in report["inversion_baselines"].items()}}
+    lines += [f"| {name} | {r['tokens']} | {_share(r['top1'])} | {_share(r['top10'])} |" for name, r in rows.items()]
+    lines += ["", f"For reference only, not a chance level: 1/N = {report['one_over_n']:.4f}."]
     return "\n".join(lines) + "\n"
 
 
@@ -182,7 +232,7 @@ def plot_accuracy(history: dict, path: Path) -> None:
 
     figure, axes = pyplot.subplots(figsize=(6, 4))
     for name, records in history.items():
-        accuracy = [max(r[f"accuracy{s}"] for s in HEADS.values()) for r in records]
+        accuracy = [best_accuracy(r) for r in records]
         axes.plot([r["epoch"] for r in records], accuracy, marker="o", label=name)
     axes.axhline(0.5, color="grey", linestyle="--", label="chance")
     axes.axhline(CONTROL_THRESHOLD, color="grey", linestyle=":", label="control threshold")

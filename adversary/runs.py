@@ -112,11 +112,12 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
               neighbours: int = 100, epochs: int = 20, adversary: Path | None = None,
               p1_representer: Path | None = None, embeddings: str | None = None,
               loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
-              passes: int | None = None,
+              passes: int | None = None, export_path: bool = True,
               learning_rate: float = 0.01, data: dict | None = None, progress: bool = True) -> dict:
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
-    with pairs from `kept`, judged on `held_out` (see `adversary.audit.run_audit`); returns
-    the report. A run folder's config names the label its sentences are prepared with."""
+    with pairs from `kept`, judged on `held_out` (see `adversary.audit.run_audit`; by default
+    on the export path, pseudonymized among `neighbours`); returns the report. A run folder's
+    config names the label its sentences are prepared with."""
     import keras
 
     from adversary.audit import run_audit
@@ -141,4 +142,5 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
     config = {"representer": str(representer_file), "adversary": adversary_file and str(adversary_file),
               "p1_representer": p1_file and str(p1_file), "embeddings": spec, "data": data or {}}
     return run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
-                     seed=seed, passes=passes, config=config, learning_rate=learning_rate, progress=progress)
+                     seed=seed, passes=passes, export_path=export_path, config=config, learning_rate=learning_rate,
+                     progress=progress)

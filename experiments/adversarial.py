@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -35,7 +36,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from adversary.audit import HEADS, run_audit  # noqa: E402
+from adversary.audit import FLOOR, best_accuracy, run_audit  # noqa: E402
 from adversary.pairs import PairSource  # noqa: E402
 from adversary.pseudonymize import Pseudonymizer  # noqa: E402
 from client.inference import apply_to_sentences, compile_pipeline, compile_representer  # noqa: E402
@@ -87,23 +88,30 @@ def test_scores(documents, predict_sentences, vocabulary) -> dict:
             for part in ("precision", "recall", "f1")}
 
 
-def retrained_tagger(out: Path, representer, data, vocabulary, embeddings, args) -> tuple[object, dict]:
+def retrained_tagger(out: Path, representer, labeled, vocabulary, embeddings, neighbours: int,
+                     args) -> tuple[object, dict]:
     """A fresh tagger trained on noisy representations exported from the training and
-    validation sentences, as the pooling server trains on contributions."""
+    validation sentences (`labeled`: the two lists of prepared sentences), as the pooling server
+    trains on contributions: every PHI token pseudonymized among `neighbours` before the
+    representer runs, as `client export` does (1: a raw export)."""
     represent = compile_representer(representer, embeddings.dim)
+    pseudonymizer, rng = Pseudonymizer(embeddings, neighbours), random.Random(args.seed)
 
-    def exported(sentence_data: SentenceData) -> SentenceData:
+    def exported(prepared) -> SentenceData:
+        sentence_data = SentenceData.from_sentences(pseudonymizer.labeled_sentences(prepared, rng), embeddings,
+                                                    vocabulary)
         vectors = apply_to_sentences(represent, sentence_data)
         lengths = sentence_data.lengths
         return SentenceData.from_arrays(vectors, per_sentence(sentence_data.casing, lengths),
                                         per_sentence(sentence_data.tags, lengths))
 
-    train, valid = exported(data[0].sentences), exported(data[1].sentences)
+    train, valid = exported(labeled[0]), exported(labeled[1])
     keras.utils.set_random_seed(args.seed)
     tagger = build_tagger(REPR_SIZE, len(vocabulary), lstm_units=args.tagger_units)
     procedure = TaggerTraining(tagger, compute_class_weights(train.tag_counts(len(vocabulary))))
     metrics = run_training(procedure, train, valid, out, max_epochs=args.retrain_epochs, patience=args.retrain_patience,
-                           seed=args.seed, config={"tags": vocabulary, "source": "exported representations"})
+                           seed=args.seed, config={"tags": vocabulary, "source": "exported representations",
+                                    "export_neighbours": neighbours})
     return tagger, metrics
 
 
@@ -135,6 +143,7 @@ def configuration_name(name: str, args) -> str:
     """`name` with the settings that differ from the method's defaults, e.g. "three-phase N=100, lambda 10"."""
     changed = [f"lambda {args.lam:g}"] if args.lam != 1.0 else []
     changed += [f"output noise {args.output_noise:g}"] if args.output_noise != OUTPUT_NOISE_STDDEV else []
+    changed += ["raw export"] if args.export == "raw" else []
     return ", ".join([name, *changed])
 
 
@@ -171,7 +180,9 @@ def run(config: dict, documents, embeddings, args) -> dict:
         model_dir / "tagger.keras", compile=False)
     joint = test_scores(test_docs, joint_predictor(representer, tagger, embeddings), vocabulary)
     started = time.perf_counter()
-    pooled, pooled_metrics = retrained_tagger(folder / "retrained", representer, data, vocabulary, embeddings, args)
+    pooled, pooled_metrics = retrained_tagger(folder / "retrained", representer,
+                                              [sentences(docs) for docs in (train_docs, valid_docs)], vocabulary,
+                                              embeddings, n if args.export == "pseudonymized" else 1, args)
     retrain_seconds = time.perf_counter() - started
     retrained = test_scores(test_docs, retrained_predictor(representer, pooled, embeddings), vocabulary)
     pseudonymizer = Pseudonymizer(embeddings, n)
@@ -182,7 +193,8 @@ def run(config: dict, documents, embeddings, args) -> dict:
                        adversary=keras.saving.load_model(model_dir / "adversary.keras", compile=False),
                        p1_representer=load_representer(p1) if p1.exists() else None, units=args.adversary_units,
                        seed=args.seed, config={"representer": str(model_dir / "representer.keras")},
-                       passes=args.audit_passes, learning_rate=args.audit_learning_rate)
+                       passes=args.audit_passes, learning_rate=args.audit_learning_rate,
+                       export_path=args.export == "pseudonymized")
     audit_seconds = time.perf_counter() - started
     return {**config, "epochs": metrics["epochs"], "train_seconds": round(train_seconds, 1),
             "phase_seconds": metrics.get("seconds"), "val_f1": metrics["val_f1"],
@@ -200,25 +212,37 @@ def _accuracy(report: dict, attack: str) -> str:
     return f"{max(h['rate'] for h in heads.values()):.3f} ({result['verdict']})"
 
 
+def _inversion(report: dict) -> str:
+    """The target's inversion top-1 / top-10 beside the baselines'; audits from before the
+    baselines scored every in-vocabulary PHI token (so said)."""
+    def scores(result):
+        return f"{result['top1']:.3f} / {result['top10']:.3f}"
+
+    baselines = report.get("inversion_baselines")
+    if baselines is None:
+        return f"{scores(report['inversion']['target'])} (all PHI tokens)"
+    return (f"{scores(report['inversion']['target'])} ("
+            + "; ".join(f"{name} {scores(result)}" for name, result in baselines.items()) + ")")
+
+
 def table(results: list[dict], baselines: list[dict]) -> str:
     """One row per configuration, the baselines' PhysioNet GloVe rows first."""
     lines = ["| configuration | token HIPAA F1 (joint tagger) | token HIPAA F1 (retrained on exports) | "
-             "fresh adversary acc. | continued adversary acc. | raw / P1 control acc. | lookup rate | "
-             "inversion top-1 / top-10 (raw) | verdict | train min | max epochs P1,P2 / P3 / audit (x draws) | training notes |",
-             "|---|---:|---:|---|---|---|---|---|---|---:|---|---|"]
+             "fresh adversary acc. | continued adversary acc. | raw / P1 control acc. | partner-only floor acc. | "
+             "lookup rate | inversion top-1 / top-10, hidden PHI (baselines) | verdict | train min | "
+             "max epochs P1,P2 / P3 / audit (x draws) | training notes |",
+             "|---|---:|---:|---|---|---|---|---|---|---|---:|---|---|"]
     for row in baselines:
         if row["key"].startswith("physionet/GloVe + casing") or row.get("neighbours"):
             lines.append(f"| {row['name']}, seed {row['seed']} (baseline) | {row['token_hipaa_f1']:.4f} | | | | | | | "
-                         f"| {row['train_seconds'] / 60:.1f} | | all training splits |")
+                         f"| | {row['train_seconds'] / 60:.1f} | | all training splits |")
     for r in results:
         report, budget = r["audit"], r["budget"]
         controls = " / ".join(_accuracy(report, f"{c}/fresh").split(" ")[0] for c in ("raw", "p1"))
-        inversion = report["inversion"]
         lines.append(f"| {r['name']} | {r['joint']['token_hipaa_f1']:.4f} | {r['retrained']['token_hipaa_f1']:.4f} | "
                      f"{_accuracy(report, 'target/fresh')} | {_accuracy(report, 'target/continued')} | {controls} | "
-                     f"{report['lookup']['target']['rate']:.3f} | {inversion['target']['top1']:.3f} / "
-                     f"{inversion['target']['top10']:.3f} ({inversion['raw']['top1']:.3f} / "
-                     f"{inversion['raw']['top10']:.3f}) | {report['verdict']} | {r['train_seconds'] / 60:.1f} | "
+                     f"{_accuracy(report, FLOOR)} | {report['lookup']['target']['rate']:.3f} | {_inversion(report)} | "
+                     f"{report['verdict']} | {r['train_seconds'] / 60:.1f} | "
                      f"{budget['pretrain_epochs']} / {budget['max_epochs']} / {budget['audit_epochs']}"
                      f"{' x ' + str(report['passes']) if report.get('passes', 1) > 1 else ''} | "
                      f"{' + '.join(budget.get('train_splits', TRAIN_SPLITS))} |")
@@ -245,8 +269,7 @@ def plot(results: list[dict], args, path_f1: Path, path_audit: Path) -> None:
     for r in results:
         history = json.loads((run_dir(r, args) / "audit" / "history.json").read_text())
         records = history["target/fresh"]
-        axes.plot([h["epoch"] for h in records], [max(h[f"accuracy{s}"] for s in HEADS.values()) for h in records],
-                  marker="o", label=r["name"])
+        axes.plot([h["epoch"] for h in records], [best_accuracy(h) for h in records], marker="o", label=r["name"])
     axes.axhline(0.5, color="grey", linestyle="--")
     axes.set(xlabel="audit epoch", ylabel="fresh adversary held-out accuracy (best output)", ylim=(0, 1))
     axes.legend(fontsize="small")
@@ -266,6 +289,10 @@ def main() -> None:
     parser.add_argument("--audit-passes", type=int, default=None,
                         help="fresh draws of the pairs per audit epoch (default: adversary.audit.automatic_passes)")
     parser.add_argument("--audit-learning-rate", type=float, default=0.01)
+    parser.add_argument("--export", choices=("pseudonymized", "raw"), default="pseudonymized",
+                        help="what institutions share, for the retrained tagger and the audit: representations of "
+                             "notes with every PHI token pseudonymized among the configuration's N (as `client "
+                             "export` does), or of the raw notes (the paper)")
     parser.add_argument("--retrain-epochs", type=int, default=20)
     parser.add_argument("--retrain-patience", type=int, default=3)
     parser.add_argument("--representer-units", type=int, default=128)

@@ -117,6 +117,10 @@ def audit(
     held_out_fraction: float = typer.Option(0.2, "--held-out-fraction", min=0.01, max=0.5,
                                             help="Without --held-out-split: this share of the documents (by --seed)."),
     neighbours: int = _NEIGHBOURS,
+    path: str = typer.Option("export", "--path", help="export: attack what `client export` shares (PHI "
+                                                      "pseudonymized among N before the representer; the verdict "
+                                                      "the server's publish gate reads); representer: the bare "
+                                                      "representer."),
     epochs: int = typer.Option(20, "--epochs", min=1, help="Epochs of attack training."),
     out: Path = typer.Option(..., "--out", help="Report folder (metrics.json, report.md, accuracy.png)."),
     adversary: Path | None = typer.Option(None, "--adversary", help="Trained adversaries to continue "
@@ -129,6 +133,7 @@ def audit(
     passes: int | None = typer.Option(None, "--passes", min=1, help="Fresh draws of the training pairs per attack "
                                                                     "epoch (default: enough for 180 optimizer steps; "
                                                                     "a corpus with few PHI sentences needs many)."),
+    time_budget: float | None = TIME_BUDGET,
 ) -> None:
     """Freeze a representer and attack it, with raw embeddings and the P1 representer as controls.
 
@@ -136,13 +141,15 @@ def audit(
     folder gets metrics.json, report.md, accuracy.png, history.json and config.json."""
     from adversary.runs import audit_run
 
+    if path not in ("export", "representer"):
+        raise typer.BadParameter("choose export or representer", param_hint="--path")
     kept, held_out = training_documents(data, fmt, splits, None, held_out_split, held_out_fraction, seed)
     source = {"path": str(data), "format": fmt, "splits": splits or None, "held_out_split": held_out_split,
               "held_out_fraction": None if held_out_split else held_out_fraction}
-    with _clean_errors():
+    with _clean_errors(), within_budget(time_budget):
         report = audit_run(representer, kept, held_out, out, neighbours=neighbours, epochs=epochs, adversary=adversary,
                            p1_representer=p1_representer, embeddings=embeddings, units=units, seed=seed,
-                           passes=passes, learning_rate=learning_rate, data=source)
+                           passes=passes, export_path=path == "export", learning_rate=learning_rate, data=source)
     best = report["attacks"]["target/fresh"]
-    typer.echo(f"audit of {representer}: {report['verdict']} (fresh adversaries' best held-out accuracy "
+    typer.echo(f"audit of {representer} ({path} path): {report['verdict']} (fresh adversaries' best held-out accuracy "
                f"{best['accuracy']:.3f}, lookup rate {report['lookup']['target']['rate']:.3f}); report in {out}")

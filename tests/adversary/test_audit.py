@@ -1,5 +1,6 @@
 """Tests for privacy audits: the confidence interval and verdict rules, the lookup and inversion
-attacks, and `deidpool audit` end to end on a toy corpus where attacks on raw embeddings win."""
+attacks, `deidpool audit` end to end on a toy corpus where attacks on raw embeddings win, and
+an audit whose fake partners give themselves away, which the partner-only floor must catch."""
 
 import json
 import random
@@ -11,8 +12,8 @@ import tensorflow as tf
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from adversary.audit import (BROKEN, CHANCE, INCONCLUSIVE, MIN_EPOCH_STEPS, attack_result, automatic_passes,
-                             chance_verdict, overall_verdict, raw_embeddings, wilson_interval)
+from adversary.audit import (BROKEN, CHANCE, FLOOR, INCONCLUSIVE, MIN_EPOCH_STEPS, attack_result, automatic_passes,
+                             chance_verdict, overall_verdict, raw_embeddings, run_audit, wilson_interval)
 from adversary.inversion import vocabulary_ranks
 from adversary.lookup import lookup_attack, one_fake_per_sentence
 from adversary.pairs import PairSource
@@ -87,17 +88,32 @@ def test_chance_verdicts():
     assert chance_verdict(0.58, 50)["verdict"] == BROKEN  # the interval holds 0.5, but above the 0.55 bound
     assert chance_verdict(0.62, 200)["verdict"] == BROKEN
     assert chance_verdict(0.35, 200)["verdict"] == BROKEN  # reliably wrong is as good as right
-    final = {"val_accuracy": 0.5, "val_accuracy_t1": 0.48, "val_accuracy_t2": 0.7}
+    final = {"val_loss": 0.6, "val_accuracy": 0.5, "val_accuracy_t1": 0.48, "val_accuracy_t2": 0.7}
     result = attack_result(final, 200)
     assert result["verdict"] == BROKEN and result["accuracy"] == 0.7
+    assert set(result["heads"]) == {"combined", "t1", "t2"}
     assert result["heads"]["combined"]["verdict"] == CHANCE
+    probe = attack_result({"val_loss": 0.7, "val_accuracy": 0.52}, 200)  # a PartnerOnlyProbe: one output
+    assert set(probe["heads"]) == {"combined"} and probe["verdict"] == CHANCE and probe["accuracy"] == 0.52
 
 
 def test_a_pass_needs_successful_positive_controls():
-    assert overall_verdict([CHANCE, CHANCE], {"raw/fresh": True, "p1/fresh": True}) == CHANCE
-    assert overall_verdict([CHANCE, CHANCE], {"raw/fresh": True, "p1/fresh": False}) == INCONCLUSIVE
-    assert overall_verdict([CHANCE], {}) == INCONCLUSIVE
-    assert overall_verdict([CHANCE, BROKEN], {"raw/fresh": False}) == BROKEN
+    both = {"raw/fresh": True, "p1/fresh": True}
+    assert overall_verdict([CHANCE, CHANCE], CHANCE, CHANCE, both)[0] == CHANCE
+    verdict, reason = overall_verdict([CHANCE, CHANCE], CHANCE, CHANCE, {"raw/fresh": True, "p1/fresh": False})
+    assert verdict == INCONCLUSIVE and "p1/fresh" in reason and "raw/fresh" not in reason
+    assert overall_verdict([CHANCE], CHANCE, CHANCE, {})[0] == INCONCLUSIVE
+    assert overall_verdict([CHANCE, BROKEN], CHANCE, CHANCE, {"raw/fresh": False})[0] == BROKEN
+    assert overall_verdict([CHANCE, CHANCE], BROKEN, CHANCE, both)[0] == BROKEN
+
+
+def test_a_floor_above_chance_makes_the_adversaries_say_nothing():
+    both = {"raw/fresh": True, "p1/fresh": True}
+    for adversaries in ([CHANCE, CHANCE], [BROKEN, CHANCE]):
+        verdict, reason = overall_verdict(adversaries, CHANCE, BROKEN, both)
+        assert verdict == INCONCLUSIVE and "partner-only floor" in reason
+    # The lookup attack learns nothing from the pairs: it still breaks the target.
+    assert overall_verdict([CHANCE, CHANCE], BROKEN, BROKEN, both)[0] == BROKEN
 
 
 def test_lookup_attack_wins_on_raw_embeddings_and_not_on_pure_noise(embeddings):
@@ -162,13 +178,24 @@ def test_audit_report_files_and_structure(audited):
         assert (report_dir / name).is_file(), name
     report = json.loads((report_dir / "metrics.json").read_text())
     assert report["verdict"] in output
-    assert set(report["attacks"]) == {"target/fresh", "target/continued", "raw/fresh"}
-    assert set(report["lookup"]) == set(report["inversion"]) - {"chance_top1"} == {"target", "raw"}
+    assert set(report["attacks"]) == {"target/fresh", "target/continued", "raw/fresh", FLOOR}
+    floor = report["attacks"][FLOOR]
+    assert set(floor["heads"]) == {"combined"} and "control_succeeded" not in floor
+    assert set(report["lookup"]) == set(report["inversion"]) == {"target", "raw"}
+    assert set(report["inversion_baselines"]) == {"frequency", "context-only"} and report["one_over_n"] == 0.5
+    hidden = report["inversion"]["target"]["tokens"]
+    assert hidden == report["held_out_pairs"]  # one hidden name or city per toy sentence
+    for result in [*report["inversion"].values(), *report["inversion_baselines"].values()]:
+        assert result["tokens"] == hidden and 0 <= result["top1"] <= result["top10"] <= 1
     history = json.loads((report_dir / "history.json").read_text())
-    assert all(len(records) == 3 for records in history.values())
+    assert set(history) == set(report["attacks"]) and all(len(records) == 3 for records in history.values())
+    assert set(history[FLOOR][0]) == {"epoch", "accuracy"}
+    assert set(history["raw/fresh"][0]) == {"epoch", "accuracy", "accuracy_t1", "accuracy_t2"}
     target = [r["verdict"] for name, r in report["attacks"].items() if name.startswith("target")]
-    controls = {name: r["control_succeeded"] for name, r in report["attacks"].items() if not name.startswith("target")}
-    assert report["verdict"] == overall_verdict(target + [report["lookup"]["target"]["verdict"]], controls)
+    controls = {name: r["control_succeeded"] for name, r in report["attacks"].items() if "control_succeeded" in r}
+    assert set(controls) == {"raw/fresh"}
+    assert (report["verdict"], report["verdict_reason"]) == overall_verdict(
+        target, report["lookup"]["target"]["verdict"], report["attacks"][FLOOR]["verdict"], controls)
     for result in report["attacks"].values():
         for head in result["heads"].values():
             assert head["ci"][0] <= head["rate"] <= head["ci"][1] and head["trials"] == report["held_out_pairs"]
@@ -176,7 +203,9 @@ def test_audit_report_files_and_structure(audited):
     assert config["epochs"] == 3 and config["passes"] == 2 and config["representer"].endswith("representer.keras")
     markdown = (report_dir / "report.md").read_text()
     assert report["passes"] == 2 and "3 epochs of attack training (2 draws of pairs each)" in markdown
-    assert "| raw/fresh | t2 |" in markdown
+    assert "| raw/fresh | t2 |" in markdown and f"| {FLOOR} | combined |" in markdown
+    assert report["verdict_reason"] in markdown and "baseline: context-only" in markdown
+    assert "For reference only, not a chance level: 1/N = 0.5000" in markdown
 
 
 def test_attacks_succeed_on_raw_embeddings_in_an_easy_setting(audited):
@@ -185,6 +214,7 @@ def test_attacks_succeed_on_raw_embeddings_in_an_easy_setting(audited):
     assert raw["control_succeeded"] and raw["accuracy"] >= 0.8
     assert report["lookup"]["raw"]["rate"] == 1.0
     assert report["inversion"]["raw"]["top1"] > 0.9
+    assert report["inversion_baselines"]["context-only"]["top1"] < 0.9  # the context says little about a name
 
 
 def test_audit_refuses_embeddings_of_another_size(audited, tmp_path):
@@ -201,3 +231,70 @@ def test_deterministic_representer_makes_lookup_trivial(embeddings):
     representer = build_representer(DIM, repr_size=6, lstm_units=4)
     set_deterministic(representer, True)
     assert lookup_attack(representer, pair_source(toy_documents(20, seed=2), embeddings))["rate"] == 1.0
+
+
+class OddWordPseudonymizer(Pseudonymizer):
+    """Every pseudonym is the filler "today": a fake partner has no name or city left, a real one
+    always has one, so fake partners give themselves away."""
+
+    def pseudonym(self, word, rng, category=None):
+        return "today" if self.replaceable(word) else word
+
+
+def constant_representer():
+    """A representer that outputs one fixed unit vector whatever it reads: a perfect one."""
+    representer = build_representer(DIM, repr_size=6, lstm_units=4)
+    projection = representer.get_layer("projection")
+    kernel, bias = projection.get_weights()
+    projection.set_weights([np.zeros_like(kernel), np.ones_like(bias)])
+    set_deterministic(representer, True)
+    return representer
+
+
+def test_implausible_fake_partners_make_the_audit_inconclusive(embeddings, tmp_path):
+    """The constant representer leaks nothing (the lookup attack ties on every sentence) and the
+    raw control is broken, but the floor recognises the fake partners alone: the audit is
+    inconclusive, whatever the adversaries on the target score by chance."""
+    pseudonymizer = OddWordPseudonymizer(embeddings, 2)
+    sources = [PairSource([s for d in toy_documents(count, seed) for s in prepare_document(d)], pseudonymizer)
+               for count, seed in ((160, 5), (100, 6))]
+    keras.utils.set_random_seed(0)
+    report = run_audit(constant_representer(), *sources, tmp_path, epochs=3, passes=2, units=8, learning_rate=0.02,
+                       progress=False)
+    floor = report["attacks"][FLOOR]
+    assert floor["verdict"] == BROKEN and floor["accuracy"] >= 0.8
+    assert report["attacks"]["raw/fresh"]["control_succeeded"]
+    assert report["lookup"]["target"]["rate"] == 0.5  # one output for every sentence: every distance ties
+    assert report["verdict"] == INCONCLUSIVE and "partner-only floor" in report["verdict_reason"]
+    assert "partner-only floor" in (tmp_path / "report.md").read_text()
+
+
+def clique_embeddings() -> Embeddings:
+    """Every PHI word equally close to the other words of its category and far from the rest:
+    with N = 3 a name's candidates are all three names, whichever name it is."""
+    vectors = toy_vectors()
+    for axis, words in enumerate(PHI.values()):
+        for word in words:
+            vectors[word] = vectors[word] + 2.0 * np.eye(DIM)[DIM - 3 - axis]
+    kv = KeyedVectors(DIM)
+    kv.add_vectors(list(vectors), np.array(list(vectors.values()), dtype=np.float32))
+    return Embeddings(kv, "clique")
+
+
+@pytest.mark.parametrize("export_path, verdict", [(False, BROKEN), (True, CHANCE)])
+def test_the_export_path_audit_tells_a_leaky_export_from_a_pseudonymized_one(tmp_path, export_path, verdict):
+    """The target is a leaky 'representer', the raw embeddings themselves. Exported raw, the
+    attacks break it; pseudonymized among the whole category first, both sentences of a pair
+    reach it as uniform draws from the same candidates, and nothing can tell them apart."""
+    pseudonymizer = Pseudonymizer(clique_embeddings(), 3)
+    sources = [PairSource([s for d in toy_documents(count, seed) for s in prepare_document(d)], pseudonymizer)
+               for count, seed in ((200, 7), (240, 8))]
+    keras.utils.set_random_seed(0)
+    report = run_audit(raw_embeddings, *sources, tmp_path, epochs=4, passes=3, units=8, learning_rate=0.02,
+                       export_path=export_path, progress=False)
+    assert report["path"] == ("export" if export_path else "representer")
+    assert report["attacks"]["raw/fresh"]["control_succeeded"]
+    assert report["attacks"][FLOOR]["verdict"] == CHANCE
+    assert report["verdict"] == verdict, report["verdict_reason"]
+    if export_path:  # success is judged against the original: guessing it is a 1-in-3 draw
+        assert report["inversion"]["target"]["top1"] < 0.6 < report["inversion"]["raw"]["top1"]
