@@ -122,9 +122,10 @@ class Pseudonymizer:
 
     def replaceable(self, word: str) -> bool:
         """Whether `word` would be replaced: a number (its surrogates need no vocabulary), or a
-        word that is not a stop word, punctuation or out of vocabulary."""
+        word that is not a stop word or punctuation and has a vector of its own: in the
+        vocabulary, or any word under FastText, whose subwords would spell an unknown one out."""
         return _is_number(word) or (any(c.isalnum() for c in word) and word.lower() not in STOPWORDS
-                                    and self.embeddings.is_known(word))
+                                    and (self.embeddings.is_known(word) or self.embeddings.embeds_unknown_words))
 
     def candidates(self, word: str, category: str | None = None) -> Sequence[str]:
         """The words a pseudonym of `word` (a token of PHI category `category`, e.g. "DATE")

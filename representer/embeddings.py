@@ -61,6 +61,11 @@ class Embeddings:
         self._neighbour_cache: dict[tuple[str, int], list[str]] = {}
 
     @property
+    def embeds_unknown_words(self) -> bool:
+        """Whether out-of-vocabulary words get vectors of their own (FastText subwords)."""
+        return self._subwords
+
+    @property
     def dim(self) -> int:
         return self.kv.vector_size
 

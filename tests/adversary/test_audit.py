@@ -34,14 +34,6 @@ FILLERS = ["seen", "patient", "in", "was", "today", "visit", "home"]
 DIM = 8
 
 
-@pytest.fixture(autouse=True, scope="module")
-def fast_graph_compilation():
-    """Grappler's graph rewrites take longer than these tiny models ever run."""
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
-    yield
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": False})
-
-
 def toy_vectors() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
     phi = [word for words in PHI.values() for word in words]

@@ -6,7 +6,6 @@ import random
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 from gensim.models import KeyedVectors
 
 from adversary.audit import raw_embeddings
@@ -22,14 +21,6 @@ from representer.embeddings import Embeddings
 NAMES = ["smith", "jones", "brown", "boston", "denver", "austin"]
 FILLERS = ["seen", "today", "visit", "home", "in", "was"]  # "in" and "was" are stop words
 DIM = 8
-
-
-@pytest.fixture(autouse=True, scope="module")
-def fast_graph_compilation():
-    """Grappler's graph rewrites take longer than these tiny models ever run."""
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
-    yield
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": False})
 
 
 @pytest.fixture(scope="module")

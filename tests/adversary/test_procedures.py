@@ -32,14 +32,6 @@ TINY_OPTIONS = ["--repr-size", str(REPR), "--representer-units", "4", "--tagger-
                 "--neighbours", "5", "--valid-fraction", "0.3"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def fast_graph_compilation():
-    """Grappler's graph rewrites take longer than these tiny models ever run."""
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
-    yield
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": False})
-
-
 @pytest.fixture(scope="module")
 def documents():
     return list(generate_documents(6, seed=0))

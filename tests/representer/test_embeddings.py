@@ -137,6 +137,17 @@ def test_fasttext_embeds_unseen_words_and_round_trips(tmp_path):
     assert load_fasttext_bin(path).neighbours("monday", 3)[0] == "monday"
 
 
+def test_under_fasttext_an_unknown_phi_word_is_pseudonymized_among_vocabulary_words():
+    """Its subword vector would spell it out to the representer: it is replaced like any word."""
+    from adversary.pseudonymize import Pseudonymizer
+
+    emb = Embeddings(train_fasttext(SENTENCES, dim=16, epochs=3, min_count=1, bucket=2000).wv, "fasttext-tiny")
+    pseudonymizer = Pseudonymizer(emb, 4)
+    assert emb.embeds_unknown_words and not emb.is_known("smithson") and pseudonymizer.replaceable("smithson")
+    candidates = pseudonymizer.candidates("smithson", "PATIENT")
+    assert candidates[0] == "smithson" and len(candidates) == 4 and all(emb.is_known(w) for w in candidates[1:])
+
+
 def test_word2vec_and_glove_text_round_trip(tmp_path):
     emb = tiny()
     word2vec = tmp_path / "vectors.w2v.txt"
