@@ -297,8 +297,11 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
                                              signing_key=keys.load_private_key(pair.private, keys.SIGNING),
                                              progress=progress)
                 upload_contribution(home / "contribution.dpc", server.url)
+                bound = header.reidentification_bound["overall"]["mean_success"]
                 contributions[institution] = {"sentences": header.sentences, "tokens": header.tokens,
-                                              "bytes": (home / "contribution.dpc").stat().st_size}
+                                              "bytes": (home / "contribution.dpc").stat().st_size,
+                                              "neighbours": header.neighbours, "bound_uniform": bound["uniform"],
+                                              "bound_frequency": bound["frequency"]}
                 facts.update(contributions[institution])
 
         with stages.stage("coordinator: pooled training run on the server") as facts:

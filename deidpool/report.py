@@ -37,6 +37,10 @@ def format_summary(summary: dict) -> str:
     ])
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
 def memory_text(memory: dict) -> str:
     return ("peak memory " + ", ".join(f"{megabytes:.0f} MB ({process})" for process, megabytes in memory.items())
             + " (each process's VmHWM; the roles on this machine run in these processes)")
@@ -98,7 +102,8 @@ def write_report(summary: dict, out: Path, audit_plot: Path | None = None) -> Pa
     if audit_plot is not None and audit_plot.exists():
         shutil.copyfile(audit_plot, plots / "audit.png")
         figures.append(("audit.png", "Privacy audit: held-out accuracy of the attacks per epoch"))
-    contributions = [(name, str(facts["sentences"]), str(facts["tokens"]), f"{facts['bytes']:,}")
+    contributions = [(name, str(facts["sentences"]), str(facts["tokens"]), f"{facts['bytes']:,}",
+                      str(facts["neighbours"]), _share(facts["bound_uniform"]), _share(facts["bound_frequency"]))
                      for name, facts in summary["contributions"].items()]
     audit = summary["audit"]
     audit_rows = [(name, f"{accuracy:.3f}") for name, accuracy in audit["attacks"].items()]
@@ -117,7 +122,12 @@ td,th{{border:1px solid #bbb;padding:0.3em 0.6em;text-align:left;}}th{{backgroun
 <h2>Privacy audit: {html.escape(audit['verdict'])}</h2>
 {_html_table(("attack", "held-out accuracy"), audit_rows)}
 <h2>Contributions</h2>
-{_html_table(("institution", "sentences", "tokens", "bytes"), contributions)}
+<p>Every PHI token was pseudonymized among N embedding neighbours before the representer ran. The
+re-identification bound is the best attacker's mean chance of naming an original PHI token even from an
+exactly recovered surrogate, with every candidate equally likely (uniform) or words as frequent as in
+general text (frequency).</p>
+{_html_table(("institution", "sentences", "tokens", "bytes", "N", "bound (uniform)", "bound (frequency)"),
+             contributions)}
 <h2>Stages</h2>
 {_html_table(("stage", "seconds", "facts"), stage_rows(summary))}
 {"".join(f'<h2>{html.escape(title)}</h2><img src="plots/{name}" alt="{html.escape(title)}">' for name, title in figures)}

@@ -36,6 +36,8 @@ def test_the_server_pooled_every_contribution(demo):
     out, summary = demo
     assert set(summary["contributions"]) == {"provider", *SITES}
     assert all(facts["sentences"] > 0 and facts["bytes"] > 0 for facts in summary["contributions"].values())
+    assert all(facts["neighbours"] == 100 and 0 < facts["bound_frequency"] <= 1
+               for facts in summary["contributions"].values())
     run = summary["pooled_run"]
     assert run["status"] == "succeeded" and run["contributions"] == 4
     assert [epoch["epoch"] for epoch in run["epochs"]] == list(range(1, len(run["epochs"]) + 1))

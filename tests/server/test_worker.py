@@ -55,7 +55,7 @@ def server(pool, key_files, database, tmp_path):
             session.add(Contribution(sha256=hashes[-1], institution_id=institution, representer_id=pool.representer,
                                      nonce=header.nonce, sentences=header.sentences, tokens=header.tokens,
                                      dim=header.dim, dtype=header.dtype, size_bytes=path.stat().st_size,
-                                     header_created=utcnow()))
+                                     header_created=utcnow(), neighbours=header.neighbours))
 
     def queue(contributions=hashes, **config):
         with sessions.begin() as session:
