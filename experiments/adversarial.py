@@ -51,7 +51,8 @@ from adversary.procedures import AdversarialData, build_models, train_dann, trai
 from representer.representation import OUTPUT_NOISE_STDDEV, load_representer  # noqa: E402
 from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
 from representer.tagger_runs import split_documents  # noqa: E402
-from representer.training import TaggerTraining, run_training  # noqa: E402
+from representer.training import (RESUMABLE_EXIT_STATUS, TaggerTraining, TimeBudgetExhausted,  # noqa: E402
+                                  run_training, time_budget)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "physionet-deid"
@@ -64,7 +65,7 @@ TRAIN_SPLITS = ("provider", "site_a", "site_b", "site_c")
 # Recorded with every result:
 BUDGET = ("pretrain_epochs", "max_epochs", "patience", "audit_epochs", "audit_passes", "audit_learning_rate",
           "retrain_epochs", "representer_units", "tagger_units", "adversary_units", "train_splits", "output_noise",
-          "lam")
+          "lam", "export")
 
 
 def load_data(splits=TRAIN_SPLITS):
@@ -306,6 +307,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results-name", default="adversarial", help="stem of the result files")
     parser.add_argument("--report-only", action="store_true", help="rebuild the table and plots from the JSON")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds this process may train: stop after the last epoch that fits, exit 75; "
+                             "a rerun resumes from the checkpoints")
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"PhysioNet data not found at {DATA} (it lives in ../shared/data beside the repository)")
@@ -322,7 +326,12 @@ def main() -> None:
         if config["name"] in done or (args.only and args.only not in config["name"]):
             continue
         print(f"== {config['name']}", flush=True)
-        result = run(config, documents, embeddings, args)
+        try:
+            with time_budget(args.time_budget):
+                result = run(config, documents, embeddings, args)
+        except TimeBudgetExhausted as stopped:
+            print(f"resumable: {stopped}", flush=True)
+            sys.exit(RESUMABLE_EXIT_STATUS)
         # Re-read: another process may have added its configuration to the same file meanwhile.
         results = read_rows(results_file) + [result]
         results_file.write_text(json.dumps(results, indent=2) + "\n")
