@@ -136,8 +136,9 @@ def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pip
                                    (3, "site-b", site_b)):
             site = SimpleNamespace(representer=representer, server_key=server_key,
                                    key=keys.load_private_key(pair.private, keys.SIGNING))
+            bound = {"overall": {"mean_success": {"uniform": 0.01, "frequency": 0.01 * number}}}
             path = contribution_file(tmp_path / f"{number}.dpc", site, institution=name, sentences=4 + number,
-                                     seed=number)
+                                     seed=number, bound=bound if name == "site-a" else None)
             upload_contribution(path, server.url, retries=0)
             uploads[name].append(path)
         assert admin.post("/api/institutions/site-b/disable").status_code == 200
@@ -161,7 +162,8 @@ def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pip
     for name, paths in uploads.items():
         headers = [read_header(path) for path in paths]
         expected = [name, representer, str(len(paths)), f"{sum(h.sentences for h in headers):,}",
-                    f"{sum(h.tokens for h in headers):,}", f"{sum(path.stat().st_size for path in paths):,}"]
+                    f"{sum(h.tokens for h in headers):,}", f"{sum(path.stat().st_size for path in paths):,}",
+                    "100", "0.0200" if name == "site-a" else "-"]  # least N, highest bound (site-b's files: none)
         assert expected in page.tables["contributions"]
     assert [row[:3] for row in page.tables["pipelines"]] == [["1", str(finished), representer]]
     assert page.tables["pipelines"][0][4] == "passed"
