@@ -23,6 +23,7 @@ CHANCE_BOUND = 0.55  # highest accuracy still read as chance
 CONTROL_THRESHOLD = 0.8  # accuracy an attack must reach on a positive control
 FLOOR = "floor/partner-only"  # the attack on the partners alone: neither a target attack nor a control
 CHANCE, BROKEN, INCONCLUSIVE = "consistent with chance", "broken", "inconclusive"
+EXPORT_PATH, BARE_PATH = "export", "representer"  # a report's "path": what its target attacks read
 
 
 def raw_embeddings(inputs, training=False):
@@ -159,7 +160,7 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     baselines = {"frequency": frequency_baseline(train, test),
                  "context-only": context_only_inversion(train, test, label="context-only", **inverters)}
     verdict, reason = overall_verdict(targets, lookup["target"]["verdict"], results[FLOOR]["verdict"], controls)
-    report = {"verdict": verdict, "verdict_reason": reason, "path": "export" if export_path else "representer",
+    report = {"verdict": verdict, "verdict_reason": reason, "path": EXPORT_PATH if export_path else BARE_PATH,
               "epochs": epochs, "passes": passes, "neighbours": test.pseudonymizer.neighbours,
               "held_out_pairs": len(test),
               "chance_bound": CHANCE_BOUND, "control_threshold": CONTROL_THRESHOLD, "attacks": results,
@@ -183,7 +184,7 @@ def format_report(report: dict) -> str:
 
     floor = report["attacks"][FLOOR]
     path = ("the export path: the target's attacks read representations of freshly pseudonymized copies "
-            "and must recover the original" if report.get("path") == "export" else "the bare representer")
+            "and must recover the original" if report.get("path") == EXPORT_PATH else "the bare representer")
     lines = [f"# Privacy audit: {report['verdict']}", "", f"Why: {report['verdict_reason']}.", "",
              f"Attacked: {path}; positive controls and floor on the bare path.", "",
              f"{report['epochs']} epochs of attack training ({report['passes']} draws of pairs each), "

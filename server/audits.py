@@ -46,6 +46,11 @@ def record_audit(state: ServerState, report: dict, signature: str, signer_public
 
 
 def passed_audit(session: Session, representer_id: str) -> Audit | None:
-    """The latest audit of the representer with the verdict "consistent with chance"."""
-    return session.scalars(select(Audit).where(Audit.representer_id == representer_id, Audit.verdict == verdicts()[0])
-                           .order_by(Audit.id.desc())).first()
+    """The latest audit of the representer's export path (report "path": "export", what
+    contributions share) with the verdict "consistent with chance"; an audit of the bare
+    representer opens no gate, whatever it says."""
+    passed = session.scalars(select(Audit).where(Audit.representer_id == representer_id, Audit.verdict == verdicts()[0])
+                             .order_by(Audit.id.desc()))
+    from adversary.audit import EXPORT_PATH
+
+    return next((audit for audit in passed if audit.report.get("path") == EXPORT_PATH), None)

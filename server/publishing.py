@@ -26,8 +26,8 @@ def publish_run(state: ServerState, run_id: int, override_audit: bool) -> Pipeli
             raise Refused(409, f"the representer {run.representer_id} of run {run_id} is not registered")
         audit = passed_audit(session, representer.id)
     if audit is None and not override_audit:
-        raise Refused(409, f"representer {representer.id} has no audit with verdict \"consistent with chance\"; "
-                           "record one (POST /api/audits) or publish with override_audit")
+        raise Refused(409, f"representer {representer.id} has no audit of its export path with verdict "
+                           "\"consistent with chance\"; record one (POST /api/audits) or publish with override_audit")
     tagger = state.layout.run_dir(run_id) / "models" / TAGGER_FILE
     if not tagger.is_file():
         raise Refused(409, f"training run {run_id} has no tagger file models/{TAGGER_FILE}")

@@ -145,7 +145,7 @@ def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pip
         finished = admin.post("/api/runs", json={"max_epochs": 5}).json()["id"]
         _fake_finished_run(server_dir, finished, workspace)
         queued = admin.post("/api/runs", json={}).json()["id"]
-        audit = admin.post("/api/audits", json=_signed_audit({"representer_id": representer,
+        audit = admin.post("/api/audits", json=_signed_audit({"representer_id": representer, "path": "export",
                                                               "verdict": "consistent with chance"}))
         assert audit.status_code == 201, audit.text
         assert admin.post(f"/api/runs/{finished}/publish", json={}).status_code == 201

@@ -107,11 +107,17 @@ def test_publish_after_a_signed_passing_audit(api, admin, finished_run, site, se
                                                                         "verdict": BROKEN}))
     assert broken.status_code == 201 and broken.json()["verdict"] == BROKEN
     assert api.post(f"/api/runs/{finished_run}/publish", headers=admin, json={}).status_code == 409
-    report = {"representer_id": site.representer, "verdict": CHANCE, "held_out_pairs": 400, "attacks": {"x": 1}}
+    bare = {"representer_id": site.representer, "verdict": CHANCE, "path": "representer"}
+    assert api.post("/api/audits", headers=admin, json=_signed_audit(bare)).status_code == 201
+    refused = api.post(f"/api/runs/{finished_run}/publish", headers=admin, json={})
+    assert refused.status_code == 409 and "export path" in refused.json()["detail"]
+    report = {"representer_id": site.representer, "verdict": CHANCE, "path": "export", "held_out_pairs": 400,
+              "attacks": {"x": 1}}
     passed = api.post("/api/audits", headers=admin, json=_signed_audit(report))
     assert passed.status_code == 201
-    assert passed.json()["summary"] == {"representer_id": site.representer, "verdict": CHANCE, "held_out_pairs": 400}
-    assert [audit["verdict"] for audit in api.get("/api/audits").json()] == [BROKEN, CHANCE]
+    assert passed.json()["summary"] == {"representer_id": site.representer, "verdict": CHANCE, "path": "export",
+                                        "held_out_pairs": 400}
+    assert [audit["verdict"] for audit in api.get("/api/audits").json()] == [BROKEN, CHANCE, CHANCE]
     reply = api.post(f"/api/runs/{finished_run}/publish", headers=admin)
     assert reply.status_code == 201 and reply.json()["audit_override"] is False
     assert reply.json()["training"]["audit"] == {"id": passed.json()["id"], "verdict": CHANCE}
