@@ -3,16 +3,15 @@ GloVe OOV rate; writes experiments/results/corpus_stats.md and .json."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from corpus.formats import read_corpus
 from corpus.stats import corpus_stats
 from representer.embeddings import load_embeddings
+from results_files import write_results
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-RESULTS = Path(__file__).resolve().parent / "results"
 PARTS = [("physionet", split, DATA / "physionet-deid", "physionet", split)
          for split in ("provider", "site_a", "site_b", "site_c", "test")]
 PARTS += [("meddocan", part, DATA / "meddocan" / part / "brat", "brat", None) for part in ("train", "dev")]
@@ -33,11 +32,7 @@ def main() -> None:
         top = ", ".join(f"{name} {count}" for name, count in list(row["spans_per_category"].items())[:4])
         lines.append(f"| {row['corpus']} | {row['part']} | " + " | ".join(f"{row[c]:,}" for c in COLUMNS)
                      + f" | {row['oov_rate']:.2%} | {row['oov_rate_phi']:.2%} | {top} |")
-    table = "\n".join(lines)
-    print(table)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "corpus_stats.md").write_text(table + "\n")
-    (RESULTS / "corpus_stats.json").write_text(json.dumps(rows, indent=2) + "\n")
+    write_results("corpus_stats", "\n".join(lines), rows)
 
 
 if __name__ == "__main__":

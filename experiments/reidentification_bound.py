@@ -7,7 +7,6 @@ experiments/results/reidentification_bound.md and .json."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -17,9 +16,9 @@ from adversary.pseudonymize import Pseudonymizer, tag_category
 from corpus.formats import read_corpus
 from corpus.prepare import prepare_document
 from representer.embeddings import load_embeddings
+from results_files import write_results
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "physionet-deid"
-RESULTS = Path(__file__).resolve().parent / "results"
 PARTS = {"test": ["test"], "training splits": ["provider", "site_a", "site_b", "site_c"]}
 
 
@@ -59,11 +58,7 @@ def main() -> None:
             rows.append({"data": data, "neighbours": n, "bound": bound,
                          "seconds": round(time.perf_counter() - started, 1)})
             print(f"{data}, N = {n}: {rows[-1]['seconds']} s", file=sys.stderr)
-    text = table(rows)
-    print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "reidentification_bound.md").write_text(text + "\n")
-    (RESULTS / "reidentification_bound.json").write_text(json.dumps(rows, indent=2) + "\n")
+    write_results("reidentification_bound", table(rows), rows)
 
 
 if __name__ == "__main__":
