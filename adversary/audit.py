@@ -112,7 +112,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     `FLOOR`; the inversion attack A1 (scored on the hidden PHI tokens, beside its two baselines)
     and the lookup attack A2 on the target and the controls. out_dir gets config.json,
     metrics.json (the report), history.json (held-out accuracies per epoch), report.md,
-    accuracy.png and one run_training folder per adversary attack under attacks/ (checkpoints:
+    accuracy.png, one run_training folder per adversary attack under attacks/ and one inverter
+    checkpoint per inversion under inversion/ (checkpoints:
     an interrupted audit resumes). `settings` are `AdversaryTraining`'s optimizer settings.
     """
     out_dir = Path(out_dir)
@@ -155,10 +156,13 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
         result = lookup_attack(model, pairs_of(name)[1], seed)
         lookup[name] = {**result, **chance_verdict(result["rate"], result["sentences"])}
     inverters = {"epochs": epochs * passes, "units": units, "seed": seed, "progress": progress, **settings}
-    inversion = {name: inversion_attack(model, *pairs_of(name), label=name, **inverters)
+    inversion = {name: inversion_attack(model, *pairs_of(name), label=name,
+                                        checkpoint=out_dir / "inversion" / f"{name}.npz", **inverters)
                  for name, model in subjects.items()}
     baselines = {"frequency": frequency_baseline(train, test),
-                 "context-only": context_only_inversion(train, test, label="context-only", **inverters)}
+                 "context-only": context_only_inversion(train, test, label="context-only",
+                                                        checkpoint=out_dir / "inversion" / "context-only.npz",
+                                                        **inverters)}
     verdict, reason = overall_verdict(targets, lookup["target"]["verdict"], results[FLOOR]["verdict"], controls)
     report = {"verdict": verdict, "verdict_reason": reason, "path": EXPORT_PATH if export_path else BARE_PATH,
               "epochs": epochs, "passes": passes, "neighbours": test.pseudonymizer.neighbours,

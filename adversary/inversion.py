@@ -16,7 +16,9 @@ epoch), and is scored against the ORIGINAL token."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -28,6 +30,7 @@ from adversary.pairs import PairSource
 from adversary.procedures import represent
 from adversary.pseudonymize import tag_category
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
+from representer.training import _load_checkpoint, _save_checkpoint, stop_if_over_budget
 
 QUERY_CHUNK = 64  # PHI tokens ranked against the vocabulary at once (64 x 400k floats for GloVe)
 TOP = 10  # the wider score: the true word among the TOP best guesses
@@ -116,11 +119,15 @@ def _hidden(batch):
 
 def _estimates(inputs, weights, train: PairSource, test: PairSource, *, epochs: int, units: int, seed: int = 0,
                learning_rate: float = 0.002, clipnorm: float = 1.0, batch_size: int = BATCH_SIZE,
-               progress: bool = True, label: str = "") -> np.ndarray:
+               progress: bool = True, label: str = "", checkpoint: Path | None = None) -> np.ndarray:
     """Train an `Inverter` for `epochs` epochs over the sentences of `train` to map `inputs(batch)`
     back to the batch's embeddings, on the mean cosine distance weighted by `weights(batch)`;
     return its estimates for the tokens of `test`, (tokens, D) in token order. On the export
-    path every epoch trains on a fresh pseudonymization of `train`."""
+    path every epoch trains on a fresh pseudonymization of `train`.
+
+    With `checkpoint`, the inverter and its optimizer are saved there after every epoch and a
+    rerun continues from the last one (the same result as an uninterrupted run); inside a
+    `representer.training.time_budget` training stops after the last epoch that fits."""
     dim = test.pseudonymizer.embeddings.dim
     inverter = Inverter(dim, units)
     test_data = _as_sentences(test)
@@ -143,12 +150,22 @@ def _estimates(inputs, weights, train: PairSource, test: PairSource, *, epochs: 
             loss = ops.sum((1 - cosine) * weight) / ops.maximum(ops.sum(weight), 1.0)
         optimizer.apply(tape.gradient(loss, inverter.trainable_variables), inverter.trainable_variables)
 
-    train_data = _as_sentences(train)
-    for epoch in tqdm(range(epochs), desc=f"inversion {label}".strip(), unit="epoch", disable=not progress):
-        if train.export_path and epoch:
-            train_data = _as_sentences(train, draw=epoch)
+    models, optimizers = {"inverter": inverter}, {"inverter": optimizer}
+    state = {"epochs": 0, "longest": 0.0}
+    if checkpoint is not None and checkpoint.exists():
+        state, _ = _load_checkpoint(checkpoint, models, optimizers)
+    fixed = None if train.export_path else _as_sentences(train)
+    for epoch in tqdm(range(state["epochs"], epochs), initial=state["epochs"], total=epochs,
+                      desc=f"inversion {label}".strip(), unit="epoch", disable=not progress):
+        stop_if_over_budget(state["longest"], f"inversion {label}: stopped after epoch {epoch} of {epochs} to stay "
+                                              "within the time budget; rerun to resume")
+        started = time.perf_counter()
+        train_data = fixed if fixed is not None else _as_sentences(train, draw=epoch)
         for batch in training_batches(train_data, np.random.default_rng([seed, epoch]), batch_size):
             train_step(batch)
+        state = {"epochs": epoch + 1, "longest": max(state["longest"], time.perf_counter() - started)}
+        if checkpoint is not None:
+            _save_checkpoint(checkpoint, state, models, optimizers, {"inverter": []})
     estimates = np.zeros_like(test.features)
     for batch in batches:
         values = estimate(batch).numpy()

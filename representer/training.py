@@ -31,6 +31,14 @@ class TimeBudgetExhausted(Exception):
     finish inside the time budget; rerunning the same command resumes it."""
 
 
+def stop_if_over_budget(next_epoch_seconds: float, message: str) -> None:
+    """Raise `TimeBudgetExhausted(message)` when, inside a `time_budget`, an epoch of
+    `next_epoch_seconds` would end past the deadline."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() + next_epoch_seconds > deadline:
+        raise TimeBudgetExhausted(message)
+
+
 @contextlib.contextmanager
 def time_budget(seconds: float | None) -> Iterator[None]:
     """Within the block, every `run_training` stops (raising `TimeBudgetExhausted`) after the
@@ -103,12 +111,10 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
         state, best_weights = _load_checkpoint(run_dir / CHECKPOINT, models, optimizers)
     bar = tqdm(total=max_epochs, initial=len(state["history"]), desc=procedure.name, unit="epoch",
                disable=not progress)
-    deadline, longest = _DEADLINE.get(), max((r["seconds"] for r in state["history"]), default=0.0)
+    longest = max((r["seconds"] for r in state["history"]), default=0.0)
     while len(state["history"]) < max_epochs and state["wait"] < patience:
-        if deadline is not None and time.monotonic() + longest > deadline:
-            bar.close()
-            raise TimeBudgetExhausted(f"{procedure.name}: stopped after epoch {len(state['history'])} of at most "
-                                      f"{max_epochs} to stay within the time budget; rerun to resume")
+        stop_if_over_budget(longest, f"{procedure.name}: stopped after epoch {len(state['history'])} of at most "
+                                     f"{max_epochs} to stay within the time budget; rerun to resume")
         epoch = len(state["history"]) + 1
         started = time.perf_counter()
         record = {"epoch": epoch, **procedure.train_epoch(train, epoch, np.random.default_rng([seed, epoch]))}

@@ -84,3 +84,40 @@ def test_the_context_only_inverter_does_not_see_the_hidden_tokens(pseudonymizer)
     assert seen["tokens"] == context["tokens"] == 60
     assert seen["top1"] > 0.9  # the hidden word itself is easy to recover
     assert context["top1"] < 0.5  # from the context alone it is a guess among six names
+
+
+def test_an_inversion_stopped_by_its_time_budget_resumes_to_the_same_estimates(pseudonymizer, tmp_path, monkeypatch):
+    """On the export path too: every epoch's fresh pseudonymization is a function of the epoch."""
+    import representer.training
+    from adversary.inversion import _estimates, _in_vocabulary
+    from representer.training import TimeBudgetExhausted, time_budget
+
+    train = PairSource(toy_pairs(pseudonymizer, 60, seed=3).sentences, pseudonymizer, export_path=True)
+    test = toy_pairs(pseudonymizer, 20, seed=4)
+    test = PairSource(test.sentences, pseudonymizer, export_path=True)
+    options = {"epochs": 4, "units": 4, "progress": False}
+
+    def raw(batch):
+        return batch["shared"]
+
+    keras.utils.set_random_seed(0)
+    whole = _estimates(raw, _in_vocabulary, train, test, **options)
+    clock = type("Clock", (), {"now": 0.0})()
+
+    def perf_counter():  # an epoch's two readings are 5 s apart; each advances the clock
+        clock.now += 5.0
+        return clock.now
+
+    monkeypatch.setattr(representer.training.time, "monotonic", lambda: clock.now)
+    monkeypatch.setattr("adversary.inversion.time.perf_counter", perf_counter)
+    keras.utils.set_random_seed(0)
+    checkpoint, stops = tmp_path / "inverter.npz", 0
+    while True:
+        try:
+            with time_budget(12):  # one 5 s epoch fits, the next one would end past the deadline
+                chunked = _estimates(raw, _in_vocabulary, train, test, checkpoint=checkpoint, **options)
+            break
+        except TimeBudgetExhausted:
+            stops += 1
+    assert stops == 3
+    np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-6)
