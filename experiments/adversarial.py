@@ -145,6 +145,7 @@ def configuration_name(name: str, args) -> str:
     changed = [f"lambda {args.lam:g}"] if args.lam != 1.0 else []
     changed += [f"output noise {args.output_noise:g}"] if args.output_noise != OUTPUT_NOISE_STDDEV else []
     changed += ["raw export"] if args.export == "raw" else []
+    changed += [f"seed {args.seed}"] if args.seed else []
     return ", ".join([name, *changed])
 
 
