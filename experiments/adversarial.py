@@ -251,9 +251,17 @@ def table(results: list[dict], baselines: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot(results: list[dict], args, path_f1: Path, path_audit: Path) -> None:
+def strongest_attack(report: dict) -> float:
+    """The best held-out rate of any attack on the target: an adversary output or the lookup."""
+    adversaries = [head["rate"] for name, result in report["attacks"].items() if name.startswith("target/")
+                   for head in result["heads"].values()]
+    return max([*adversaries, report["lookup"]["target"]["rate"]])
+
+
+def plot(results: list[dict], args, path_f1: Path, path_audit: Path, path_pareto: Path) -> None:
     """F1 vs N of the three-phase rows at the method's settings (other settings as single
-    points), and the fresh adversaries' held-out accuracy per audit epoch of every row."""
+    points), the fresh adversaries' held-out accuracy per audit epoch of every row, and the
+    trade-off: F1 of the tagger retrained on exports against the strongest attack."""
     grid = sorted((r for r in results if r["name"] == f"three-phase N={r['neighbours']}"), key=lambda r: r["neighbours"])
     variants = [r for r in results if r["procedure"] == "three-phase" and r not in grid]
     figure, axes = plt.subplots(figsize=(6, 4))
@@ -277,6 +285,16 @@ def plot(results: list[dict], args, path_f1: Path, path_audit: Path) -> None:
     axes.legend(fontsize="small")
     figure.tight_layout()
     figure.savefig(path_audit, dpi=120)
+    plt.close(figure)
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for r in results:
+        axes.plot(strongest_attack(r["audit"]), r["retrained"]["token_hipaa_f1"], "o", label=r["name"])
+    axes.axvline(0.5, color="grey", linestyle="--", label="chance")
+    axes.set(xlabel="strongest attack on the target (held-out rate)", ylabel="token HIPAA F1, tagger on exports",
+             xlim=(0.45, 1.0), title="Utility vs privacy (left and high is better)")
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path_pareto, dpi=120)
     plt.close(figure)
 
 
@@ -348,7 +366,7 @@ def write_report(results: list[dict], baselines: list[dict], args) -> None:
     """The table (printed and in <results name>.md) and the two plots."""
     text = table(results, baselines)
     (RESULTS / f"{args.results_name}.md").write_text(text + "\n")
-    plot(results, args, RESULTS / f"{args.results_name}_f1_vs_n.png", RESULTS / f"{args.results_name}_audit.png")
+    plot(results, args, *(RESULTS / f"{args.results_name}_{kind}.png" for kind in ("f1_vs_n", "audit", "pareto")))
     print(text, flush=True)
 
 
