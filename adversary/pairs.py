@@ -16,9 +16,9 @@ from adversary.pseudonymize import Pseudonymizer, tag_category
 from corpus.prepare import LabeledSentence
 
 BATCH_SIZE = 32
-# Pseudonyms drawn for a token before listing its candidates with another vector instead: a
-# token whose draws differ from it at least half the time (any word, any number with its own
-# vector) needs the list with probability <= 2**-64.
+# Pseudonyms drawn for a token before concluding that none has another vector: a token whose
+# draws differ from it at least half the time (any word, any number with its own vector) is
+# missed with probability <= 2**-64.
 MAX_DRAWS = 64
 
 
@@ -86,10 +86,10 @@ class PairSource:
         candidates (`Pseudonymizer.candidates`) with another vector, drawn by rejection; None
         when MAX_DRAWS draws all keep the vector.
 
-        Only in-vocabulary tokens give fake pairs: an out-of-vocabulary number (zero vector,
-        like nearly all of its surrogates) would give a fake partner that no export produces,
-        recognisable by itself. So does a number embedded by its digit shape: its draws nearly
-        always keep the shape's vector, and it gives no fake pair either.
+        Only in-vocabulary tokens give fake pairs: an out-of-vocabulary number embeds as zeros,
+        like nearly all of its surrogates, so a fake partner with a vocabulary number in its
+        place would be one no export produces, recognisable by itself. A number known only by
+        its digit shape ("000000") is left out the same way: its draws keep the shape's vector.
         """
         if not (self.pseudonymizer.replaceable(word) and self.pseudonymizer.embeddings.is_known(word)):
             return None
