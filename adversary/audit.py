@@ -14,7 +14,7 @@ from adversary.inversion import context_only_inversion, frequency_baseline, inve
 from adversary.lookup import lookup_attack
 from adversary.models import DEFAULT_UNITS, PartnerOnlyProbe
 from adversary.pairs import PairSource
-from adversary.procedures import MIN_EPOCH_STEPS, AdversaryTraining, automatic_passes, build_adversary
+from adversary.procedures import AdversaryTraining, automatic_passes, build_adversary
 from representer.dataset import BATCH_SIZE
 from representer.training import _write_config, _write_json, run_training
 
@@ -113,8 +113,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     and the lookup attack A2 on the target and the controls. out_dir gets config.json,
     metrics.json (the report), history.json (held-out accuracies per epoch), report.md,
     accuracy.png, one run_training folder per adversary attack under attacks/ and one inverter
-    checkpoint per inversion under inversion/ (checkpoints:
-    an interrupted audit resumes). `settings` are `AdversaryTraining`'s optimizer settings.
+    checkpoint per inversion under inversion/ (checkpoints: an interrupted audit resumes).
+    `settings` are `AdversaryTraining`'s optimizer settings.
     """
     out_dir = Path(out_dir)
     if passes is None:

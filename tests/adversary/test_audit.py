@@ -12,7 +12,7 @@ import tensorflow as tf
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from adversary.audit import (BROKEN, CHANCE, FLOOR, INCONCLUSIVE, MIN_EPOCH_STEPS, attack_result, automatic_passes,
+from adversary.audit import (BROKEN, CHANCE, FLOOR, INCONCLUSIVE, attack_result,
                              chance_verdict, overall_verdict, raw_embeddings, run_audit, wilson_interval)
 from adversary.inversion import vocabulary_ranks
 from adversary.lookup import lookup_attack, one_fake_per_sentence
@@ -24,7 +24,7 @@ from corpus.prepare import prepare_document
 from deidpool.cli import app
 from representer.embeddings import Embeddings
 from representer.noise import set_deterministic
-from adversary.procedures import build_adversary
+from adversary.procedures import MIN_EPOCH_STEPS, automatic_passes, build_adversary
 from representer.representation import build_representer
 
 # PHI words on axes of their own (cosine 0 with every other word), fillers in the last two
