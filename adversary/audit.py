@@ -1,7 +1,7 @@
 """Privacy audits of a frozen representer (METHOD.md, Evaluation): fresh and continued
 adversaries, inversion (A1) and lookup (A2) attacks, each also run on the positive controls
 (raw embeddings, the representer after P1), the partner-only floor (an adversary that reads
-only the fake partners' raw embeddings and must stay at chance), with a verdict and a
+only the partner text the target shares and must stay at chance), with a verdict and a
 JSON/Markdown/PNG report."""
 
 from __future__ import annotations
@@ -104,7 +104,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     With `export_path`, the target is what `client export` shares: every attack on it reads the
     representations of freshly pseudonymized copies (`PairSource(export_path=True)`, N of the
     pairs' pseudonymizer), and succeeds only against the original sentence or token. The
-    positive controls and the floor stay on the bare path, where the attacks must succeed.
+    positive controls stay on the bare path, where the attacks must succeed; the floor reads the
+    partner text the target's path shares (the pseudonymized copy on the export path).
 
     Attacks, each for `epochs` epochs of `passes` fresh draws of pairs (None: `automatic_passes`):
     fresh T1/T2 (and the trained `adversary`, continued, when given), on the target and on the
@@ -130,7 +131,7 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
                 PairSource(test.sentences, test.pseudonymizer, export_path=True)) if export_path else (train, test)
 
     def pairs_of(name: str) -> tuple[PairSource, PairSource]:
-        return exported if name.startswith("target") else (train, test)
+        return exported if name.startswith("target") or name == FLOOR else (train, test)
 
     attacks = {f"{name}/fresh": (model, build_adversary(_dim(model, embedding_dim), embedding_dim, units))
                for name, model in subjects.items()}
@@ -190,7 +191,7 @@ def format_report(report: dict) -> str:
     path = ("the export path: the target's attacks read representations of freshly pseudonymized copies "
             "and must recover the original" if report.get("path") == EXPORT_PATH else "the bare representer")
     lines = [f"# Privacy audit: {report['verdict']}", "", f"Why: {report['verdict_reason']}.", "",
-             f"Attacked: {path}; positive controls and floor on the bare path.", "",
+             f"Attacked: {path}; positive controls on the bare path.", "",
              f"{report['epochs']} epochs of attack training ({report['passes']} draws of pairs each), "
              f"N = {report['neighbours']}, "
              f"{report['held_out_pairs']} held-out pairs. A result is consistent with chance when the 95% "
@@ -204,7 +205,8 @@ def format_report(report: dict) -> str:
     controls = [f"{name}: {'succeeded' if r['control_succeeded'] else 'FAILED'} (best {r['accuracy']:.3f})"
                 for name, r in report["attacks"].items() if "control_succeeded" in r]
     lines += ["", "Positive controls: " + "; ".join(controls) + ".", "",
-              f"Partner-only floor ({FLOOR}, the partners' raw embeddings alone, no representer): "
+              f"Partner-only floor ({FLOOR}, the embeddings of the partner text the target shares alone, no "
+              "representer): "
               f"{floor['accuracy']:.3f} {interval(floor['heads']['combined'])}, {floor['verdict']}. It must stay at "
               "chance: above it, fake partners are recognisable by themselves and the adversaries' results say "
               "nothing about the representer.", "",

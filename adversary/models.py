@@ -24,9 +24,8 @@ class _PairAdversary(keras.Model):
     directions (respecting `mask`), then one sigmoid unit: P(same original sentence), (B,).
 
     Every adversary reads the same input dict: `embeddings` (B, T, D) and `representation`
-    (B, T, d) of the original sentence, `partner_embeddings` (B, T, D) and
-    `partner_representation` (B, T, d) of the other sentence of the pair, and `mask` (B, T)
-    bool; each uses the parts its task names.
+    (B, T, d) of the original sentence, `partner_representation` (B, T, d) of the other
+    sentence of the pair, and `mask` (B, T) bool; each uses the parts its task names.
     """
 
     def __init__(self, units=DEFAULT_UNITS, **kwargs):
@@ -72,12 +71,14 @@ class AdversaryT2(_PairAdversary):
 
 @keras.saving.register_keras_serializable(package="deidpool")
 class PartnerOnlyProbe(_PairAdversary):
-    """The audits' floor: real or fake from the partner's raw embeddings alone, no representer
-    involved. Above chance, fake partners are recognisable by themselves (implausible
-    pseudonyms) and every attack gets that for free. Returns {"combined": p}, (B,)."""
+    """The audits' floor: real or fake from the partner alone, no representer involved. Run with
+    the identity in place of a representer, it reads the embeddings of the partner text the
+    target shares (the pseudonymized copy on the export path). Above chance, fake partners are
+    recognisable by themselves (implausible pseudonyms) and every attack gets that for free.
+    Returns {"combined": p}, (B,)."""
 
     def pair_features(self, inputs):
-        return inputs["partner_embeddings"]
+        return inputs["partner_representation"]
 
     def call(self, inputs, training=None):
         return {"combined": super().call(inputs, training=training)}
@@ -118,7 +119,7 @@ def adversary_outputs(adversary, representer, batch, training=False):
                         "mask": ops.concatenate([mask, mask], axis=0)}, training=training)
     representation, partner_representation = ops.split(both, 2, axis=0)
     return adversary({"embeddings": batch["original"], "representation": representation,
-                      "partner_embeddings": batch["partner"], "partner_representation": partner_representation,
+                      "partner_representation": partner_representation,
                       "mask": mask}, training=training)
 
 

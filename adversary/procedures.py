@@ -53,8 +53,8 @@ def build_adversary(representation_dim: int, embedding_dim: int, units: int = DE
     created (ready for an optimizer or a checkpoint)."""
     adversary = kind(units)
     representation, embeddings = np.zeros((1, 1, representation_dim), "float32"), np.zeros((1, 1, embedding_dim), "float32")
-    adversary({"embeddings": embeddings, "representation": representation, "partner_embeddings": embeddings,
-               "partner_representation": representation, "mask": np.ones((1, 1), bool)})
+    adversary({"embeddings": embeddings, "representation": representation, "partner_representation": representation,
+               "mask": np.ones((1, 1), bool)})
     return adversary
 
 

@@ -261,6 +261,20 @@ def test_implausible_fake_partners_make_the_audit_inconclusive(embeddings, tmp_p
     assert "partner-only floor" in (tmp_path / "report.md").read_text()
 
 
+def test_on_the_export_path_the_floor_reads_the_shared_partner_text(embeddings, tmp_path):
+    """Exported, every PHI word of a real and of a fake partner alike becomes "today": the shared
+    partners are the same text, so the floor sits at chance and no longer decides the verdict."""
+    pseudonymizer = OddWordPseudonymizer(embeddings, 2)
+    sources = [PairSource([s for d in toy_documents(count, seed) for s in prepare_document(d)], pseudonymizer)
+               for count, seed in ((160, 5), (100, 6))]
+    keras.utils.set_random_seed(0)
+    report = run_audit(constant_representer(), *sources, tmp_path, epochs=3, passes=2, units=8, learning_rate=0.02,
+                       export_path=True, progress=False)
+    assert report["attacks"][FLOOR]["verdict"] == CHANCE
+    assert report["attacks"]["raw/fresh"]["control_succeeded"]  # the controls stay on the bare path
+    assert "partner-only floor" not in report["verdict_reason"]
+
+
 def clique_embeddings() -> Embeddings:
     """Every PHI word equally close to the other words of its category and far from the rest:
     with N = 3 a name's candidates are all three names, whichever name it is."""
