@@ -7,6 +7,10 @@ import typer
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of the CLI
 
+from representer.threads import configure_threads  # noqa: E402
+
+configure_threads()
+
 from deidpool.cli import adversarial_commands, corpus_commands, demo_command, pseudonymize_command, train_commands
 from deidpool.cli import baseline_commands  # noqa: F401  (registers train crf|svm|char-lstm on train_app)
 from deidpool.cli.client_commands import client_app, provider_app
