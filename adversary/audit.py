@@ -22,6 +22,9 @@ Z_95 = 1.959963984540054
 CHANCE_BOUND = 0.55  # highest accuracy still read as chance
 CONTROL_THRESHOLD = 0.8  # accuracy an attack must reach on a positive control
 FLOOR = "floor/partner-only"  # the attack on the partners alone: neither a target attack nor a control
+# On the export path, the lookup attack also runs on the pseudonymized text itself, as if it were shared
+# in the clear: what pseudonymization alone leaves to a two-candidate test (a reference, not in the verdict).
+SHARED_TEXT = "shared text"
 CHANCE, BROKEN, INCONCLUSIVE = "consistent with chance", "broken", "inconclusive"
 EXPORT_PATH, BARE_PATH = "export", "representer"  # a report's "path": what its target attacks read
 
@@ -153,8 +156,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     for name, succeeded in controls.items():
         results[name]["control_succeeded"] = succeeded
     lookup = {}
-    for name, model in subjects.items():
-        result = lookup_attack(model, pairs_of(name)[1], seed)
+    for name, model in {**subjects, **({SHARED_TEXT: raw_embeddings} if export_path else {})}.items():
+        result = lookup_attack(model, exported[1] if name == SHARED_TEXT else pairs_of(name)[1], seed)
         lookup[name] = {**result, **chance_verdict(result["rate"], result["sentences"])}
     inverters = {"epochs": epochs * passes, "units": units, "seed": seed, "progress": progress, **settings}
     inversion = {name: inversion_attack(model, *pairs_of(name), label=name,
@@ -213,6 +216,10 @@ def format_report(report: dict) -> str:
               "## Lookup attack A2 (fresh representation closer to its own stored one)", "",
               "| representation | rate | 95% CI | verdict |", "|---|---|---|---|"]
     lines += [f"| {name} | {r['rate']:.3f} | {interval(r)} | {r['verdict']} |" for name, r in report["lookup"].items()]
+    if SHARED_TEXT in report["lookup"]:
+        lines += ["", f"{SHARED_TEXT}: the lookup on the pseudonymized text itself (no representer), a reference "
+                  "that is not part of the verdict. A surrogate is drawn around its original, so it tends to lie "
+                  "closer to the original than to a neighbour of it: what the representer must hide on top."]
     lines += ["", "## Inversion attack A1 (hidden PHI tokens recovered)", "",
               "Scored on the PHI tokens the method hides (replaceable, with a pseudonym of another vector), not on "
               "punctuation, stop words or other tokens it never replaces. The two baselines look at no "

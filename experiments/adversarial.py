@@ -29,9 +29,13 @@ import sys
 import time
 from pathlib import Path
 
-import keras
-import matplotlib
-import numpy as np
+from representer.threads import configure_threads
+
+configure_threads()
+
+import keras  # noqa: E402
+import matplotlib  # noqa: E402
+import numpy as np  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

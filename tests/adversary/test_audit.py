@@ -12,7 +12,7 @@ import tensorflow as tf
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from adversary.audit import (BROKEN, CHANCE, FLOOR, INCONCLUSIVE, attack_result,
+from adversary.audit import (BROKEN, CHANCE, FLOOR, INCONCLUSIVE, SHARED_TEXT, attack_result,
                              chance_verdict, overall_verdict, raw_embeddings, run_audit, wilson_interval)
 from adversary.inversion import vocabulary_ranks
 from adversary.lookup import lookup_attack, one_fake_per_sentence
@@ -302,5 +302,9 @@ def test_the_export_path_audit_tells_a_leaky_export_from_a_pseudonymized_one(tmp
     assert report["attacks"]["raw/fresh"]["control_succeeded"]
     assert report["attacks"][FLOOR]["verdict"] == CHANCE
     assert report["verdict"] == verdict, report["verdict_reason"]
+    assert (SHARED_TEXT in report["lookup"]) == export_path
     if export_path:  # success is judged against the original: guessing it is a 1-in-3 draw
         assert report["inversion"]["target"]["top1"] < 0.6 < report["inversion"]["raw"]["top1"]
+        # the target shares the pseudonymized text itself, and a surrogate is a uniform draw from a whole clique
+        assert report["lookup"][SHARED_TEXT] == report["lookup"]["target"]
+        assert report["lookup"][SHARED_TEXT]["verdict"] == CHANCE

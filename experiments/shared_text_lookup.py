@@ -1,0 +1,61 @@
+"""What pseudonymization alone leaves to a two-candidate test (issue: privacy): the lookup attack A2
+on PhysioNet `test` with no representer at all, on the raw text (bare) and on its pseudonymized
+copy as `client export` would make it (export path), for N in {10, 100, 500} and three seeds.
+Writes experiments/results/shared_text_lookup.{md,json}.
+
+    python experiments/shared_text_lookup.py
+
+On the export path the attacker holds a sentence S and S' (one PHI token o replaced by a
+neighbour s) and sees the embeddings of a fresh pseudonymization of S; a surrogate is drawn
+among the N neighbours of o, a set centred on o, so it tends to lie closer to o than to s. A
+rate above 0.5 here is leaked by the pseudonymization itself, whatever the representer does on
+top; the re-identification bound (experiments/reidentification_bound.py) answers another
+question, the recovery of o among all possible originals.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from adversarial import DATA, load_data, sentences  # noqa: E402
+from results_files import write_results  # noqa: E402
+
+from adversary.audit import chance_verdict, raw_embeddings  # noqa: E402
+from adversary.lookup import lookup_attack  # noqa: E402
+from adversary.pairs import PairSource  # noqa: E402
+from adversary.pseudonymize import Pseudonymizer  # noqa: E402
+from representer.embeddings import load_glove_default  # noqa: E402
+
+NEIGHBOURS = (10, 100, 500)
+SEEDS = (0, 1, 2)
+
+
+def main() -> None:
+    if not DATA.is_dir():
+        sys.exit(f"PhysioNet deid not found at {DATA} (it lives in ../shared/data beside the repository)")
+    test = sentences(load_data()[2])
+    embeddings = load_glove_default()
+    rows = []
+    for n in NEIGHBOURS:
+        for export_path in (False, True):
+            pairs = PairSource(test, Pseudonymizer(embeddings, n), export_path=export_path)
+            results = [lookup_attack(raw_embeddings, pairs, seed) for seed in SEEDS]
+            rates = [r["rate"] for r in results]
+            rows.append({"neighbours": n, "path": "export" if export_path else "bare", "sentences": len(pairs),
+                         "rates": rates, "verdicts": [chance_verdict(r["rate"], r["sentences"])["verdict"]
+                                                      for r in results]})
+    lines = ["Lookup attack A2 with no representer (the text's GloVe embeddings), PhysioNet `test`, one fake "
+             f"partner per PHI sentence, seeds {', '.join(map(str, SEEDS))}.", "",
+             "| N | path | sentences | rate mean ± sd | rates | verdicts |", "|---:|---|---:|---|---|---|"]
+    lines += [f"| {r['neighbours']} | {r['path']} | {r['sentences']} | {np.mean(r['rates']):.3f} ± "
+              f"{np.std(r['rates'], ddof=1):.3f} | {', '.join(f'{x:.3f}' for x in r['rates'])} "
+              f"| {', '.join(r['verdicts'])} |" for r in rows]
+    write_results("shared_text_lookup", "\n".join(lines), rows)
+
+
+if __name__ == "__main__":
+    main()
