@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
 
@@ -165,16 +165,45 @@ class Embeddings:
             raise ValueError(f"n must be >= 1, got {n}")
         rows = len(self._unit_rows)
         n = min(n, rows)
+        return self.cached_array(f"n{n}-v{rows}", lambda: self._neighbour_table(n, progress))
+
+    def neighbour_groups(self, n: int, eligible: np.ndarray, *, progress: bool = True) -> np.ndarray:
+        """(rows,) int32 group of each row of the neighbour vocabulary: a partition of the
+        `eligible` rows (bool mask) into groups of n words near each other (from n to 2n - 1
+        words, n exactly for most), -1 for the other rows and for zero vectors. Every member of
+        a group has the same group, so a word drawn from its group says nothing about which
+        member it was drawn for.
+
+        Built top down: the vectors are centred (GloVe's most frequent words share a common
+        direction) and scaled to unit length; a set of 2n or more rows is cut in two, a multiple
+        of n on one side, along the line between the means of its two sides (from its principal
+        axis, then three refinements), until every set is a group. Cached like
+        `neighbour_table`, under n and a hash of `eligible`.
+        """
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        rows = len(self._unit_rows)
+        eligible = np.asarray(eligible, dtype=bool)
+        if eligible.shape != (rows,):
+            raise ValueError(f"eligible must mark each of the {rows} rows of the neighbour vocabulary")
+        mask_digest = hashlib.sha256(np.packbits(eligible).tobytes()).hexdigest()[:12]
+        return self.cached_array(f"groups{n}-v{rows}-{mask_digest}",
+                                 lambda: self._neighbour_groups(n, eligible, progress))
+
+    def cached_array(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """The array `name` of these embeddings, from `neighbour_cache_dir()` (under the hash
+        of `source_id` and `name`), else computed and cached (written atomically: a reader never
+        sees a partial file)."""
         digest = hashlib.sha256(self.source_id.encode()).hexdigest()[:16]
-        path = neighbour_cache_dir() / f"{digest}-n{n}-v{rows}.npy"
+        path = neighbour_cache_dir() / f"{digest}-{name}.npy"
         if path.is_file():
             return np.load(path)
-        table = self._neighbour_table(n, progress)
+        array = compute()
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy.part", delete=False) as part:
-            np.save(part, table)
-        os.replace(part.name, path)  # atomic: a reader never sees a partial table
-        return table
+            np.save(part, array)
+        os.replace(part.name, path)
+        return array
 
     def _neighbour_table(self, n: int, progress: bool) -> np.ndarray:
         unit = self._unit_rows
@@ -192,6 +221,39 @@ class Embeddings:
             table[start:start + chunk, 1:] = np.take_along_axis(top, order, axis=1)
         table[~unit.any(axis=1), 1:] = -1  # a zero vector has no neighbour, as in `neighbours()`
         return table
+
+    def _neighbour_groups(self, n: int, eligible: np.ndarray, progress: bool) -> np.ndarray:
+        eligible = eligible & self._unit_rows.any(axis=1)
+        unit = self._unit_rows - self._unit_rows[eligible].mean(axis=0)
+        unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+        groups = np.full(len(unit), -1, dtype=np.int32)
+        pending, count = [np.flatnonzero(eligible)], 0
+        with tqdm(total=len(pending[0]), desc=f"neighbour groups (n={n})", unit=" words", disable=not progress) as bar:
+            while pending:
+                rows = pending.pop()
+                if len(rows) < 2 * n:
+                    groups[rows], count = count, count + 1
+                    bar.update(len(rows))
+                    continue
+                first = len(rows) // n // 2 * n
+                order = _balanced_split(unit[rows], first)
+                pending += [rows[order[:first]], rows[order[first:]]]
+        return groups
+
+
+def _balanced_split(vectors: np.ndarray, first: int, refinements: int = 3) -> np.ndarray:
+    """An order of `vectors` whose `first` rows are one side of a cut: along the principal axis
+    (power iteration from a fixed start), then along the line between the two sides' means."""
+    centred = vectors - vectors.mean(axis=0)
+    axis = np.ones(vectors.shape[1], dtype=np.float32)
+    for _ in range(10):
+        axis = centred.T @ (centred @ axis)
+        axis /= max(float(np.linalg.norm(axis)), 1e-12)
+    order = np.argsort(vectors @ axis, kind="stable")
+    for _ in range(refinements):
+        line = vectors[order[first:]].mean(axis=0) - vectors[order[:first]].mean(axis=0)
+        order = np.argsort(vectors @ line, kind="stable")
+    return order
 
 
 def load_glove_default() -> Embeddings:

@@ -214,3 +214,50 @@ def test_neighbour_table_cached_on_disk(cache_dir, monkeypatch):
                   lambda: tiny(words, neighbour_vocab=10).neighbour_table(4)]:
         with pytest.raises(AssertionError, match="recomputed"):
             other()
+
+
+@pytest.mark.parametrize("n", [1, 3, 7])
+def test_neighbour_groups_partition_the_eligible_rows_into_groups_of_n_to_2n_1(cache_dir, n):
+    words = [f"w{i}" for i in range(40)]
+    emb = tiny(words, dim=6, neighbour_vocab=30)
+    emb.kv.vectors[5] = 0
+    eligible = np.ones(30, dtype=bool)
+    eligible[[0, 9]] = False
+    groups = emb.neighbour_groups(n, eligible, progress=False)
+    assert groups.dtype == np.int32 and groups.shape == (30,) and (groups[[0, 5, 9]] == -1).all()
+    sizes = np.bincount(groups[groups >= 0])
+    assert sizes.sum() == 27 and (sizes >= n).all() and (sizes < 2 * n).all()
+    with pytest.raises(ValueError, match="each of the 30 rows"):
+        emb.neighbour_groups(n, eligible[:-1])
+
+
+def test_neighbour_groups_find_well_separated_clusters(cache_dir):
+    """Four tight clusters of five words in different directions: each is a group of n = 5."""
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(4, 8))
+    vectors = np.repeat(centres, 5, axis=0) + 0.05 * rng.normal(size=(20, 8))
+    order = rng.permutation(20)
+    kv = KeyedVectors(8)
+    kv.add_vectors([f"c{i // 5}_{i % 5}" for i in order], vectors[order].astype(np.float32))
+    emb = Embeddings(kv, "clusters")
+    groups = emb.neighbour_groups(5, np.ones(20, dtype=bool), progress=False)
+    by_group = {}
+    for word, group in zip(kv.index_to_key, groups):
+        by_group.setdefault(group, set()).add(word.split("_")[0])
+    assert sorted(map(len, by_group.values())) == [1, 1, 1, 1] and len(by_group) == 4
+
+
+def test_neighbour_groups_are_cached_per_embedding_n_and_eligible_rows(cache_dir, monkeypatch):
+    emb = tiny([f"w{i}" for i in range(20)])
+    everything = np.ones(20, dtype=bool)
+    groups = emb.neighbour_groups(4, everything, progress=False)
+    with monkeypatch.context() as patched:
+        patched.setattr(Embeddings, "_neighbour_groups", lambda *args: pytest.fail("recomputed"))
+        np.testing.assert_array_equal(emb.neighbour_groups(4, everything), groups)
+    assert len(list(cache_dir.glob("*groups4*.npy"))) == 1
+    fewer = everything.copy()
+    fewer[3] = False
+    assert emb.neighbour_groups(4, fewer, progress=False)[3] == -1
+    other = tiny([f"w{i}" for i in range(20)], seed=1)
+    assert other.neighbour_groups(4, everything, progress=False).shape == (20,)
+    assert len(list(cache_dir.glob("*groups4*.npy"))) == 3
