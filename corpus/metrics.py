@@ -1,15 +1,24 @@
 """De-identification scores of predicted against gold PHI spans, defined as the i2b2 2014
-official evaluation script (kotfic/i2b2_evaluation_scripts) defines them.
+official evaluation script (kotfic/i2b2_evaluation_scripts) defines them, with the project's own
+token measures beside them.
 
 Documents are paired by id; a document present on one side only counts as having no spans
 on the other (with a CorpusWarning naming it), and paired documents must have the same text.
+Overlapping spans are scored as the official scripts score them, with a CorpusWarning naming
+the document and the spans: each distinct span counts once (repeats are dropped), and so does
+each token.
 
-Token-level binary (`token_hipaa`, `token_all`): the tokens are those of
-`corpus.tokenize.tokenize` over the whole text (letter runs, digit runs, single other
-non-space characters). A token is PHI on a side if it shares at least one character with a
-span of that side; categories are ignored. tp/fp/fn count PHI tokens only (tokens that are
-non-PHI on both sides are never hits). `token_hipaa` keeps only spans whose `.hipaa` is true
-on both sides, `token_all` keeps every span.
+Token-level binary measures: tp/fp/fn count PHI tokens only (tokens that are non-PHI on both
+sides are never hits); categories are ignored.
+- `token_official_hipaa` (the primary token measure) and `token_official_all` are the
+  official script's "Binary HIPAA Token" and "Binary Token" rows: tokens and HIPAA types as
+  `corpus.i2b2_official` describes them; a token is PHI on a side if one of that side's spans
+  has it among its tokens.
+- `token_hipaa` and `token_all` are the project's own: the tokens are those of
+  `corpus.tokenize.tokenize` over the whole text (letter runs, digit runs, single other
+  non-space characters), a token is PHI on a side if it shares at least one character with a
+  span of that side, and HIPAA spans are those whose `Span.hipaa` is true.
+`*_hipaa` keep only the HIPAA spans on both sides, `*_all` keep every span.
 
 Entity-level, on spans labelled by `key` (`Span.type`, the i2b2 type, or `Span.category`):
 - strict: a prediction matches a gold span with the same start, end and label;
@@ -23,7 +32,8 @@ the spans of one i2b2 type.
 
 Micro P/R/F1 come from the tp/fp/fn summed over the corpus. Macro (as in the i2b2 script)
 averages over documents: macro precision and recall are the means of the per-document
-precision and recall, and macro F1 is their harmonic mean. Any ratio 0/0 is 0.
+precision and recall, and macro F1 is their harmonic mean. Any ratio 0/0 is 0. Each top-level
+measure carries its report name under "measure".
 """
 
 from __future__ import annotations
@@ -35,9 +45,20 @@ from operator import attrgetter
 
 from corpus.document import Document, Span
 from corpus.errors import CorpusError, CorpusWarning
+from corpus.i2b2_official import is_hipaa, phi_tokens
 from corpus.tokenize import tokenize
 
 Match = Callable[[Span, Span], bool]
+
+# result key -> the measure's name in reports, in report order
+MEASURES = {
+    "token_official_hipaa": "Token HIPAA (i2b2 2014 official, primary)",
+    "token_official_all": "Token all (i2b2 2014 official)",
+    "token_hipaa": "Token HIPAA (project tokenizer)",
+    "token_all": "Token all (project tokenizer)",
+    "entity_strict": "Strict micro",
+    "entity_relaxed": "Relaxed micro",
+}
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -99,8 +120,29 @@ def _pair_documents(gold_docs: Iterable[Document], pred_docs: Iterable[Document]
         g, p = gold.get(doc_id), pred.get(doc_id)
         if g is not None and p is not None and g.text != p.text:
             raise CorpusError("gold and prediction texts differ", where=f"document {doc_id!r}")
-        pairs.append(_Pair((g or p).text, g.spans if g else (), p.spans if p else ()))
+        pairs.append(_Pair((g or p).text, _distinct(g, "gold"), _distinct(p, "prediction")))
     return pairs
+
+
+def _distinct(document: Document | None, side: str) -> tuple[Span, ...]:
+    """The document's distinct spans in offset order, warning about overlapping ones."""
+    if document is None:
+        return ()
+    groups: list[list[Span]] = []  # runs of spans each overlapping an earlier one of its run
+    end = 0
+    for span in sorted(document.spans):
+        if groups and span.start < end:
+            groups[-1].append(span)
+        else:
+            groups.append([span])
+        end = max(end, span.end)
+    overlapping = ["; ".join(f"{s.source_type} [{s.start}, {s.end})" for s in group)
+                   for group in groups if len(group) > 1]
+    if overlapping:
+        warnings.warn(f"document {document.id!r}: overlapping {side} spans, scored as the official i2b2 2014 script "
+                      f"scores them (each distinct span and each token once): {' | '.join(overlapping)}",
+                      CorpusWarning, stacklevel=4)
+    return tuple(sorted(set(document.spans)))
 
 
 def _coverage(length: int, spans: Iterable[Span]) -> bytearray:
@@ -120,6 +162,12 @@ def token_counts(text: str, gold: Iterable[Span], pred: Iterable[Span]) -> Count
         fp += in_pred and not in_gold
         fn += in_gold and not in_pred
     return Counts(tp, fp, fn)
+
+
+def official_token_counts(text: str, gold: Iterable[Span], pred: Iterable[Span]) -> Counts:
+    """Binary token-level counts over the official i2b2 2014 tokens of the spans of one text."""
+    gold_tokens, pred_tokens = phi_tokens(text, gold), phi_tokens(text, pred)
+    return Counts(len(gold_tokens & pred_tokens), len(pred_tokens - gold_tokens), len(gold_tokens - pred_tokens))
 
 
 def strict_match(label: Callable[[Span], str]) -> Match:
@@ -166,23 +214,25 @@ def evaluate_corpus(gold_docs: Iterable[Document], pred_docs: Iterable[Document]
     if key not in ("type", "category"):
         raise ValueError(f"key must be 'type' or 'category', not {key!r}")
     pairs = _pair_documents(gold_docs, pred_docs)
-    hipaa = attrgetter("hipaa")
-    result = {
-        "token_hipaa": _summary([token_counts(p.text, filter(hipaa, p.gold), filter(hipaa, p.pred)) for p in pairs]),
-        "token_all": _summary([token_counts(p.text, p.gold, p.pred) for p in pairs]),
-    }
+    every = lambda span: True  # noqa: E731
+    result = {}
+    for name, count, keep in (("token_official_hipaa", official_token_counts, is_hipaa),
+                              ("token_official_all", official_token_counts, every),
+                              ("token_hipaa", token_counts, attrgetter("hipaa")),
+                              ("token_all", token_counts, every)):
+        result[name] = {"measure": MEASURES[name],
+                        **_summary([count(p.text, filter(keep, p.gold), filter(keep, p.pred)) for p in pairs])}
     label = attrgetter(key)
     for name, match in (("entity_strict", strict_match(label)), ("entity_relaxed", relaxed_match(label))):
-        result[name] = {**_summary([entity_counts(p.gold, p.pred, match) for p in pairs]),
+        result[name] = {"measure": MEASURES[name], **_summary([entity_counts(p.gold, p.pred, match) for p in pairs]),
                         "per_category": _breakdown(pairs, attrgetter("category"), match),
                         "per_type": _breakdown(pairs, attrgetter("type"), match)}
     return result
 
 
 def format_report(result: dict) -> str:
-    """An i2b2-style table: token and entity micro rows, then strict rows per category."""
-    rows = [("Token HIPAA", result["token_hipaa"]), ("Token all", result["token_all"]),
-            ("Strict micro", result["entity_strict"]), ("Relaxed micro", result["entity_relaxed"])]
+    """An i2b2-style table: token and entity micro rows (primary first), then strict rows per category."""
+    rows = [(label, result[name]) for name, label in MEASURES.items()]
     rows += [(f"Strict {name}", scores) for name, scores in result["entity_strict"]["per_category"].items()]
     width = max(len("Measure"), *(len(name) for name, _ in rows))
     header = f"{'Measure':<{width}}  {'Recall':>9}  {'Precision':>9}  {'F1':>9}  {'TP':>7}  {'FP':>7}  {'FN':>7}"

@@ -1,6 +1,7 @@
 """Readers and writers of annotated notes, one module per format, behind two functions.
 
-Every format module exposes `read(path, *, strict, split) -> Iterator[Document]` and
+Every format module exposes `read(path, *, strict, split, overlaps) -> Iterator[Document]`
+(`overlaps`: accept overlapping spans, as in predictions to be scored) and
 `write(documents, path) -> None`. `write_corpus` makes the output appear atomically.
 """
 
@@ -32,16 +33,19 @@ def _module(fmt: str):
     return importlib.import_module(FORMATS[fmt])
 
 
-def iter_corpus(path: str | Path, fmt: str, *, split: str | None = None, strict: bool = False) -> Iterator[Document]:
-    """Stream the documents at `path` (a file or folder, as the format expects)."""
+def iter_corpus(path: str | Path, fmt: str, *, split: str | None = None, strict: bool = False,
+                overlaps: bool = False) -> Iterator[Document]:
+    """Stream the documents at `path` (a file or folder, as the format expects); overlapping
+    spans are an error unless `overlaps`."""
     path = Path(path)
     if not path.exists():
         raise CorpusError("no such file or folder", path)
-    return _module(fmt).read(path, strict=strict, split=split)
+    return _module(fmt).read(path, strict=strict, split=split, overlaps=overlaps)
 
 
-def read_corpus(path: str | Path, fmt: str, *, split: str | None = None, strict: bool = False) -> list[Document]:
-    return list(iter_corpus(path, fmt, split=split, strict=strict))
+def read_corpus(path: str | Path, fmt: str, *, split: str | None = None, strict: bool = False,
+                overlaps: bool = False) -> list[Document]:
+    return list(iter_corpus(path, fmt, split=split, strict=strict, overlaps=overlaps))
 
 
 def write_corpus(documents: Iterable[Document], path: str | Path, fmt: str) -> None:

@@ -24,7 +24,7 @@ _LINE_KINDS = {"#": "note", "A": "attribute", "M": "attribute", "R": "relation",
                "N": "normalization", "*": "equivalence"}
 
 
-def read(path: Path, *, strict: bool = False, split: str | None = None) -> Iterator[Document]:
+def read(path: Path, *, strict: bool = False, split: str | None = None, overlaps: bool = False) -> Iterator[Document]:
     """Documents from a .txt file or a folder of .txt files, each with its .ann beside it."""
     refuse_split(split, path, "BRAT")
     for text_file in input_files(path, ".txt", strict):
@@ -33,7 +33,7 @@ def read(path: Path, *, strict: bool = False, split: str | None = None) -> Itera
             continue
         annotations = text_file.with_suffix(".ann")
         spans = tuple(_spans(annotations, text, strict)) if annotations.is_file() else ()
-        yield Document(text_file.stem, text, spans).validate(annotations if spans else text_file)
+        yield Document(text_file.stem, text, spans).validate(annotations if spans else text_file, overlaps=overlaps)
 
 
 def _spans(path: Path, text: str, strict: bool) -> Iterator[Span]:

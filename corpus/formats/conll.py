@@ -26,8 +26,8 @@ DOCSTART = "-DOCSTART-"
 _Row = tuple[str, str, int]
 
 
-def read(path: Path, *, strict: bool = False, split: str | None = None) -> Iterator[Document]:
-    """Documents from a CoNLL file or a folder of .conll files."""
+def read(path: Path, *, strict: bool = False, split: str | None = None, overlaps: bool = False) -> Iterator[Document]:
+    """Documents from a CoNLL file or a folder of .conll files (BIO tags cannot overlap)."""
     refuse_split(split, path, "CoNLL")
     for file in input_files(path, ".conll", strict):
         content = read_text(file)

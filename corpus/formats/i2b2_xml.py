@@ -26,16 +26,16 @@ _ATTRIBUTE_ESCAPES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def read(path: Path, *, strict: bool = False, split: str | None = None) -> Iterator[Document]:
+def read(path: Path, *, strict: bool = False, split: str | None = None, overlaps: bool = False) -> Iterator[Document]:
     """Documents from a .xml file or a folder of them; the file stem is the document id."""
     refuse_split(split, path, "i2b2 XML")
     for file in input_files(path, ".xml", strict):
         data = file.read_bytes()
         if not is_empty(data, file, strict):
-            yield _document(file, data)
+            yield _document(file, data, overlaps)
 
 
-def _document(path: Path, data: bytes) -> Document:
+def _document(path: Path, data: bytes, overlaps: bool) -> Document:
     try:
         root = ET.fromstring(data)
     except ET.ParseError as error:
@@ -49,7 +49,7 @@ def _document(path: Path, data: bytes) -> Document:
         raise CorpusError("no <TEXT> element", path, f"<{root.tag}>")
     tags = root.find("TAGS")
     spans = tuple(_span(element, index, path) for index, element in enumerate(tags if tags is not None else (), 1))
-    return Document(path.stem, text_element.text or "", spans).validate(path)
+    return Document(path.stem, text_element.text or "", spans).validate(path, overlaps=overlaps)
 
 
 def _span(element: ET.Element, index: int, path: Path) -> Span:

@@ -19,7 +19,7 @@ _SPAN_FIELDS = {"start": int, "end": int, "type": str, "text": str}
 _OPTIONAL_SPAN_FIELDS = {"id": str, "comment": str}
 
 
-def read(path: Path, *, strict: bool = False, split: str | None = None) -> Iterator[Document]:
+def read(path: Path, *, strict: bool = False, split: str | None = None, overlaps: bool = False) -> Iterator[Document]:
     """Documents from a .jsonl file, a .json file, or a folder of .json files."""
     refuse_split(split, path, "JSON")
     if path.is_file() and path.suffix != ".json":
@@ -28,12 +28,12 @@ def read(path: Path, *, strict: bool = False, split: str | None = None) -> Itera
             return
         for number, line in enumerate(content.split("\n"), 1):
             if line.strip():
-                yield _document(_parse(line, path, f"line {number}"), path, f"line {number}")
+                yield _document(_parse(line, path, f"line {number}"), path, f"line {number}", overlaps)
         return
     for file in input_files(path, ".json", strict):
         content = read_text(file)
         if not is_empty(content, file, strict):
-            yield _document(_parse(content, file, None), file, None)
+            yield _document(_parse(content, file, None), file, None, overlaps)
 
 
 def _parse(source: str, path: Path, where: str | None) -> object:
@@ -44,7 +44,7 @@ def _parse(source: str, path: Path, where: str | None) -> object:
                           where or f"line {error.lineno}") from None
 
 
-def _document(value: object, path: Path, where: str | None) -> Document:
+def _document(value: object, path: Path, where: str | None, overlaps: bool) -> Document:
     """A validated document from a parsed object; `where` is its line in a .jsonl file."""
     _check(value, _DOCUMENT_FIELDS, path, where)
     spans = []
@@ -55,7 +55,7 @@ def _document(value: object, path: Path, where: str | None) -> Document:
         spans.append(Span(item["start"], item["end"], item["type"], item["text"],
                           item.get("id", ""), item.get("comment", "")))
     try:
-        return Document(value["id"], value["text"], tuple(spans)).validate(path)
+        return Document(value["id"], value["text"], tuple(spans)).validate(path, overlaps=overlaps)
     except CorpusError as error:
         raise CorpusError(error.reason, path, ", ".join(part for part in (where, error.where) if part)) from None
 

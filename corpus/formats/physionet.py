@@ -24,7 +24,7 @@ _START = re.compile(r"START_OF_RECORD=([^\s|]+)\|\|\|\|([^\s|]+)\|\|\|\|")
 _END = "||||END_OF_RECORD"
 
 
-def read(path: Path, *, strict: bool = False, split: str | None = None) -> Iterator[Document]:
+def read(path: Path, *, strict: bool = False, split: str | None = None, overlaps: bool = False) -> Iterator[Document]:
     """The notes of the folder `path` (or of the .text file `path`), optionally only those
     of the patients listed under `split` in the `splits.json` beside them."""
     text_file = path / TEXT_FILE if path.is_dir() else path
@@ -40,7 +40,7 @@ def read(path: Path, *, strict: bool = False, split: str | None = None) -> Itera
     for (patient, note), text in notes.items():
         if patients is None or patient in patients:
             document = Document(f"{patient}-{note}", text, tuple(spans.get((patient, note), ())))
-            yield document.validate(phrase_file)
+            yield document.validate(phrase_file, overlaps=overlaps)
 
 
 def _phrase_file(text_file: Path) -> Path:

@@ -42,9 +42,11 @@ def evaluate(
     pred_format: str | None = typer.Option(None, "--pred-format", help="Format of PRED."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the table."),
 ) -> None:
-    """Score predicted PHI against gold PHI with the i2b2 2014 token and entity metrics."""
+    """Score predicted PHI against gold PHI: token-level binary HIPAA and all-PHI with the official
+    i2b2 2014 tokens and HIPAA types (primary) and with the project's tokenizer, entity strict and
+    relaxed. Overlapping predicted spans are scored as the official script scores them, with a warning."""
     with clean_errors():
-        result = evaluate_corpus(read_corpus(gold, fmt), read_corpus(pred, pred_format or fmt))
+        result = evaluate_corpus(read_corpus(gold, fmt), read_corpus(pred, pred_format or fmt, overlaps=True))
     typer.echo(json.dumps(result, indent=2) if as_json else format_report(result))
 
 

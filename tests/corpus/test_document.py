@@ -27,9 +27,11 @@ def test_bad_spans_are_named_in_the_error(span, message):
     assert "notes.xml" in str(error.value) and "note-1" in str(error.value)
 
 
-def test_overlapping_spans_are_rejected():
+def test_overlapping_spans_are_rejected_unless_asked_for():
+    document = doc(Span(8, 17, "HCPName", "Dr. Smith"), Span(12, 17, "PTName", "Smith"))
     with pytest.raises(CorpusError, match="overlapping"):
-        doc(Span(8, 17, "HCPName", "Dr. Smith"), Span(12, 17, "PTName", "Smith")).validate()
+        document.validate()
+    assert document.validate(overlaps=True) is document
 
 
 def test_every_source_type_maps_to_a_known_i2b2_type():

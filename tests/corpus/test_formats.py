@@ -144,6 +144,12 @@ def test_bad_spans_are_errors_naming_file_and_span(tmp_path, fmt, case):
 
 
 @pytest.mark.parametrize("fmt", WHERE)
+def test_overlapping_spans_are_read_when_asked_for(tmp_path, fmt):
+    spans = BAD_SPANS["overlap"][0]
+    assert read_corpus(_write_bad(tmp_path, fmt, spans), fmt, overlaps=True) == [Document("9-1", "2067 x", spans)]
+
+
+@pytest.mark.parametrize("fmt", WHERE)
 def test_unknown_span_type_is_an_error(tmp_path, fmt):
     path = _write_bad(tmp_path, fmt, (Span(0, 4, "Date", "2067"),))
     for file in (path.rglob("*") if path.is_dir() else [path]):

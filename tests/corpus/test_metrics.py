@@ -9,12 +9,17 @@ from corpus.formats import write_corpus
 from corpus.metrics import evaluate_corpus, format_report
 from deidpool.cli import app
 
-# Tokens: John Smith saw Dr . Jones on 09 / 14 / 2067 .
+# Project tokens: John Smith saw Dr . Jones on 09 / 14 / 2067 .
+# Official i2b2 2014 tokens of the gold spans: John Smith | Jones | 09 14 2067
 TEXT = "John Smith saw Dr. Jones on 09/14/2067."
 GOLD = (Span(0, 10, "PATIENT", "John Smith"), Span(19, 24, "DOCTOR", "Jones"),
         Span(28, 38, "DATE", "09/14/2067"))
 PRED = (Span(0, 4, "PATIENT", "John"), Span(11, 14, "AGE", "saw"),
         Span(15, 24, "DOCTOR", "Dr. Jones"), Span(28, 38, "DATE", "09/14/2067"))
+
+
+MEASURES = ("token_official_hipaa", "token_official_all", "token_hipaa", "token_all", "entity_strict",
+            "entity_relaxed")
 
 
 def doc(spans, doc_id="note-1", text=TEXT):
@@ -58,6 +63,53 @@ def test_a_token_partly_inside_a_span_is_phi():
     assert counts(result["token_all"]) == (1, 0, 0)
 
 
+def test_official_tokens_are_the_letter_and_digit_runs_of_each_span(result):
+    # gold: John Smith Jones 09 14 2067; predicted: John saw Dr Jones 09 14 2067 (no slashes, no dot)
+    assert counts(result["token_official_all"]) == (5, 2, 1)
+    # DOCTOR is not HIPAA: Jones and Dr drop out
+    assert counts(result["token_official_hipaa"]) == (4, 1, 1)
+
+
+def test_an_official_token_is_cut_at_the_span_boundary():
+    result = evaluate_corpus([doc([Span(5, 10, "PATIENT", "Smith")])], [doc([Span(5, 8, "PATIENT", "Smi")])])
+    assert counts(result["token_official_all"]) == (0, 1, 1)
+    assert counts(result["token_all"]) == (1, 0, 0)
+
+
+def test_official_tokens_are_ascii_only():
+    text = "José Núñez"  # official tokens: Jos N ez; project tokens: José Núñez
+    result = evaluate_corpus([doc([Span(0, 10, "PATIENT", text)], text=text)],
+                             [doc([Span(0, 4, "PATIENT", "José")], text=text)])
+    assert counts(result["token_official_all"]) == (1, 0, 2)
+    assert counts(result["token_all"]) == (1, 0, 1)
+
+
+def test_a_span_without_letters_or_digits_is_one_empty_official_token_at_its_end():
+    dot = Span(17, 18, "OTHER", ".")
+    assert counts(evaluate_corpus([doc([dot])], [doc([dot])])["token_official_all"]) == (1, 0, 0)
+    result = evaluate_corpus([doc([dot])], [doc([Span(16, 18, "OTHER", "r.")])])
+    assert counts(result["token_official_all"]) == (0, 1, 1)
+
+
+def test_official_hipaa_types_differ_from_the_project_flags():
+    text = "Acme Corp, ID 4711, www.acme.org"
+    gold = [Span(0, 9, "ORGANIZATION", "Acme Corp"), Span(14, 18, "IDNUM", "4711"),
+            Span(20, 32, "URL", "www.acme.org")]
+    result = evaluate_corpus([doc(gold, text=text)], [doc([], text=text)])
+    assert counts(result["token_official_hipaa"]) == (0, 0, 2)  # Acme Corp only
+    assert counts(result["token_hipaa"]) == (0, 0, 6)  # 4711 www . acme . org
+
+
+def test_overlapping_predictions_are_scored_once_each_with_a_warning_naming_them():
+    pred = [*GOLD, Span(0, 4, "PATIENT", "John"), GOLD[2]]
+    with pytest.warns(CorpusWarning, match=r"'note-1': overlapping prediction spans.*"
+                                           r"PATIENT \[0, 4\); PATIENT \[0, 10\) \| DATE \[28, 38\); DATE \[28, 38\)"):
+        result = evaluate_corpus([doc(GOLD)], [doc(pred)])
+    assert counts(result["entity_strict"]) == (3, 1, 0)
+    assert counts(result["token_official_all"]) == (6, 0, 0)
+    assert counts(result["token_all"]) == (8, 0, 0)
+
+
 def test_strict_needs_same_offsets_and_type(result):
     assert counts(result["entity_strict"]) == (1, 3, 2)
     assert result["entity_strict"]["precision"] == pytest.approx(0.25)
@@ -99,7 +151,7 @@ def test_key_category_matches_types_of_the_same_category():
 
 def test_perfect_prediction_scores_one_everywhere():
     result = evaluate_corpus([doc(GOLD)], [doc(GOLD)])
-    for name in ("token_hipaa", "token_all", "entity_strict", "entity_relaxed"):
+    for name in MEASURES:
         scores = result[name]
         assert (scores["precision"], scores["recall"], scores["f1"], scores["fp"], scores["fn"]) == (1, 1, 1, 0, 0)
         assert scores["macro"] == {"precision": 1, "recall": 1, "f1": 1}
@@ -109,7 +161,8 @@ def test_empty_prediction_has_zero_recall_and_zero_precision():
     result = evaluate_corpus([doc(GOLD)], [doc([])])
     assert counts(result["entity_strict"]) == (0, 0, 3)
     assert counts(result["token_all"]) == (0, 0, 8)
-    for name in ("token_hipaa", "token_all", "entity_strict", "entity_relaxed"):
+    assert counts(result["token_official_all"]) == (0, 0, 6)
+    for name in MEASURES:
         assert (result[name]["precision"], result[name]["recall"], result[name]["f1"]) == (0, 0, 0)
 
 
@@ -151,9 +204,12 @@ def test_result_is_json_serialisable_and_report_lists_the_rows(result):
     lines = format_report(result).splitlines()
     assert lines[0].split() == ["Measure", "Recall", "Precision", "F1", "TP", "FP", "FN"]
     names = [line.rsplit(maxsplit=6)[0] for line in lines[2:]]
-    assert names == ["Token HIPAA", "Token all", "Strict micro", "Relaxed micro",
-                     "Strict AGE", "Strict DATE", "Strict NAME"]
-    assert lines[4].split()[-6:] == ["0.3333", "0.2500", "0.2857", "1", "3", "2"]
+    assert names == ["Token HIPAA (i2b2 2014 official, primary)", "Token all (i2b2 2014 official)",
+                     "Token HIPAA (project tokenizer)", "Token all (project tokenizer)", "Strict micro",
+                     "Relaxed micro", "Strict AGE", "Strict DATE", "Strict NAME"]
+    assert [result[name]["measure"] for name in MEASURES] == names[:6]
+    assert lines[2].split()[-6:] == ["0.8000", "0.8000", "0.8000", "4", "1", "1"]
+    assert lines[6].split()[-6:] == ["0.3333", "0.2500", "0.2857", "1", "3", "2"]
 
 
 def test_no_phi_anywhere_scores_zero():
@@ -169,8 +225,21 @@ def test_cli_evaluate_prints_one_json_object(tmp_path):
     result = CliRunner().invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     scores = json.loads(result.stdout)
+    assert counts(scores["token_official_hipaa"]) == (4, 1, 1)
+    assert scores["token_official_hipaa"]["measure"] == "Token HIPAA (i2b2 2014 official, primary)"
     assert counts(scores["token_hipaa"]) == (6, 1, 1)
     assert counts(scores["entity_strict"]) == (1, 3, 2)
     assert counts(scores["entity_relaxed"]) == (3, 1, 0)
     table = CliRunner().invoke(app, args)
     assert table.exit_code == 0 and "Strict NAME" in table.stdout
+    assert table.stdout.splitlines()[2].startswith("Token HIPAA (i2b2 2014 official, primary)")
+
+
+def test_cli_evaluate_scores_overlapping_predictions_with_a_warning(tmp_path):
+    write_corpus([doc(GOLD)], tmp_path / "gold", "i2b2")
+    write_corpus([doc([*GOLD, Span(0, 4, "PATIENT", "John")])], tmp_path / "pred", "i2b2")
+    args = ["evaluate", str(tmp_path / "gold"), str(tmp_path / "pred"), "--format", "i2b2", "--json"]
+    with pytest.warns(CorpusWarning, match=r"'note-1': overlapping prediction spans.*PATIENT \[0, 4\); PATIENT \[0, 10\)"):
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert counts(json.loads(result.stdout)["entity_strict"]) == (3, 1, 0)
