@@ -125,14 +125,18 @@ def adversary_outputs(adversary, representer, batch, training=False):
 
 def adversary_metrics(outputs, labels):
     """Scalars from adversary outputs and labels (1 real, 0 fake): `loss` = L_adv, the binary
-    cross-entropy of the combined output, `accuracy`, for a `CombinedAdversary` also
-    `loss_t1`, `accuracy_t1`, `loss_t2`, `accuracy_t2` of the single adversaries, and
-    `penalty`, the P3b term: the mean over pairs of |BCE_i - log 2|, averaged over the single
-    adversaries (over the one output of a single-output adversary).
+    cross-entropy of each single adversary averaged over them (of the one output of a
+    single-output adversary), `accuracy` of the combined output, for a `CombinedAdversary`
+    also `loss_combined`, the binary cross-entropy of the combined output, and `loss_t1`,
+    `accuracy_t1`, `loss_t2`, `accuracy_t2` of the single adversaries, and `penalty`, the P3b
+    term: the mean over pairs of |BCE_i - log 2|, averaged over the single adversaries.
 
-    Taken per pair, the penalty is zero only when every output is a coin flip; taken on the
-    batch mean, an accurate but over-confident adversary (BCE well above log 2 on its few
-    mistakes, near 0 elsewhere) can score zero."""
+    L_adv is not the cross-entropy of the combined output: that one has a dead point, T1
+    sure of "real" and T2 sure of "fake" on every pair, where the average is 0.5, the loss
+    log 2 and the gradient through the saturated outputs nil (P2 with 300-unit adversaries fell
+    into it after two epochs and never left). Taken per pair, the penalty is zero only when
+    every output is a coin flip; taken on the batch mean, an accurate but over-confident
+    adversary (BCE well above log 2 on its few mistakes, near 0 elsewhere) can score zero."""
     labels = ops.cast(labels, "float32")
     metrics, penalties = {}, []
     for name in outputs:
@@ -144,6 +148,9 @@ def adversary_metrics(outputs, labels):
         if name != "combined" or len(outputs) == 1:
             penalties.append(ops.mean(ops.abs(crossentropy - LOG_2)))
     metrics["penalty"] = ops.mean(ops.stack(penalties))
+    if len(outputs) > 1:
+        metrics["loss_combined"] = metrics["loss"]
+        metrics["loss"] = ops.mean(ops.stack([metrics[f"loss_{name}"] for name in outputs if name != "combined"]))
     return metrics
 
 

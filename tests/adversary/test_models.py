@@ -105,16 +105,27 @@ def test_each_adversary_learns_to_tell_identical_from_perturbed_sequences(advers
     assert accuracy > 0.9
 
 
-def test_adversary_loss_is_the_cross_entropy_of_the_averaged_output():
+def test_adversary_loss_is_the_mean_cross_entropy_of_the_single_adversaries():
     outputs = {"t1": np.array([0.9, 0.2, 0.6, 0.4]), "t2": np.array([0.7, 0.6, 0.1, 0.2])}
     outputs["combined"] = (outputs["t1"] + outputs["t2"]) / 2
     labels = np.array([1.0, 0.0, 1.0, 0.0])
     metrics = {name: float(value) for name, value in adversary_metrics(outputs, labels).items()}
     bce = {name: -np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)) for name, p in outputs.items()}
-    assert metrics["loss"] == pytest.approx(bce["combined"], rel=1e-5)
+    assert metrics["loss"] == pytest.approx((bce["t1"] + bce["t2"]) / 2, rel=1e-5)
+    assert metrics["loss_combined"] == pytest.approx(bce["combined"], rel=1e-5)
     assert metrics["loss_t1"] == pytest.approx(bce["t1"], rel=1e-5)
     assert metrics["loss_t2"] == pytest.approx(bce["t2"], rel=1e-5)
     assert (metrics["accuracy"], metrics["accuracy_t1"], metrics["accuracy_t2"]) == (0.75, 1.0, 0.5)
+
+
+def test_two_adversaries_sure_of_opposite_answers_are_not_a_coin_flip():
+    """T1 says "real" and T2 "fake" to every pair: the averaged output is 0.5 and its cross-entropy
+    log 2 with no gradient left through the saturated outputs; L_adv must see two bad adversaries."""
+    labels = np.array([1.0, 0.0, 1.0, 0.0])
+    sure, unsure = np.full(4, 1 - 1e-4, "float32"), np.full(4, 1e-4, "float32")
+    metrics = adversary_metrics({"t1": sure, "t2": unsure, "combined": (sure + unsure) / 2}, labels)
+    assert float(metrics["loss_combined"]) == pytest.approx(LOG_2, rel=1e-4)
+    assert float(metrics["loss"]) > 4.0
 
 
 def test_the_p3b_penalty_is_taken_per_pair_and_per_adversary():
