@@ -31,18 +31,25 @@ Tokens with a single candidate (stop words, punctuation, out-of-vocabulary words
 when N = 1) stay in the export as they are: they are counted as not hidden and left out of
 the success statistics. `reidentification_bound`'s report never names a token (it is
 computed over gold PHI). The first bound of an embedding and N computes its neighbour table
-(GloVe, N = 100: about a minute), later ones read it from the cache.
+(GloVe, N = 100: about a minute), the first of an embedding and language the wordfreq
+frequencies of its rows (a second); later ones read them from the cache. What no export
+changes is also kept in memory for the next one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from importlib.metadata import version
+from weakref import WeakKeyDictionary
 
 import numpy as np
 from wordfreq import word_frequency
 
-from adversary.pseudonymize import NumberCandidates, Pseudonymizer
+from adversary.pseudonymize import NumberCandidates, Pseudonymizer, number_candidates
 from representer.embeddings import Embeddings
 
 PRIORS = ("uniform", "frequency")
@@ -59,7 +66,7 @@ def token_success(tokens: Iterable[tuple[str, str]], pseudonymizer: Pseudonymize
     numbers = {token: found for token, found in hidden.items() if isinstance(found, NumberCandidates)}
     words = {token: found for token, found in hidden.items() if token not in numbers}
     frequency = _Frequency(language)
-    success = {**_word_success(words, pseudonymizer, frequency), **_number_success(numbers, pseudonymizer, frequency)}
+    success = {**_word_success(words, pseudonymizer, frequency), **_number_success(numbers, frequency)}
     return {token: success.get(token) for token in candidates}
 
 
@@ -120,13 +127,17 @@ class _Frequency:
 
     def __call__(self, word: str) -> float:
         if word not in self._cache:
-            looked_up = word[:-1] + "1" if len(word) > 1 and not word.strip("0") else word
-            self._cache[word] = word_frequency(looked_up, self.language) or FREQUENCY_FLOOR
+            self._cache[word] = word_frequency(_looked_up(word), self.language) or FREQUENCY_FLOOR
         return self._cache[word]
 
 
-def _priors(frequencies: Iterable[float]) -> dict[str, np.ndarray]:
-    frequency = np.fromiter(frequencies, dtype=float)
+def _looked_up(word: str) -> str:
+    """The word whose wordfreq frequency stands for `word`: "01" for "00" (module docstring)."""
+    return word[:-1] + "1" if len(word) > 1 and not word.strip("0") else word
+
+
+def _priors(frequencies: Sequence[float]) -> dict[str, np.ndarray]:
+    frequency = np.asarray(frequencies, dtype=float)
     return {"uniform": np.ones(len(frequency)), "frequency": frequency}
 
 
@@ -151,7 +162,8 @@ def _entry(word: str, embeddings: Embeddings) -> str:
 def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Pseudonymizer,
                   frequency: _Frequency) -> dict[tuple[str, str], dict[str, float]]:
     """Success of each hidden word token, against the neighbour vocabulary's rows and the
-    export's own words as possible originals."""
+    export's own words as possible originals. Only the surrogates the export's words draw
+    from matter, so only the (original, surrogate) pairs that end in one are formed."""
     if not words:
         return {}
     embeddings = pseudonymizer.embeddings
@@ -164,19 +176,23 @@ def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Ps
         if original not in own:
             own[original] = np.array([ids.setdefault(_entry(w, embeddings), len(ids)) for w in found],
                                      dtype=np.int32)
-    kept = np.array([pseudonymizer.replaceable(w) for w in vocabulary], dtype=bool)
     number = np.array([w.isdigit() and isinstance(pseudonymizer.candidates(w), NumberCandidates)
                        for w in vocabulary], dtype=bool)
-    candidates = table.copy()
-    candidates[~kept, 1:] = -1  # not replaced: only itself
-    candidates[number] = -1  # a number is no word original
-    candidates[[row for row in own if row < len(table)]] = -1  # the export's words: as drawn
-    valid = candidates >= 0
-    orig = np.repeat(np.arange(len(table), dtype=np.int32), valid.sum(axis=1))
-    orig = np.concatenate([orig, *(np.full(len(found), o, dtype=np.int32) for o, found in own.items())])
-    surr = np.concatenate([candidates[valid], *own.values()])
+    drawn = np.zeros(len(ids) + 1, dtype=bool)  # the surrogates that matter; the table's -1 hits the last entry
+    drawn[np.concatenate(list(own.values()))] = True
+    rows, columns = np.divmod(np.flatnonzero(drawn[table]), table.shape[1])
+    replaceable = _per_row(embeddings, ("replaceable", len(vocabulary)),
+                           lambda: np.array([pseudonymizer.replaceable(w) for w in vocabulary], dtype=bool))
+    valid = (columns == 0) | replaceable[rows]  # not replaced: only itself
+    valid &= ~number[rows]  # a number is no word original
+    valid &= ~np.isin(rows, list(own))  # the export's words: as drawn
+    orig = np.concatenate([rows[valid], *(np.full(len(found), o) for o, found in own.items())])
+    surr = np.concatenate([table[rows[valid], columns[valid]], *own.values()])
+    rows_frequency = _per_row(embeddings, ("frequency", frequency.language, len(vocabulary)),
+                              lambda: _vocabulary_frequencies(embeddings, vocabulary, frequency.language))
+    outside = [frequency(word) for word in list(ids)[len(vocabulary):]]
     result: dict[tuple[str, str], dict[str, float]] = {token: {} for token in words}
-    for name, prior in _priors(map(frequency, ids)).items():
+    for name, prior in _priors(np.concatenate([rows_frequency, outside])).items():
         best, ties = _bayes(orig, surr, prior, len(ids))
         for token in words:
             original = ids[_entry(token[0], embeddings)]
@@ -185,40 +201,68 @@ def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Ps
     return result
 
 
-def _number_success(numbers: dict[tuple[str, str], NumberCandidates], pseudonymizer: Pseudonymizer,
+_PER_ROW: WeakKeyDictionary[Embeddings, dict[tuple, np.ndarray]] = WeakKeyDictionary()
+
+
+def _per_row(embeddings: Embeddings, key: tuple, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """A quantity `key` of each neighbour-vocabulary row of `embeddings` that no export
+    changes, computed once and kept while the embeddings live."""
+    kept = _PER_ROW.setdefault(embeddings, {})
+    if key not in kept:
+        kept[key] = compute()
+    return kept[key]
+
+
+def _vocabulary_frequencies(embeddings: Embeddings, vocabulary: Sequence[str], language: str) -> np.ndarray:
+    """`_Frequency`'s answer for each word of `vocabulary` (rows of the embeddings). wordfreq's
+    answers (about 10 µs a word, a second for GloVe's neighbour vocabulary) are cached by
+    `Embeddings.cached_array` under the hash of the looked-up words, the language and
+    wordfreq's version."""
+    looked_up = [_looked_up(word) for word in vocabulary]
+    digest = hashlib.sha256(json.dumps(looked_up).encode()).hexdigest()[:16]
+    found = embeddings.cached_array(f"wordfreq{version('wordfreq')}-{language}-{digest}",
+                                    lambda: np.array([word_frequency(w, language) for w in looked_up], dtype=float))
+    return np.where(found == 0, FREQUENCY_FLOOR, found)
+
+
+def _number_success(numbers: dict[tuple[str, str], NumberCandidates],
                     frequency: _Frequency) -> dict[tuple[str, str], dict[str, float]]:
     """Success of each hidden number token, against every number of its width and category."""
-    groups: dict[tuple[int, str], list[tuple[str, str]]] = {}
-    for token, found in numbers.items():
-        groups.setdefault((found.width, token[1]), []).append(token)
     result = {}
-    for (width, category), tokens in groups.items():
-        counts, ranges, frequencies = zip(*_number_blocks(width, category, pseudonymizer, frequency))
-        starts, stops = np.array([r.start for r in ranges]), np.array([r.stop for r in ranges])
-        bounds = np.unique(np.concatenate([starts, stops]))  # surrogate segments [bounds[i], bounds[i + 1])
-        first, last = np.searchsorted(bounds, starts), np.searchsorted(bounds, stops)
-        covered = last - first  # block b covers segments first[b] .. last[b] - 1
-        orig = np.repeat(np.arange(len(counts)), covered)
-        surr = np.repeat(first - np.cumsum(covered) + covered, covered) + np.arange(covered.sum())
-        bayes = {name: _bayes(orig, surr, prior, len(bounds), np.array(counts, dtype=float))
-                 for name, prior in _priors(frequencies).items()}
-        for token in tokens:
-            values = numbers[token].values
-            segments = slice(*np.searchsorted(bounds, [values.start, values.stop]))
-            lengths = np.diff(bounds)[segments]
-            own = {"uniform": 1.0, "frequency": frequency(token[0])}
-            result[token] = {name: float(np.sum(lengths * (own[name] == best[segments]) / ties[segments]) / len(values))
-                             for name, (best, ties) in bayes.items()}
+    for token, found in numbers.items():
+        bounds, bayes = _number_bayes(found.width, token[1], frequency.language, ENUMERATED_WIDTH)
+        segments = slice(*np.searchsorted(bounds, [found.values.start, found.values.stop]))
+        lengths = np.diff(bounds)[segments]
+        own = {"uniform": 1.0, "frequency": frequency(token[0])}
+        result[token] = {name: float(np.sum(lengths * (own[name] == best[segments]) / ties[segments]) / len(found))
+                         for name, (best, ties) in bayes.items()}
     return result
 
 
-def _number_blocks(width: int, category: str, pseudonymizer: Pseudonymizer,
-                   frequency: _Frequency) -> list[tuple[int, range, float]]:
+@lru_cache(maxsize=None)
+def _number_bayes(width: int, category: str, language: str,
+                  enumerated_width: int) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The surrogate segments [bounds[i], bounds[i + 1]) of the numbers of `width` digits in
+    `category` and, by prior, `_bayes` over them; the same for every export, so kept."""
+    counts, ranges, frequencies = zip(*_number_blocks(width, category, _Frequency(language), enumerated_width))
+    starts, stops = np.array([r.start for r in ranges]), np.array([r.stop for r in ranges])
+    bounds = np.unique(np.concatenate([starts, stops]))
+    first, last = np.searchsorted(bounds, starts), np.searchsorted(bounds, stops)
+    covered = last - first  # block b covers segments first[b] .. last[b] - 1
+    orig = np.repeat(np.arange(len(counts)), covered)
+    surr = np.repeat(first - np.cumsum(covered) + covered, covered) + np.arange(covered.sum())
+    return bounds, {name: _bayes(orig, surr, prior, len(bounds), np.array(counts, dtype=float))
+                    for name, prior in _priors(frequencies).items()}
+
+
+def _number_blocks(width: int, category: str, frequency: _Frequency,
+                   enumerated_width: int) -> list[tuple[int, range, float]]:
     """The possible originals of `width` digits in `category` in blocks of equal candidate
-    range and frequency: (how many, candidate values, frequency of each)."""
-    if width <= ENUMERATED_WIDTH:
+    range and frequency: (how many, candidate values, frequency of each), one block per
+    number up to `enumerated_width` digits."""
+    if width <= enumerated_width:
         words = (str(value).zfill(width) for value in range(10 ** width))
-        return [(1, pseudonymizer.candidates(w, category).values, frequency(w)) for w in words]
+        return [(1, number_candidates(w, category).values, frequency(w)) for w in words]
     # Wider, a number's candidates and frequency depend only on its first digit and on where
     # its value lies among the ranges of `number_candidates` (checked at both ends of a block).
     top = 10 ** width
@@ -226,7 +270,7 @@ def _number_blocks(width: int, category: str, pseudonymizer: Pseudonymizer,
     blocks = []
     for low, high in zip(edges, edges[1:]):
         ends = [str(low).zfill(width), str(high - 1).zfill(width)]
-        block, last = [(pseudonymizer.candidates(end, category).values, frequency(end)) for end in ends]
+        block, last = [(number_candidates(end, category).values, frequency(end)) for end in ends]
         if block != last:
             raise ValueError(f"numbers {ends[0]}..{ends[1]} ({category}) differ in candidates or frequency")
         blocks.append((high - low, *block))

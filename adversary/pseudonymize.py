@@ -151,10 +151,15 @@ class Pseudonymizer:
                 for i, (t, tag) in enumerate(zip(sentence.tokens, sentence.tags))]
 
     def labeled_sentences(self, sentences: Iterable[LabeledSentence], rng: random.Random) -> list[LabeledSentence]:
-        """Training sentences with every PHI token replaced; casing ids follow the new words."""
+        """Training sentences with every PHI token replaced; casing ids follow the new words.
+        A sentence without PHI, and a token whose word stays, are passed on as they are."""
         result = []
         for sentence in sentences:
-            tokens = [Token(word, t.start, t.end) for word, t in zip(self.sentence(sentence, rng), sentence.tokens)]
+            if all(tag == "O" for tag in sentence.tags):
+                result.append(sentence)
+                continue
+            tokens = [t if word == t.text else Token(word, t.start, t.end)
+                      for word, t in zip(self.sentence(sentence, rng), sentence.tokens)]
             result.append(LabeledSentence(tokens, casing_ids(tokens), sentence.tags))
         return result
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from client.inference import apply_to_sentences, compile_pipeline
+from client.inference import apply_to_sentences, built_once, compile_pipeline
 from client.surrogates import redacted_text, surrogate_text
 from corpus.document import Document
 from corpus.errors import CorpusError
@@ -49,7 +49,8 @@ def find_phi(documents: Iterable[Document], pipeline: Bundle, embeddings, *, chu
              progress: bool = False) -> Iterator[Document]:
     """Each document with the PHI spans the pipeline finds (labels as the pipeline's tags name
     them); `embeddings` are the pipeline's (from `pipeline.load_embeddings`)."""
-    tag = compile_pipeline(pipeline.load_representer(deterministic=True), pipeline.load_tagger(), embeddings.dim)
+    tag = built_once(pipeline, "tags", lambda: compile_pipeline(pipeline.load_representer(deterministic=True),
+                                                                pipeline.load_tagger(), embeddings.dim))
     with tqdm(desc="de-identifying", unit=" notes", disable=not progress) as bar:
         for chunk, sentences, data in _prepared(documents, embeddings, chunk_documents):
             yield from predicted_documents(chunk, sentences, apply_to_sentences(tag, data), pipeline.tags,

@@ -25,7 +25,7 @@ from tqdm import tqdm
 from adversary.bound import reidentification_bound
 from adversary.pseudonymize import Pseudonymizer, tag_category
 from client.contribution import ContributionHeader, encode_sentence, write_contribution
-from client.inference import apply_to_sentences, compile_representer
+from client.inference import apply_to_sentences, built_once, compile_representer
 from client.shuffle import MEMORY_BYTES, ExternalShuffle
 from corpus.document import Document
 from corpus.errors import CorpusError
@@ -57,7 +57,9 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     out.parent.mkdir(parents=True, exist_ok=True)
     pseudonymizer = Pseudonymizer(embeddings, neighbours)
     rng = rng or random.SystemRandom()
-    represent = compile_representer(bundle.load_representer(deterministic=False), embeddings.dim)
+    # The noise generator runs on from export to export, so each draws fresh noise.
+    represent = built_once(bundle, "export", lambda: compile_representer(bundle.load_representer(deterministic=False),
+                                                                         embeddings.dim))
     count, phi = 0, Counter()
     with ExternalShuffle(out.parent, memory_bytes) as shuffle:
         with tqdm(desc="representing", unit=" sentences", disable=not progress) as bar:

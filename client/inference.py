@@ -4,6 +4,7 @@ pipeline (Viterbi tag ids for de-identification), each compiled once for every b
 from __future__ import annotations
 
 from collections.abc import Callable
+from weakref import WeakKeyDictionary
 
 import numpy as np
 import tensorflow as tf
@@ -11,6 +12,16 @@ import tensorflow as tf
 from representer.dataset import INFERENCE_BATCH_SIZE, SentenceData, inference_batches
 
 BatchFunction = Callable[[dict], tf.Tensor]
+_BUILT: WeakKeyDictionary = WeakKeyDictionary()  # bundle -> {purpose: BatchFunction}
+
+
+def built_once(bundle, purpose: str, build: Callable[[], BatchFunction]) -> BatchFunction:
+    """`build()`'s function for `bundle` and `purpose`, built on the first call and kept while
+    the bundle lives (loading and compiling its models costs up to a second a call)."""
+    functions = _BUILT.setdefault(bundle, {})
+    if purpose not in functions:
+        functions[purpose] = build()
+    return functions[purpose]
 
 
 def compile_representer(representer, embedding_dim: int) -> BatchFunction:

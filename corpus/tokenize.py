@@ -25,13 +25,11 @@ def tokenize(text: str, breaks: Iterable[int] = (), start: int = 0, end: int | N
     boundaries during training-data preparation, so that no label falls inside a token).
     """
     tokens = [Token(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text, start, len(text) if end is None else end)]
-    cuts = sorted(set(breaks))
-    if not cuts:
-        return tokens
-    result: list[Token] = []
-    for token in tokens:
-        first = bisect_right(cuts, token.start)
-        inside = cuts[first:bisect_right(cuts, token.end - 1)]
-        bounds = [token.start, *inside, token.end]
-        result.extend(Token(text[a:b], a, b) for a, b in zip(bounds, bounds[1:]))
-    return result
+    cuts = sorted(set(breaks), reverse=True)  # from the last, so that the tokens before keep their index
+    starts = [t.start for t in tokens] if cuts else []
+    for cut in cuts:
+        i = bisect_right(starts, cut) - 1
+        if i >= 0 and tokens[i].start < cut < tokens[i].end:
+            a, b = tokens[i].start, tokens[i].end
+            tokens[i:i + 1] = [Token(text[a:cut], a, cut), Token(text[cut:b], cut, b)]
+    return tokens

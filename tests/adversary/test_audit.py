@@ -173,7 +173,8 @@ def test_audit_report_files_and_structure(audited):
     assert set(report["attacks"]) == {"target/fresh", "target/continued", "raw/fresh", FLOOR}
     floor = report["attacks"][FLOOR]
     assert set(floor["heads"]) == {"combined"} and "control_succeeded" not in floor
-    assert set(report["lookup"]) == set(report["inversion"]) == {"target", "raw"}
+    assert set(report["inversion"]) == {"target", "raw"}
+    assert set(report["lookup"]) == {"target", "raw", SHARED_TEXT}  # the CLI audits the export path
     assert set(report["inversion_baselines"]) == {"frequency", "context-only"} and report["one_over_n"] == 0.5
     hidden = report["inversion"]["target"]["tokens"]
     assert hidden == report["held_out_pairs"]  # one hidden name or city per toy sentence

@@ -1,5 +1,7 @@
 """Tests of adversary.bound: the re-identification bound worked out by hand on a toy neighbour
-graph and on number ranges, and checked against brute force."""
+graph and on number ranges, checked against brute force, and the same from cold and warm caches."""
+
+from importlib.metadata import version
 
 import numpy as np
 import pytest
@@ -25,12 +27,17 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DEIDPOOL_CACHE", str(tmp_path))
 
 
+def circle(angles: dict[str, float]) -> Pseudonymizer:
+    """N = 2 over words at these angles (degrees), all but the last in the neighbour vocabulary."""
+    kv = KeyedVectors(2)
+    radians = np.radians(list(angles.values()))
+    kv.add_vectors(list(angles), np.stack([np.cos(radians), np.sin(radians)], axis=1).astype(np.float32))
+    return Pseudonymizer(Embeddings(kv, "toy", neighbour_vocab=len(angles) - 1), 2)
+
+
 @pytest.fixture(scope="module")
 def toy() -> Pseudonymizer:
-    kv = KeyedVectors(2)
-    radians = np.radians(list(ANGLES.values()))
-    kv.add_vectors(list(ANGLES), np.stack([np.cos(radians), np.sin(radians)], axis=1).astype(np.float32))
-    return Pseudonymizer(Embeddings(kv, "toy", neighbour_vocab=len(ANGLES) - 1), 2)
+    return circle(ANGLES)
 
 
 def success(report, category, what, prior):
@@ -159,3 +166,89 @@ def test_format_bound(toy):
     assert lines[4] == "| CITY | 1 | 1 | 0 | 0.417 | 0.417 | 1 | 1 |"
     assert lines[5] == "| NAME | 1 | 0 | 1 | - | - | - | - |"
     assert lines[6].startswith("| overall | 2 | 1 | 1 | 0.417 |")
+
+
+def word_brute_force(pseudonymizer: Pseudonymizer, tokens: list[tuple[str, str]]) -> dict:
+    """The success of word tokens by definition, with explicit candidate sets: the originals
+    are the neighbour vocabulary's words that are no numbers, and the tokens' words."""
+    frequency = bound._Frequency("en")
+    vocabulary = pseudonymizer.embeddings.kv.index_to_key[:pseudonymizer.embeddings.neighbour_vocab]
+    drawn = {word: set(pseudonymizer.candidates(word)) for word in vocabulary if not word.isdigit()}
+    drawn |= {word.lower(): {w.lower() for w in pseudonymizer.candidates(word)} for word, _ in tokens}
+    result = {}
+    for token in tokens:
+        original = token[0].lower()
+        for name, prior in [("uniform", lambda o: 1.0), ("frequency", frequency)]:
+            hits = []
+            for s in drawn[original]:
+                possible = [o for o, found in drawn.items() if s in found]
+                top = [o for o in possible if prior(o) == max(map(prior, possible))]
+                hits.append((original in top) / len(top))
+            result.setdefault(token, {})[name] = sum(hits) / len(hits)
+    return result
+
+
+def test_words_against_brute_force(toy):
+    tokens = [("Paris", "CITY"), ("lyon", "CITY"), ("Nantes", "CITY"), ("Dijon", "CITY"), ("rennes", "NAME"),
+              ("zqxw", "NAME"), ("ROME", "NAME")]
+    found = token_success(tokens, toy)
+    for token, expected in word_brute_force(toy, tokens).items():
+        assert found[token] == pytest.approx(expected)
+
+
+def cold_caches():
+    bound._PER_ROW.clear()
+    bound._number_bayes.cache_clear()
+
+
+def test_the_bound_is_the_same_from_cold_and_warm_caches(toy):
+    tokens = [("Paris", "CITY"), ("nantes", "CITY"), ("Dijon", "CITY"), ("rome", "NAME"), ("00", "DATE"),
+              ("14", "DATE"), ("123", "ID"), ("0551234", "PHONE")]
+    cold_caches()
+    computed = reidentification_bound(tokens, toy)  # caches the frequencies in the empty cache folder
+    cold_caches()
+    assert reidentification_bound(tokens, toy) == computed  # read back from disk
+    assert reidentification_bound(tokens, toy) == computed  # from memory
+
+
+def frequencies(pseudonymizer: Pseudonymizer, language: str = "en") -> list[float]:
+    return bound._vocabulary_frequencies(pseudonymizer.embeddings, WORDS, language).tolist()
+
+
+WORDS = ["paris", "lyon", "zqxw", "00", "2010"]
+
+
+def test_cached_frequencies_are_wordfreqs_and_read_back_from_disk(toy, tmp_path):
+    assert frequencies(toy) == [bound._Frequency("en")(word) for word in WORDS]
+    [path] = (tmp_path / "neighbours").glob("*.npy")
+    assert f"-wordfreq{version('wordfreq')}-en-" in path.name
+    np.save(path, np.full(len(WORDS), 0.5))
+    assert frequencies(toy) == [0.5] * len(WORDS)  # the file answers
+
+
+def test_a_cache_file_of_other_words_language_wordfreq_version_or_embeddings_is_not_read(toy, tmp_path, monkeypatch):
+    frequencies(toy)
+    [path] = (tmp_path / "neighbours").glob("*.npy")
+    np.save(path, np.full(len(WORDS), 0.5))
+    wordfreq = [bound._Frequency("en")(word) for word in WORDS]
+    assert frequencies(toy, "fr") == [bound._Frequency("fr")(word) for word in WORDS]
+    assert bound._vocabulary_frequencies(toy.embeddings, WORDS[::-1], "en").tolist() == wordfreq[::-1]
+    assert frequencies(circle({**ANGLES, "paris": 1})) == wordfreq
+    assert frequencies(circle(ANGLES)) == [0.5] * len(WORDS)  # the same vectors: the same embeddings
+    monkeypatch.setattr(bound, "version", lambda package: "0.0")
+    assert frequencies(toy) == wordfreq
+
+
+def test_replaceable_rows_belong_to_their_embeddings(toy):
+    token_success([("paris", "CITY")], toy)
+    # The same circle with the stop word "the" for "nantes": "the" stays itself, so that
+    # R(lyon) = {lyon, paris} and paris succeeds (1/2 + 1/2) / 2 (5/12 on the toy).
+    other = circle({("the" if word == "nantes" else word): angle for word, angle in ANGLES.items()})
+    assert token_success([("paris", "CITY")], other)["paris", "CITY"]["uniform"] == pytest.approx(1 / 2)
+    assert token_success([("paris", "CITY")], toy)["paris", "CITY"]["uniform"] == pytest.approx(5 / 12)
+
+
+def test_the_frequency_prior_is_that_of_the_language_asked_for(toy):
+    # R(rennes) = {rennes, brest}; wordfreq: brest > rennes in English, rennes > brest in French.
+    assert token_success([("rennes", "NAME")], toy)["rennes", "NAME"]["frequency"] == 0.0
+    assert token_success([("rennes", "NAME")], toy, language="fr")["rennes", "NAME"]["frequency"] == 1.0

@@ -189,3 +189,14 @@ def test_documents_keep_ages_over_89(numbers):
         month, day, year = date.split(" / ")
         assert 90 <= int(age) <= 99 and len(month) == 2 and 1 <= int(month) <= 12
         assert 10 <= int(day) <= 31 and 2057 <= int(year) <= 2077
+
+
+def test_labeled_sentences_pass_sentences_without_phi_on_and_follow_the_pseudonyms(embeddings):
+    plain, phi = prepare_document(Document("p", "Seen at the lab.")), prepare_document(DOC)
+    pseudonymizer = Pseudonymizer(embeddings, 3)
+    for seed in range(10):
+        [kept, replaced] = pseudonymizer.labeled_sentences([*plain, *phi], random.Random(seed))
+        assert kept is plain[0]
+        assert [t.text for t in replaced.tokens] == pseudonymizer.sentence(phi[0], random.Random(seed))
+        assert [(t.start, t.end) for t in replaced.tokens] == [(t.start, t.end) for t in phi[0].tokens]
+        assert replaced.tags == phi[0].tags and replaced.casing.tolist() == casing_ids(replaced.tokens).tolist()

@@ -31,6 +31,13 @@ def test_the_same_notes_always_get_the_same_spans(found, pipeline, embeddings):
     assert [d.spans for d in again] == [d.spans for d in found]
 
 
+def test_the_pipeline_is_loaded_once_per_bundle(found, pipeline, embeddings, monkeypatch):
+    from representer.bundle import Bundle
+
+    monkeypatch.setattr(Bundle, "load_tagger", lambda self: pytest.fail("pipeline loaded again"))
+    assert [d.spans for d in find_phi(found[:2], pipeline, embeddings)] == [d.spans for d in found[:2]]
+
+
 def test_reading_text_notes_and_corpus_formats(tmp_path, documents, notes_dir):
     (tmp_path / "b.txt").write_text("second note")
     (tmp_path / "a.txt").write_text("first note")

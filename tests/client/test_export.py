@@ -102,6 +102,15 @@ def test_exporting_twice_gives_the_same_tags_but_other_vectors(exports, loaded_k
     assert not any(np.array_equal(first[key], second[key]) for key in first)
 
 
+def test_the_representer_is_loaded_once_per_bundle(exports, tmp_path, monkeypatch, documents, pipeline, embeddings,
+                                                   loaded_keys):
+    """The second of `exports` drew other noise (test above) from the model the first loaded."""
+    from representer.bundle import Bundle
+
+    monkeypatch.setattr(Bundle, "load_representer", lambda self, deterministic=False: pytest.fail("loaded again"))
+    assert _export(documents[:3], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc").sentences > 0
+
+
 def test_no_phi_token_reaches_the_representer_without_the_pseudonymizer(tmp_path, monkeypatch, documents, pipeline,
                                                                          embeddings, loaded_keys):
     """Every gold PHI token is replaced before anything is embedded, and nothing else is."""
