@@ -17,7 +17,7 @@ wordfreq gets `FREQUENCY_FLOOR`, so unknown words tie below known ones and share
 Possible originals. Restricting them only raises each original's success (its competitors in
 R(s) can only drop out), so the restrictions below make the bound conservative:
 - words: the rows of the neighbour vocabulary (the first `embeddings.neighbour_vocab`; their
-  candidates from `Embeddings.neighbour_table`, only themselves when not replaceable), plus
+  candidates from `Pseudonymizer.candidate_table`, only themselves when not replaceable), plus
   the export's own PHI words outside it (the word and its N - 1 neighbours in the neighbour
   vocabulary), but not the other rows of the vocabulary. A surrogate is identified with the
   vocabulary entry it names (lower-cased in GloVe); its casing follows the original, which
@@ -49,7 +49,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 from wordfreq import word_frequency
 
-from adversary.pseudonymize import NumberCandidates, Pseudonymizer, number_candidates
+from adversary.pseudonymize import NumberCandidates, Pseudonymizer, number_block, number_candidates
 from representer.embeddings import Embeddings
 
 PRIORS = ("uniform", "frequency")
@@ -66,7 +66,8 @@ def token_success(tokens: Iterable[tuple[str, str]], pseudonymizer: Pseudonymize
     numbers = {token: found for token, found in hidden.items() if isinstance(found, NumberCandidates)}
     words = {token: found for token, found in hidden.items() if token not in numbers}
     frequency = _Frequency(language)
-    success = {**_word_success(words, pseudonymizer, frequency), **_number_success(numbers, frequency)}
+    success = {**_word_success(words, pseudonymizer, frequency),
+               **_number_success(numbers, frequency, pseudonymizer.scheme)}
     return {token: success.get(token) for token in candidates}
 
 
@@ -167,7 +168,7 @@ def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Ps
     if not words:
         return {}
     embeddings = pseudonymizer.embeddings
-    table = embeddings.neighbour_table(pseudonymizer.neighbours)
+    table = pseudonymizer.candidate_table()
     vocabulary = embeddings.kv.index_to_key[:len(table)]
     ids = {word: row for row, word in enumerate(vocabulary)}  # then the export's words outside it
     own = {}  # original id -> candidate ids, for the export's words
@@ -225,12 +226,13 @@ def _vocabulary_frequencies(embeddings: Embeddings, vocabulary: Sequence[str], l
     return np.where(found == 0, FREQUENCY_FLOOR, found)
 
 
-def _number_success(numbers: dict[tuple[str, str], NumberCandidates],
-                    frequency: _Frequency) -> dict[tuple[str, str], dict[str, float]]:
+def _number_success(numbers: dict[tuple[str, str], NumberCandidates], frequency: _Frequency,
+                    scheme: str) -> dict[tuple[str, str], dict[str, float]]:
     """Success of each hidden number token, against every number of its width and category."""
+    candidates = number_block if scheme == "groups" else number_candidates
     result = {}
     for token, found in numbers.items():
-        bounds, bayes = _number_bayes(found.width, token[1], frequency.language, ENUMERATED_WIDTH)
+        bounds, bayes = _number_bayes(found.width, token[1], frequency.language, ENUMERATED_WIDTH, candidates)
         segments = slice(*np.searchsorted(bounds, [found.values.start, found.values.stop]))
         lengths = np.diff(bounds)[segments]
         own = {"uniform": 1.0, "frequency": frequency(token[0])}
@@ -240,11 +242,13 @@ def _number_success(numbers: dict[tuple[str, str], NumberCandidates],
 
 
 @lru_cache(maxsize=None)
-def _number_bayes(width: int, category: str, language: str,
-                  enumerated_width: int) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+def _number_bayes(width: int, category: str, language: str, enumerated_width: int,
+                  candidates: Callable[[str, str], NumberCandidates]
+                  ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
     """The surrogate segments [bounds[i], bounds[i + 1]) of the numbers of `width` digits in
     `category` and, by prior, `_bayes` over them; the same for every export, so kept."""
-    counts, ranges, frequencies = zip(*_number_blocks(width, category, _Frequency(language), enumerated_width))
+    blocks = _number_blocks(width, category, _Frequency(language), enumerated_width, candidates)
+    counts, ranges, frequencies = zip(*blocks)
     starts, stops = np.array([r.start for r in ranges]), np.array([r.stop for r in ranges])
     bounds = np.unique(np.concatenate([starts, stops]))
     first, last = np.searchsorted(bounds, starts), np.searchsorted(bounds, stops)
@@ -255,14 +259,14 @@ def _number_bayes(width: int, category: str, language: str,
                     for name, prior in _priors(frequencies).items()}
 
 
-def _number_blocks(width: int, category: str, frequency: _Frequency,
-                   enumerated_width: int) -> list[tuple[int, range, float]]:
+def _number_blocks(width: int, category: str, frequency: _Frequency, enumerated_width: int,
+                   candidates: Callable[[str, str], NumberCandidates]) -> list[tuple[int, range, float]]:
     """The possible originals of `width` digits in `category` in blocks of equal candidate
     range and frequency: (how many, candidate values, frequency of each), one block per
     number up to `enumerated_width` digits."""
     if width <= enumerated_width:
         words = (str(value).zfill(width) for value in range(10 ** width))
-        return [(1, number_candidates(w, category).values, frequency(w)) for w in words]
+        return [(1, candidates(w, category).values, frequency(w)) for w in words]
     # Wider, a number's candidates and frequency depend only on its first digit and on where
     # its value lies among the ranges of `number_candidates` (checked at both ends of a block).
     top = 10 ** width
@@ -270,7 +274,7 @@ def _number_blocks(width: int, category: str, frequency: _Frequency,
     blocks = []
     for low, high in zip(edges, edges[1:]):
         ends = [str(low).zfill(width), str(high - 1).zfill(width)]
-        block, last = [(number_candidates(end, category).values, frequency(end)) for end in ends]
+        block, last = [(candidates(end, category).values, frequency(end)) for end in ends]
         if block != last:
             raise ValueError(f"numbers {ends[0]}..{ends[1]} ({category}) differ in candidates or frequency")
         blocks.append((high - low, *block))

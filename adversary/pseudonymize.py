@@ -34,7 +34,9 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
+import numpy as np
 from gensim.parsing.preprocessing import STOPWORDS
 
 from corpus.casing import casing_ids
@@ -42,6 +44,9 @@ from corpus.document import Document, Span
 from corpus.prepare import LabeledSentence, prepare_document
 from corpus.tokenize import Token
 from representer.embeddings import Embeddings
+
+
+SCHEMES = ("neighbours", "groups")
 
 
 def same_casing(replacement: str, original: str) -> str:
@@ -111,14 +116,46 @@ def number_candidates(word: str, category: str | None = None) -> NumberCandidate
     return NumberCandidates(range(max(low, smallest), min(high, 10 ** width - 1) + 1), width)
 
 
-class Pseudonymizer:
-    """Draws pseudonyms for single tokens from an embedding space with `neighbours` = N."""
+def number_block(word: str, category: str | None = None) -> NumberCandidates:
+    """The surrogates of the number `word` under the groups scheme: the block of `word`'s
+    value, a partition of the numbers of its digit count and padding (every number of a block
+    has that block), so that a surrogate says nothing about which number of its block it
+    replaced. Blocks: AGE 0..89 and 90..119; 1-2 digits 1..12, 13..31, 32..59; 4-digit years
+    1900..2099 in twenty-year blocks from 1900; each stretch of numbers between those blocks
+    is a block of its own ("00", "60".."99", "1000".."1899")."""
+    width, value = len(word), int(word)
+    if category == "AGE":
+        blocks = [(0, 89), (90, 119)]
+    elif width <= 2:
+        blocks = [(1, 12), (13, 31), (32, 59)]
+    elif width == 4:
+        blocks = [(year, year + 19) for year in range(1900, 2100, 20)]
+    else:
+        blocks = []
+    low, high = (0, 10 ** (width - 1) - 1) if word.startswith("0") else (10 ** (width - 1), 10 ** width - 1)
+    for start, stop in blocks:
+        if start <= value <= stop:
+            return NumberCandidates(range(max(start, low), min(stop, high) + 1), width)
+    # between the blocks: from the end of the block below to the start of the one above
+    below = max((stop + 1 for start, stop in blocks if stop < value), default=low)
+    above = min((start - 1 for start, stop in blocks if start > value), default=high)
+    return NumberCandidates(range(max(below, low), min(above, high) + 1), width)
 
-    def __init__(self, embeddings: Embeddings, neighbours: int):
+
+class Pseudonymizer:
+    """Draws pseudonyms for single tokens from an embedding space with `neighbours` = N, under
+    one of SCHEMES: "neighbours" draws a word among its N nearest neighbours and a number among
+    `number_candidates`, "groups" draws a word from its group of N to 2N - 1 words
+    (`Embeddings.neighbour_groups`) and a number from its `number_block`."""
+
+    def __init__(self, embeddings: Embeddings, neighbours: int, scheme: str = "neighbours"):
         if neighbours < 1:
             raise ValueError(f"neighbours must be >= 1, got {neighbours}")
+        if scheme not in SCHEMES:
+            raise ValueError(f"unknown pseudonymization scheme {scheme!r}; choose one of: {', '.join(SCHEMES)}")
         self.embeddings = embeddings
         self.neighbours = neighbours
+        self.scheme = scheme
 
     def replaceable(self, word: str) -> bool:
         """Whether `word` would be replaced: a number (its surrogates need no vocabulary), or a
@@ -135,8 +172,49 @@ class Pseudonymizer:
         if self.neighbours == 1 or not self.replaceable(word):
             return [word]
         if _is_number(word):
-            return number_candidates(word, category)
+            return (number_block if self.scheme == "groups" else number_candidates)(word, category)
+        if self.scheme == "groups":
+            return self._group(word)
         return self.embeddings.neighbours(word, self.neighbours)
+
+    def candidate_table(self) -> np.ndarray:
+        """(rows, columns) int32 candidates of each row of the neighbour vocabulary as row ids:
+        the row itself first, -1 after the last (`Embeddings.neighbour_table` for "neighbours";
+        for "groups" the row's group, for a row in none only itself)."""
+        if self.scheme == "neighbours":
+            return self.embeddings.neighbour_table(self.neighbours)
+        groups, members = self._groups
+        table = np.full((len(groups), max(map(len, members.values()), default=1)), -1, dtype=np.int32)
+        table[:, 0] = np.arange(len(groups))
+        for rows in members.values():
+            for row in rows:
+                others = rows[rows != row]
+                table[row, 1:len(others) + 1] = others
+        return table
+
+    @cached_property
+    def _groups(self) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """The group of every neighbour-vocabulary row (-1 for none) and the rows of each group.
+        A group holds words that are replaceable and not numbers."""
+        vocabulary = self.embeddings.kv.index_to_key[:self.embeddings.neighbour_rows]
+        eligible = np.array([self.replaceable(word) and not _is_number(word) for word in vocabulary], dtype=bool)
+        groups = self.embeddings.neighbour_groups(self.neighbours, eligible)
+        order = np.argsort(groups, kind="stable")
+        ids, starts = np.unique(groups[order], return_index=True)
+        members = {int(g): rows for g, rows in zip(ids, np.split(order, starts[1:])) if g >= 0}
+        return groups, members
+
+    def _group(self, word: str) -> list[str]:
+        """The words of `word`'s group, or of the group of its nearest grouped word when it is in
+        none (then without `word` itself)."""
+        groups, members = self._groups
+        row = int(self.embeddings.lookup_ids([word])[0])
+        if not 0 <= row < len(groups) or groups[row] < 0:
+            row = self.embeddings.nearest_row(word, groups >= 0)
+            if row is None:
+                return [word]
+        vocabulary = self.embeddings.kv.index_to_key
+        return [vocabulary[i] for i in members[int(groups[row])]]
 
     def pseudonym(self, word: str, rng: random.Random, category: str | None = None) -> str:
         """A uniform draw from `candidates(word, category)` in the casing of `word`

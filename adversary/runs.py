@@ -109,14 +109,14 @@ def run_models(representer: Path, adversary: Path | None = None,
 
 
 def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Document], out: str | Path, *,
-              neighbours: int = 100, epochs: int = 20, adversary: Path | None = None,
+              neighbours: int = 100, scheme: str = "neighbours", epochs: int = 20, adversary: Path | None = None,
               p1_representer: Path | None = None, embeddings: str | None = None,
               loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
               passes: int | None = None, export_path: bool = True,
               learning_rate: float = 0.01, data: dict | None = None, progress: bool = True) -> dict:
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
     with pairs from `kept`, judged on `held_out` (see `adversary.audit.run_audit`; by default
-    on the export path, pseudonymized among `neighbours`); returns the report. A run folder's
+    on the export path, pseudonymized among `neighbours` under `scheme`); returns the report. A run folder's
     config names the label its sentences are prepared with."""
     import keras
 
@@ -133,14 +133,15 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
         raise ValueError(f"{representer_file} reads {model.input['embeddings'].shape[-1]}-dimensional embeddings, "
                          f"{spec} has {vectors.dim}")
     label = run_config.get("label", "source_type")
-    pseudonymizer = Pseudonymizer(vectors, neighbours)
+    pseudonymizer = Pseudonymizer(vectors, neighbours, scheme)
     train = PairSource(sentences(kept, label), pseudonymizer)
     test = PairSource(sentences(held_out, label), pseudonymizer)
     keras.utils.set_random_seed(seed)
     trained = keras.saving.load_model(adversary_file, compile=False) if adversary_file else None
     p1 = load_representer(p1_file) if p1_file else None
     config = {"representer": str(representer_file), "adversary": adversary_file and str(adversary_file),
-              "p1_representer": p1_file and str(p1_file), "embeddings": spec, "data": data or {}}
+              "p1_representer": p1_file and str(p1_file), "embeddings": spec, "pseudonymization": scheme,
+              "data": data or {}}
     return run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
                      seed=seed, passes=passes, export_path=export_path, config=config, learning_rate=learning_rate,
                      progress=progress)

@@ -38,10 +38,12 @@ from client.sealing import PUBLIC_KEY_BYTES, SealError, StreamOpener, StreamSeal
 from corpus.casing import CASING
 
 FORMAT_VERSION = 2
-# Every gold PHI token replaced by a uniform draw among its N nearest embedding neighbours,
-# numbers by plausible surrogates of the same shape and range (adversary.pseudonymize),
-# fresh per occurrence and per export, before the representer runs.
-PSEUDONYMIZATION_SCHEME = "embedding-neighbours+plausible-numbers/1"
+# The header's name of each pseudonymization scheme (adversary.pseudonymize.SCHEMES): every gold
+# PHI token replaced by a uniform draw among its N nearest embedding neighbours (numbers among
+# plausible surrogates of the same shape and range), or from its group of N to 2N - 1 words
+# (numbers from their block), fresh per occurrence and per export, before the representer runs.
+PSEUDONYMIZATION_SCHEMES = {"neighbours": "embedding-neighbours+plausible-numbers/1",
+                            "groups": "embedding-groups+number-blocks/1"}
 MAGIC, END_MAGIC = b"DPCONTR\x01", b"DPCEND\x00\x01"
 SIGNATURE_CONTEXT = b"deidpool contribution header v1\n"
 DTYPES = {"float16": "<f2", "float32": "<f4"}
@@ -139,18 +141,21 @@ class ContributionWriter:
 
     def __init__(self, path: str | Path, *, institution: str, representer_id: str, dim: int, neighbours: int,
                  signing_key: Ed25519PrivateKey, server_key: X25519PublicKey, dtype: str = "float16",
-                 chunk_bytes: int = CHUNK_BYTES):
+                 pseudonymization: str = "neighbours", chunk_bytes: int = CHUNK_BYTES):
         """`reidentification_bound` (the header field, see `adversary.bound`) is set on
         `bound` before `close`; it stays {} when nobody computed one."""
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
         if neighbours < 1:
             raise ValueError(f"neighbours must be at least 1, got {neighbours}")
+        if pseudonymization not in PSEUDONYMIZATION_SCHEMES:
+            raise ValueError(f"pseudonymization must be one of {', '.join(PSEUDONYMIZATION_SCHEMES)}, "
+                             f"got {pseudonymization!r}")
         if not institution:
             raise ValueError("the institution id is empty")
         self.path = Path(path)
         self._fields = {"institution": institution, "representer_id": representer_id, "dim": dim, "dtype": dtype,
-                        "neighbours": neighbours, "pseudonymization": PSEUDONYMIZATION_SCHEME,
+                        "neighbours": neighbours, "pseudonymization": PSEUDONYMIZATION_SCHEMES[pseudonymization],
                         "nonce": secrets.token_hex(16)}
         self._signing_key, self._chunk_bytes = signing_key, chunk_bytes
         self._sealer = StreamSealer(server_key, bytes.fromhex(self._fields["nonce"]))

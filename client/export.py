@@ -39,14 +39,15 @@ DEFAULT_NEIGHBOURS = 100
 
 def export_contribution(documents: Iterable[Document], bundle: Bundle, embeddings, out: str | Path, *,
                         institution: str, signing_key: Ed25519PrivateKey, server_key: X25519PublicKey,
-                        neighbours: int = DEFAULT_NEIGHBOURS, dtype: str = "float16",
+                        neighbours: int = DEFAULT_NEIGHBOURS, scheme: str = "neighbours", dtype: str = "float16",
                         chunk_sentences: int = CHUNK_SENTENCES, memory_bytes: int = MEMORY_BYTES,
                         rng: random.Random | None = None, language: str = "en",
                         progress: bool = True) -> ContributionHeader:
     """Write the contribution of `documents` to `out` and return its header.
 
     `embeddings` are the bundle's (from `bundle.load_embeddings`). Every gold PHI token is
-    pseudonymized among `neighbours` = N (recorded in the header; N = 1 replaces nothing),
+    pseudonymized among `neighbours` = N under `scheme` ("neighbours" or "groups", see
+    `adversary.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing),
     drawing from `rng` (default: the operating system's randomness; pass one only in tests).
     The header also gets the re-identification bound of these PHI tokens (`adversary.bound`,
     its frequency prior in `language`). Sentences are represented `chunk_sentences` at a time,
@@ -55,7 +56,7 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    pseudonymizer = Pseudonymizer(embeddings, neighbours)
+    pseudonymizer = Pseudonymizer(embeddings, neighbours, scheme)
     rng = rng or random.SystemRandom()
     # The noise generator runs on from export to export, so each draws fresh noise.
     represent = built_once(bundle, "export", lambda: compile_representer(bundle.load_representer(deterministic=False),
@@ -78,7 +79,8 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
             raise CorpusError("the notes hold no sentences to export")
         records = tqdm(shuffle, total=count, desc="writing", unit=" sentences", disable=not progress)
         return write_contribution(out, records, institution=institution, representer_id=bundle.representer_id,
-                                  dim=bundle.repr_size, neighbours=neighbours, signing_key=signing_key,
+                                  dim=bundle.repr_size, neighbours=neighbours, pseudonymization=scheme,
+                                  signing_key=signing_key,
                                   server_key=server_key, dtype=dtype,
                                   bound=lambda: reidentification_bound(phi.elements(), pseudonymizer,
                                                                        language=language))

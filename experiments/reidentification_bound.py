@@ -2,7 +2,8 @@
 of PhysioNet's `test` split and of all its training splits, per PHI category, for N = 10, 100
 and 500 with GloVe: the best attacker's success at naming an original PHI token from an exactly
 recovered surrogate, under a uniform and a word-frequency prior. Writes
-experiments/results/reidentification_bound.md and .json."""
+experiments/results/reidentification_bound.md and .json (reidentification_bound_groups.* with
+`--pseudonymization groups`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 
 from adversary.bound import PRIORS, reidentification_bound
-from adversary.pseudonymize import Pseudonymizer, tag_category
+from adversary.pseudonymize import SCHEMES, Pseudonymizer, tag_category
 from corpus.formats import read_corpus
 from corpus.prepare import prepare_document
 from representer.embeddings import load_embeddings
@@ -45,6 +46,7 @@ def table(rows: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--neighbours", type=int, nargs="+", default=[10, 100, 500])
+    parser.add_argument("--pseudonymization", choices=SCHEMES, default="neighbours")
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"PhysioNet deid not found at {DATA} (it lives in ../shared/data beside the repository)")
@@ -54,11 +56,12 @@ def main() -> None:
         tokens = phi_tokens(splits)
         for n in args.neighbours:
             started = time.perf_counter()
-            bound = reidentification_bound(tokens, Pseudonymizer(glove, n))
+            bound = reidentification_bound(tokens, Pseudonymizer(glove, n, args.pseudonymization))
             rows.append({"data": data, "neighbours": n, "bound": bound,
                          "seconds": round(time.perf_counter() - started, 1)})
             print(f"{data}, N = {n}: {rows[-1]['seconds']} s", file=sys.stderr)
-    write_results("reidentification_bound", table(rows), rows)
+    suffix = "" if args.pseudonymization == "neighbours" else f"_{args.pseudonymization}"
+    write_results(f"reidentification_bound{suffix}", table(rows), rows)
 
 
 if __name__ == "__main__":

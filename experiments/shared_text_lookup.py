@@ -1,6 +1,7 @@
 """What pseudonymization alone leaves to a two-candidate test (issue: privacy): the lookup attack A2
 on PhysioNet `test` with no representer at all, on the raw text (bare) and on its pseudonymized
-copy as `client export` would make it (export path), for N in {10, 100, 500} and three seeds.
+copy as `client export` would make it (export path), for N in {10, 100, 500}, both
+pseudonymization schemes and three seeds.
 Writes experiments/results/shared_text_lookup.{md,json}.
 
     python experiments/shared_text_lookup.py
@@ -9,7 +10,8 @@ On the export path the attacker holds a sentence S and S' (one PHI token o repla
 neighbour s) and sees the embeddings of a fresh pseudonymization of S; a surrogate is drawn
 among the N neighbours of o, a set centred on o, so it tends to lie closer to o than to s. A
 rate above 0.5 here is leaked by the pseudonymization itself, whatever the representer does on
-top; the re-identification bound (experiments/reidentification_bound.py) answers another
+top. Under the groups scheme a surrogate is drawn from a group that o and s share, so nothing
+tells them apart. The re-identification bound (experiments/reidentification_bound.py) answers another
 question, the recovery of o among all possible originals.
 """
 
@@ -27,7 +29,7 @@ from results_files import write_results  # noqa: E402
 from adversary.audit import chance_verdict, raw_embeddings  # noqa: E402
 from adversary.lookup import lookup_attack  # noqa: E402
 from adversary.pairs import PairSource  # noqa: E402
-from adversary.pseudonymize import Pseudonymizer  # noqa: E402
+from adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
 
 NEIGHBOURS = (10, 100, 500)
@@ -40,21 +42,25 @@ def main() -> None:
     test = sentences(load_data()[2])
     embeddings = load_glove_default()
     rows = []
-    for n in NEIGHBOURS:
-        for export_path in (False, True):
-            pairs = PairSource(test, Pseudonymizer(embeddings, n), export_path=export_path)
-            results = [lookup_attack(raw_embeddings, pairs, seed) for seed in SEEDS]
-            rates = [r["rate"] for r in results]
-            rows.append({"neighbours": n, "path": "export" if export_path else "bare", "sentences": len(pairs),
-                         "rates": rates, "verdicts": [chance_verdict(r["rate"], r["sentences"])["verdict"]
-                                                      for r in results]})
+    for scheme in SCHEMES:
+        for n in NEIGHBOURS:
+            for export_path in (False, True):
+                pairs = PairSource(test, Pseudonymizer(embeddings, n, scheme), export_path=export_path)
+                results = [lookup_attack(raw_embeddings, pairs, seed) for seed in SEEDS]
+                rows.append(_row(scheme, n, export_path, len(pairs), results))
     lines = ["Lookup attack A2 with no representer (the text's GloVe embeddings), PhysioNet `test`, one fake "
              f"partner per PHI sentence, seeds {', '.join(map(str, SEEDS))}.", "",
-             "| N | path | sentences | rate mean ± sd | rates | verdicts |", "|---:|---|---:|---|---|---|"]
-    lines += [f"| {r['neighbours']} | {r['path']} | {r['sentences']} | {np.mean(r['rates']):.3f} ± "
+             "| scheme | N | path | sentences | rate mean ± sd | rates | verdicts |", "|---|---:|---|---:|---|---|---|"]
+    lines += [f"| {r['scheme']} | {r['neighbours']} | {r['path']} | {r['sentences']} | {np.mean(r['rates']):.3f} ± "
               f"{np.std(r['rates'], ddof=1):.3f} | {', '.join(f'{x:.3f}' for x in r['rates'])} "
               f"| {', '.join(r['verdicts'])} |" for r in rows]
     write_results("shared_text_lookup", "\n".join(lines), rows)
+
+
+def _row(scheme: str, n: int, export_path: bool, sentences: int, results: list[dict]) -> dict:
+    return {"scheme": scheme, "neighbours": n, "path": "export" if export_path else "bare", "sentences": sentences,
+            "rates": [r["rate"] for r in results],
+            "verdicts": [chance_verdict(r["rate"], r["sentences"])["verdict"] for r in results]}
 
 
 if __name__ == "__main__":

@@ -128,6 +128,21 @@ class Embeddings:
         rows /= np.where(norms == 0, 1, norms)
         return rows
 
+    @property
+    def neighbour_rows(self) -> int:
+        """How many rows (the first of the vocabulary) neighbour search covers."""
+        return len(self._unit_rows)
+
+    def nearest_row(self, word: str | Token, allowed: np.ndarray) -> int | None:
+        """The neighbour-vocabulary row most similar (cosine) to `word` among the `allowed` ones
+        (bool mask over `neighbour_rows`); None for a zero vector or when none is allowed."""
+        vector = self.vector(word)
+        norm = float(np.linalg.norm(vector))
+        if norm == 0 or not np.any(allowed):
+            return None
+        similarity = np.where(allowed, self._unit_rows @ (vector / norm), -np.inf)
+        return int(np.argmax(similarity))
+
     def neighbours(self, word: str | Token, n: int = 10) -> list[str]:
         """`word` itself, then its n - 1 nearest vocabulary words by cosine similarity.
 

@@ -121,6 +121,9 @@ def audit(
                                                       "pseudonymized among N before the representer; the verdict "
                                                       "the server's publish gate reads); representer: the bare "
                                                       "representer."),
+    pseudonymization: str = typer.Option("neighbours", "--pseudonymization",
+                                         help="How pairs and exports are pseudonymized: neighbours or groups (as "
+                                              "`client export --pseudonymization`)."),
     epochs: int = typer.Option(20, "--epochs", min=1, help="Epochs of attack training."),
     out: Path = typer.Option(..., "--out", help="Report folder (metrics.json, report.md, accuracy.png)."),
     adversary: Path | None = typer.Option(None, "--adversary", help="Trained adversaries to continue "
@@ -143,11 +146,14 @@ def audit(
 
     if path not in ("export", "representer"):
         raise typer.BadParameter("choose export or representer", param_hint="--path")
+    if pseudonymization not in ("neighbours", "groups"):
+        raise typer.BadParameter("choose neighbours or groups", param_hint="--pseudonymization")
     kept, held_out = training_documents(data, fmt, splits, None, held_out_split, held_out_fraction, seed)
     source = {"path": str(data), "format": fmt, "splits": splits or None, "held_out_split": held_out_split,
               "held_out_fraction": None if held_out_split else held_out_fraction}
     with _clean_errors(), within_budget(time_budget):
-        report = audit_run(representer, kept, held_out, out, neighbours=neighbours, epochs=epochs, adversary=adversary,
+        report = audit_run(representer, kept, held_out, out, neighbours=neighbours, scheme=pseudonymization,
+                           epochs=epochs, adversary=adversary,
                            p1_representer=p1_representer, embeddings=embeddings, units=units, seed=seed,
                            passes=passes, export_path=path == "export", learning_rate=learning_rate, data=source)
     best = report["attacks"]["target/fresh"]

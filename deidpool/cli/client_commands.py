@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from client.contribution import DTYPES, ContributionError
+from client.contribution import DTYPES, PSEUDONYMIZATION_SCHEMES, ContributionError
 from client.transport import UploadError
 from corpus.errors import CorpusError
 from deidpool.cli.http import ServerError
@@ -133,6 +133,10 @@ def export(
     neighbours: int = typer.Option(100, "--neighbours", "-n", min=1,
                                    help="Pseudonymize every PHI token among its N nearest embedding neighbours "
                                         "before the representer runs (recorded in the header; servers set a minimum)."),
+    pseudonymization: str = typer.Option("neighbours", "--pseudonymization",
+                                         help="neighbours: a PHI word becomes one of its N nearest neighbours; "
+                                              "groups: one of its group of N to 2N - 1 words, shared by all of them "
+                                              "(a surrogate then says nothing about which group member it replaced)."),
     language: str = typer.Option("en", "--language", help="Language of the notes, for the frequency prior of the "
                                                           "re-identification bound (wordfreq code: en, es, ...)."),
 ) -> None:
@@ -147,6 +151,8 @@ def export(
 
     if dtype not in DTYPES:
         raise typer.BadParameter(f"choose one of {', '.join(DTYPES)}", param_hint="--dtype")
+    if pseudonymization not in PSEUDONYMIZATION_SCHEMES:
+        raise typer.BadParameter(f"choose one of {', '.join(PSEUDONYMIZATION_SCHEMES)}", param_hint="--pseudonymization")
     with clean_errors():
         signing_key = private_key(key, keys.SIGNING)
         institution = institution_id(key)
@@ -154,9 +160,9 @@ def export(
         bundle, vectors = _open_bundle(bundle_path, provider_key, embeddings)
         header = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out,
                                      institution=institution, signing_key=signing_key, server_key=server, dtype=dtype,
-                                     neighbours=neighbours, language=language)
+                                     neighbours=neighbours, scheme=pseudonymization, language=language)
     typer.echo(f"wrote {header.sentences} sentences ({header.tokens} tokens) of {institution} to {out} "
-               f"({out.stat().st_size:,} bytes), PHI pseudonymized among N = {neighbours} neighbours")
+               f"({out.stat().st_size:,} bytes), PHI pseudonymized among N = {neighbours} {pseudonymization}")
     _echo_bound(header.reidentification_bound)
 
 

@@ -252,3 +252,24 @@ def test_the_frequency_prior_is_that_of_the_language_asked_for(toy):
     # R(rennes) = {rennes, brest}; wordfreq: brest > rennes in English, rennes > brest in French.
     assert token_success([("rennes", "NAME")], toy)["rennes", "NAME"]["frequency"] == 0.0
     assert token_success([("rennes", "NAME")], toy, language="fr")["rennes", "NAME"]["frequency"] == 1.0
+
+
+def test_under_the_groups_scheme_a_word_is_one_of_its_group_and_a_number_one_of_its_block():
+    """Groups of N = 2: the best attacker names a word one time in two under the uniform prior,
+    and under the frequency prior always for the most frequent word of its group (ties split),
+    never for the others; a day of 13..31 one time in 19."""
+    words = {name: angle for name, angle in ANGLES.items() if name not in ("dijon", "and", "2010")}
+    kv = KeyedVectors(2)
+    radians = np.radians(list(words.values()))
+    kv.add_vectors(list(words), np.stack([np.cos(radians), np.sin(radians)], axis=1).astype(np.float32))
+    pseudonymizer = Pseudonymizer(Embeddings(kv, "toy-groups"), 2, scheme="groups")
+    tokens = [(word, "CITY") for word in words] + [("14", "DATE")]
+    found = token_success(tokens, pseudonymizer)
+    for word in words:
+        group = pseudonymizer.candidates(word)
+        assert len(group) in (2, 3) and found[word, "CITY"]["uniform"] == pytest.approx(1 / len(group))
+        frequencies = [bound._Frequency("en")(other) for other in group]
+        best = max(frequencies)
+        expected = 1 / frequencies.count(best) if bound._Frequency("en")(word) == best else 0.0
+        assert found[word, "CITY"]["frequency"] == pytest.approx(expected)
+    assert found["14", "DATE"]["uniform"] == pytest.approx(1 / 19)

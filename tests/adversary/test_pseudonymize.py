@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from adversary.pseudonymize import NumberCandidates, Pseudonymizer, number_candidates, tag_category
+from adversary.pseudonymize import NumberCandidates, Pseudonymizer, number_block, number_candidates, tag_category
 from corpus import Document, Span
 from corpus.casing import casing_ids
 from corpus.prepare import LabeledSentence, prepare_document
@@ -200,3 +200,49 @@ def test_labeled_sentences_pass_sentences_without_phi_on_and_follow_the_pseudony
         assert [t.text for t in replaced.tokens] == pseudonymizer.sentence(phi[0], random.Random(seed))
         assert [(t.start, t.end) for t in replaced.tokens] == [(t.start, t.end) for t in phi[0].tokens]
         assert replaced.tags == phi[0].tags and replaced.casing.tolist() == casing_ids(replaced.tokens).tolist()
+
+
+@pytest.mark.parametrize("category", [None, "DATE", "AGE"])
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+def test_number_blocks_partition_the_numbers_of_a_width_and_padding(width, category):
+    """Every number is in its block, and every number of a block has that same block."""
+    for value in range(10 ** width):
+        for word in {str(value).zfill(width)} if len(str(value)) <= width else ():
+            block = number_block(word, category)
+            assert word in block, (word, category)
+            for other in (block[0], block[len(block) // 2], block[-1]):
+                assert number_block(other, category) == block, (word, other, category)
+
+
+@pytest.mark.parametrize("word, category, block", [
+    ("14", "DATE", ("13", "31")), ("7", "DATE", ("1", "9")), ("09", "DATE", ("01", "09")), ("00", "DATE", ("00", "00")),
+    ("45", "DATE", ("32", "59")), ("75", None, ("60", "99")), ("2010", "DATE", ("2000", "2019")),
+    ("1500", "DATE", ("1000", "1899")), ("95", "AGE", ("90", "99")), ("45", "AGE", ("10", "89")),
+    ("104", "AGE", ("100", "119")), ("617", "PHONE", ("100", "999"))])
+def test_number_blocks_keep_dates_ages_and_years_plausible(word, category, block):
+    found = number_block(word, category)
+    assert (found[0], found[-1]) == block
+
+
+def test_under_the_groups_scheme_every_candidate_has_the_same_candidates(embeddings):
+    """A surrogate drawn from a group could have been drawn for any member of it: the
+    candidates of a word are the candidates of each of its candidates."""
+    pseudonymizer = Pseudonymizer(embeddings, 3, scheme="groups")
+    vocabulary = embeddings.kv.index_to_key[:embeddings.neighbour_rows]
+    replaced = [word for word in vocabulary if pseudonymizer.replaceable(word) and not word.isdigit()]
+    assert replaced
+    for word in replaced:
+        candidates = pseudonymizer.candidates(word)
+        assert word in candidates and 3 <= len(candidates) < 6
+        assert all(sorted(pseudonymizer.candidates(other)) == sorted(candidates) for other in candidates)
+    assert pseudonymizer.candidates("14", "DATE") == number_block("14", "DATE")
+    table = pseudonymizer.candidate_table()
+    for word in replaced:
+        row = vocabulary.index(word)
+        assert table[row, 0] == row and sorted(vocabulary[i] for i in table[row] if i >= 0) == sorted(
+            pseudonymizer.candidates(word))
+
+
+def test_an_unknown_scheme_is_refused(embeddings):
+    with pytest.raises(ValueError, match="unknown pseudonymization scheme 'clusters'"):
+        Pseudonymizer(embeddings, 3, scheme="clusters")

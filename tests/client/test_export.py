@@ -141,6 +141,16 @@ def test_header_records_n_and_the_bound_of_the_exported_phi(tmp_path, documents,
     assert "DATE" in bound["categories"]
 
 
+def test_the_groups_scheme_is_recorded_and_bounded(tmp_path, documents, pipeline, embeddings, loaded_keys):
+    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=3,
+                     scheme="groups")
+    assert header.pseudonymization == "embedding-groups+number-blocks/1"
+    assert header.reidentification_bound["overall"]["hidden"] > 0
+    with pytest.raises(ValueError, match="unknown pseudonymization scheme 'clusters'"):
+        _export(documents[:2], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc", scheme="clusters")
+    assert not (tmp_path / "b.dpc").exists()
+
+
 def test_bounded_memory_export_spills_and_keeps_every_sentence(tmp_path, documents, pipeline, embeddings,
                                                                loaded_keys, input_sentences):
     header = _export(documents, pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", chunk_sentences=50,
