@@ -4,7 +4,9 @@ The request is `POST {server}/api/contributions` with the `.dpc` bytes as the bo
 (`application/vnd.deidpool.contribution`, streamed from disk with a Content-Length), the
 institution id in `X-Deidpool-Institution` and the file's SHA-256 in
 `X-Deidpool-Content-SHA256`. The server deduplicates by that hash, so repeating an upload
-is safe; 200, 201 and 409 (already stored) count as success.
+is safe; 200, 201 and 409 (already stored) count as success, and with the institution's
+signing key only once the server lists the contribution among the institution's own (a
+signed `GET /api/contributions`); until then the upload is repeated.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from client.contribution import CHUNK_BYTES, read_header
+from client.signed_requests import INSTITUTION_HEADER, signed_headers
 
 CONTENT_TYPE = "application/vnd.deidpool.contribution"
 ENDPOINT = "/api/contributions"
@@ -27,37 +31,53 @@ class UploadError(RuntimeError):
     """The server refused the contribution, or could not be reached after every retry."""
 
 
-def upload_contribution(path: str | Path, server: str, *, retries: int = 5, backoff: float = 1.0,
-                        timeout: float = 60.0, transport: httpx.BaseTransport | None = None,
+def upload_contribution(path: str | Path, server: str, *, signing_key: Ed25519PrivateKey | None = None,
+                        retries: int = 5, backoff: float = 1.0, timeout: float = 60.0,
+                        transport: httpx.BaseTransport | None = None,
                         sleep: Callable[[float], None] = time.sleep) -> dict:
     """Send the contribution at `path` to `server`; returns the server's JSON reply (or {}).
 
-    Network errors and the statuses in RETRY_STATUSES are retried up to `retries` times,
-    waiting `backoff`, 2 x `backoff`, 4 x `backoff`, ... seconds; other refusals fail at once.
+    With the institution's `signing_key`, an accepted upload must also be listed by the server.
+    Network errors, the statuses in RETRY_STATUSES and an accepted upload not listed are retried
+    up to `retries` times, waiting `backoff`, 2 x `backoff`, 4 x `backoff`, ... seconds; other
+    refusals fail at once.
     """
     path = Path(path)
     header = read_header(path)
     digest = hashlib.sha256()
     for block in _blocks(path):
         digest.update(block)
+    sha256 = digest.hexdigest()
     headers = {"Content-Type": CONTENT_TYPE, "Content-Length": str(path.stat().st_size),
-               "X-Deidpool-Institution": header.institution, "X-Deidpool-Content-SHA256": digest.hexdigest()}
+               INSTITUTION_HEADER: header.institution, "X-Deidpool-Content-SHA256": sha256}
     url = server.rstrip("/") + ENDPOINT
     with httpx.Client(timeout=timeout, transport=transport) as client:
         for attempt in range(retries + 1):
             try:
                 response = client.post(url, content=_blocks(path), headers=headers)
+                if response.status_code in (200, 201, 409):
+                    if signing_key is None or _listed(client, url, header.institution, signing_key, sha256):
+                        return _json(response)
+                    problem = (f"{url} answered {response.status_code} but does not list contribution {sha256} "
+                               f"among those of {header.institution}")
+                else:
+                    problem = f"{url} answered {response.status_code}: {response.text.strip()[:500]}"
+                    if response.status_code not in RETRY_STATUSES:
+                        raise UploadError(problem)
             except httpx.TransportError as error:
                 problem = f"cannot reach {url}: {error}"
-            else:
-                if response.status_code in (200, 201, 409):
-                    return _json(response)
-                problem = f"{url} answered {response.status_code}: {response.text.strip()[:500]}"
-                if response.status_code not in RETRY_STATUSES:
-                    raise UploadError(problem)
             if attempt < retries:
                 sleep(backoff * 2 ** attempt)
     raise UploadError(f"{problem} (after {retries + 1} attempts)")
+
+
+def _listed(client: httpx.Client, url: str, institution: str, signing_key: Ed25519PrivateKey, sha256: str) -> bool:
+    """Whether the server lists `sha256` among `institution`'s contributions (a signed request)."""
+    response = client.get(url, headers=signed_headers(signing_key, institution, "GET", httpx.URL(url).path))
+    if not response.is_success:
+        raise UploadError(f"{url} answered {response.status_code} to the signed listing of {institution}'s "
+                          f"contributions: {response.text.strip()[:500]}")
+    return any(row.get("sha256") == sha256 for row in response.json())
 
 
 def _blocks(path: Path) -> Iterator[bytes]:

@@ -8,15 +8,17 @@ answered as `{"detail": message}`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Request
+from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Request
 from fastapi import Path as PathParam
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
@@ -32,14 +34,17 @@ from server.database import Audit, Contribution, Institution, Pipeline, RunEpoch
 from server.errors import Refused
 from server.payloads import PayloadTooLarge, StagedPayload
 from server.publishing import publish_run
+from server.recovery import reconcile_store
 from server.representers import current_representer, register_representer
 from server.runs import queue_run
 from server.state import ServerState
-from server.uploads import accept_contribution
+from server.uploads import accept_contribution, registered_institution
 
 log = logging.getLogger(__name__)
 BUNDLE_TYPE = "application/x-tar"
 MAX_PEM_CHARS = 4096
+MAX_JSON_BYTES = 1 << 20  # the body of a JSON route (audit reports are the largest)
+STORAGE_FULL = (errno.ENOSPC, errno.EDQUOT)
 RUN_ID = Annotated[int, PathParam(ge=1, le=2**31 - 1, description="Training run id.")]
 
 
@@ -83,7 +88,7 @@ _bearer = HTTPBearer(auto_error=False, description="The admin token printed by `
 def require_admin(state: State, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
     authorization = f"{credentials.scheme} {credentials.credentials}" if credentials else None
     try:
-        check_admin_authorization(authorization, state.settings.admin_token_sha256)
+        check_admin_authorization(authorization, state.admin_token_sha256())
     except AuthError as error:
         raise Refused(401, str(error)) from None
 
@@ -105,8 +110,50 @@ def signed_institution(request: Request, state: State,
     return row
 
 
+def _check_declared_length(request: Request, limit: int) -> None:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise Refused(413, f"the body of {int(declared):,} bytes exceeds the limit of {limit:,} bytes")
+
+
+def _capped(receive, limit: int):
+    """`receive` refusing (413) a body past `limit` bytes."""
+    received = 0
+
+    async def capped_receive():
+        nonlocal received
+        message = await receive()
+        received += len(message.get("body", b""))
+        if received > limit:  # an HTTPException: FastAPI turns other errors while reading a body into 400
+            raise HTTPException(413, f"the body exceeds the limit of {limit:,} bytes")
+        return message
+
+    return capped_receive
+
+
+class AuthenticatedFirstRoute(APIRoute):
+    """FastAPI reads and parses a JSON body before it solves dependencies. On routes with one,
+    this checks the admin token (admin routes) and caps the body at MAX_JSON_BYTES first, so
+    that an unauthenticated or oversized request is refused before its body is read. Routes
+    with binary bodies read them in the endpoint, after their dependencies (`_receive`)."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+        if self.body_field is None:
+            return handler
+        admin = any(depends.dependency is require_admin for depends in self.dependencies)
+
+        async def authenticated_first(request: Request) -> Response:
+            if admin:
+                require_admin(server_state(request), await _bearer(request))
+            _check_declared_length(request, MAX_JSON_BYTES)
+            return await handler(Request(request.scope, _capped(request.receive, MAX_JSON_BYTES)))
+
+        return authenticated_first
+
+
 Admin = [Depends(require_admin)]
-api = APIRouter(prefix="/api")
+api = APIRouter(prefix="/api", route_class=AuthenticatedFirstRoute)
 
 
 @api.get("/health", tags=["public"])
@@ -174,9 +221,7 @@ def _body_schema(media_type: str) -> dict:
 async def _receive(request: Request, state: ServerState) -> StagedPayload:
     """The request body in a staged payload (413 past max_upload_bytes); the caller discards it."""
     limit = state.settings.max_upload_bytes
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise Refused(413, f"the body of {int(declared):,} bytes exceeds the limit of {limit:,} bytes")
+    _check_declared_length(request, limit)
     staged = state.payloads.stage(limit)
     try:
         async for chunk in request.stream():
@@ -221,10 +266,18 @@ def current_representer_bundle(state: State) -> FileResponse:
                         filename=f"{row.id}.tar")
 
 
+def uploading_institution(state: State,
+                          institution: Annotated[str | None, Header(alias=INSTITUTION_HEADER)] = None) -> str:
+    """The X-Deidpool-Institution of an upload, refused before the body is read unless it names
+    an enabled institution (the body's signature is checked after)."""
+    with state.sessions() as session:
+        return registered_institution(session, institution).id
+
+
 @api.post("/contributions", status_code=201, tags=["institution"], openapi_extra=_body_schema(CONTENT_TYPE),
           responses={409: {"description": "These bytes are already stored."}})
 async def upload_contribution(request: Request, state: State,
-                              institution: Annotated[str | None, Header(alias=INSTITUTION_HEADER)] = None,
+                              institution: Annotated[str, Depends(uploading_institution)],
                               sha256: Annotated[str | None, Header(alias="X-Deidpool-Content-SHA256")] = None) -> dict:
     """Accept an encrypted, signed contribution (.dpc); see docs/server.md, Uploads."""
     with await _receive(request, state) as staged:
@@ -321,8 +374,9 @@ def _validation_message(error: RequestValidationError) -> str:
 
 def create_app(data_dir: str | Path) -> FastAPI:
     """The API of the server in `data_dir` (created by `deidpool server init`); its database
-    is migrated to the latest schema first."""
+    is migrated to the latest schema first, and its payload store reconciled with it."""
     state = ServerState.open(data_dir)
+    reconcile_store(state)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -349,5 +403,14 @@ def create_app(data_dir: str | Path) -> FastAPI:
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
         log.exception("unexpected error in %s %s", request.method, request.url.path)
         return JSONResponse({"detail": "internal server error"}, status_code=500)
+
+    @app.exception_handler(OSError)
+    async def storage_error(request: Request, error: OSError) -> JSONResponse:
+        """A full disk gives 507 (what was being written is discarded as for any refusal)."""
+        if error.errno not in STORAGE_FULL:
+            return await unexpected(request, error)
+        log.error("%s %s: the server's storage is full (%s)", request.method, request.url.path, error.strerror)
+        return JSONResponse({"detail": "the server's storage is full, nothing was stored: try again later"},
+                            status_code=507)
 
     return app

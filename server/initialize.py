@@ -39,3 +39,12 @@ def init_data_dir(data_dir: str | Path, provider_key: str | Path, force: bool = 
     settings.save(layout)
     migrate_database(layout.database_url)
     return token
+
+
+def rotate_admin_token(data_dir: str | Path) -> str:
+    """Replace the admin token of the data directory (a running server refuses the old one at
+    once); returns the new token, which is stored nowhere (only its SHA-256 is)."""
+    layout = Layout(Path(data_dir))
+    token, token_sha256 = new_admin_token()
+    dataclasses.replace(Settings.load(layout), admin_token_sha256=token_sha256).save(layout)
+    return token

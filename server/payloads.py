@@ -4,14 +4,24 @@ size-limited while written) and are renamed into place only when accepted."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 COPY_CHUNK = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(COPY_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class PayloadTooLarge(ValueError):
@@ -50,7 +60,8 @@ class StagedPayload:
         return self._digest.hexdigest()
 
     def discard(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):  # flushing the buffer fails when the disk is full; it goes anyway
+            self._file.close()
         self.path.unlink(missing_ok=True)
 
     def __enter__(self) -> StagedPayload:
@@ -70,19 +81,33 @@ class PayloadStore:
             raise ValueError(f"{sha256!r} is not a lower-case hex SHA-256")
         return self.root / sha256[:2] / sha256
 
-    def exists(self, sha256: str) -> bool:
-        return self.path(sha256).is_file()
-
     def stage(self, limit: int | None = None) -> StagedPayload:
         """A new temporary file in the store, refused past `limit` bytes."""
         return StagedPayload(self.root, limit)
 
+    def verified(self, sha256: str) -> bool:
+        """Whether the store holds a blob `sha256` whose bytes do hash to it."""
+        path = self.path(sha256)
+        return path.is_file() and file_sha256(path) == sha256
+
+    def blobs(self) -> list[str]:
+        """The SHA-256 of every stored blob."""
+        return [path.name for path in self.root.glob("??/*") if _SHA256.fullmatch(path.name)]
+
+    def remove_leftovers(self) -> None:
+        """Delete the temporary files and folders of uploads and publications that were killed
+        (at start-up, before any request)."""
+        for path in self.root.glob(".staged-*"):
+            path.unlink(missing_ok=True)
+        for path in self.root.glob(".publish-*"):
+            shutil.rmtree(path, ignore_errors=True)
+
     def commit(self, staged: StagedPayload) -> bool:
         """Move a finished staged file into place under its hash; returns False (and drops the
-        staged copy) when the store already holds those bytes."""
+        staged copy) when the store already holds those bytes. A damaged copy is replaced."""
         target = self.path(staged.sha256)
         target.parent.mkdir(exist_ok=True)
-        if target.exists():
+        if self.verified(staged.sha256):
             staged.discard()
             return False
         os.replace(staged.path, target)

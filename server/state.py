@@ -37,6 +37,11 @@ class ServerState:
                    signing_key=keys.load_private_key(layout.signing_key, keys.SIGNING),
                    provider_key=keys.load_public_key(layout.provider_key, keys.SIGNING))
 
+    def admin_token_sha256(self) -> str:
+        """The admin token's hash as server.json holds it now (read per request, so that a token
+        rotated while the server runs holds at once; `settings` keeps the one read at start)."""
+        return Settings.load(self.layout).admin_token_sha256
+
     def close(self) -> None:
         """Close the database connections."""
         self.sessions.kw["bind"].dispose()

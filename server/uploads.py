@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from client.contribution import ContributionError, read_header, validate_contribution, verify_contribution
 from server.auth import load_ed25519_public_key
@@ -27,12 +28,8 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
         raise Refused(401, f"X-Deidpool-Institution ({institution_header or 'missing'}) is not the "
                                  f"contribution header's institution ({header.institution})")
     with state.sessions() as session:
-        institution = session.get(Institution, header.institution)
+        institution = registered_institution(session, header.institution)
         current = session.scalars(select(Representer).where(Representer.current)).first()
-        if institution is None:
-            raise Refused(401, f"institution {header.institution} is not registered")
-        if not institution.enabled:
-            raise Refused(403, f"institution {header.institution} is disabled")
         key = load_ed25519_public_key(institution.public_key, f"the key of {institution.id}")
         known_nonce = session.scalars(select(Contribution.sha256).where(Contribution.nonce == header.nonce)).first()
         stored = session.get(Contribution, staged.sha256) is not None
@@ -40,7 +37,7 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
     if sha256_header is None or sha256_header.strip().lower() != staged.sha256:
         raise Refused(400, f"X-Deidpool-Content-SHA256 ({sha256_header or 'missing'}) is not the SHA-256 of "
                                  f"the received bytes ({staged.sha256}); the upload was cut short or altered")
-    if stored or state.payloads.exists(staged.sha256):
+    if stored:  # a blob without row (the server stopped before committing it) is verified and completed below
         raise Refused(409, f"contribution {staged.sha256} is already stored")
     if known_nonce is not None:
         raise Refused(400, f"nonce {header.nonce} was already used by contribution {known_nonce} (a replay)")
@@ -53,11 +50,7 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
     _checked(422, lambda: validate_contribution(
         path, state.encryption_key, key, representer_ids=[current.id], dim=current.manifest["repr_size"],
         num_tags=len(current.manifest["tags"]["vocabulary"])), path)
-    row = Contribution(sha256=staged.sha256, institution_id=header.institution, representer_id=header.representer_id,
-                       nonce=header.nonce, sentences=header.sentences, tokens=header.tokens, dim=header.dim,
-                       dtype=header.dtype, size_bytes=staged.size, header_created=created,
-                       neighbours=header.neighbours, reidentification_bound=header.reidentification_bound,
-                       **_bound_means(header.reidentification_bound))
+    row = _row(header, staged.sha256, staged.size, created)
     try:
         with state.sessions.begin() as session:
             session.add(row)
@@ -69,6 +62,48 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
                 raise Refused(409, f"contribution {staged.sha256} is already stored") from None
         raise Refused(400, f"nonce {header.nonce} was already used (a replay)") from None
     return row
+
+
+def restore_contribution(state: ServerState, sha256: str) -> bool:
+    """Give the stored blob `sha256`, found without row, the row of the contribution it is, if
+    it is one: its bytes hash to its name and carry a registered institution's signature and an
+    unused nonce. A blob gets into the store only after every check of its upload passed, so
+    the server stopped between storing it and committing its row. Returns whether it did."""
+    path = state.payloads.path(sha256)
+    try:
+        if not state.payloads.verified(sha256):
+            return False
+        header = read_header(path)
+        with state.sessions() as session:
+            institution = session.get(Institution, header.institution)
+        if institution is None:
+            return False
+        verify_contribution(path, load_ed25519_public_key(institution.public_key, f"the key of {institution.id}"))
+        with state.sessions.begin() as session:
+            session.add(_row(header, sha256, path.stat().st_size, _parse_created(header.created)))
+    except (ContributionError, Refused, IntegrityError):
+        return False
+    return True
+
+
+def _row(header, sha256: str, size: int, created: datetime) -> Contribution:
+    return Contribution(sha256=sha256, institution_id=header.institution, representer_id=header.representer_id,
+                        nonce=header.nonce, sentences=header.sentences, tokens=header.tokens, dim=header.dim,
+                        dtype=header.dtype, size_bytes=size, header_created=created, neighbours=header.neighbours,
+                        reidentification_bound=header.reidentification_bound,
+                        **_bound_means(header.reidentification_bound))
+
+
+def registered_institution(session: Session, institution_id: str | None) -> Institution:
+    """The enabled institution `institution_id` that uploads; 401 unless registered, 403 if disabled."""
+    if not institution_id:
+        raise Refused(401, "the X-Deidpool-Institution header is missing")
+    institution = session.get(Institution, institution_id)
+    if institution is None:
+        raise Refused(401, f"institution {institution_id} is not registered")
+    if not institution.enabled:
+        raise Refused(403, f"institution {institution_id} is disabled")
+    return institution
 
 
 def _checked(status: int, check, path):
@@ -88,13 +123,16 @@ def _bound_means(bound: dict) -> dict:
             for prior, value in values.items()}
 
 
-def _check_created(created: str, max_age_seconds: int) -> datetime:
+def _parse_created(created: str) -> datetime:
     try:
         moment = datetime.fromisoformat(created)
     except ValueError:
         raise Refused(400, f"the header's creation time {created!r} is not an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
+def _check_created(created: str, max_age_seconds: int) -> datetime:
+    moment = _parse_created(created)
     now = datetime.now(timezone.utc)
     if moment < now - timedelta(seconds=max_age_seconds):
         raise Refused(400, f"the contribution was created at {created}, more than {max_age_seconds} s ago "

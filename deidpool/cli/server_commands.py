@@ -43,6 +43,20 @@ def init(
     layout = Layout(data_dir)
     typer.echo(f"initialized {data_dir}: contributions are encrypted to {layout.encryption_public_key}, "
                f"pipelines signed with {layout.signing_public_key}")
+    _echo_admin_token(token)
+
+
+@server_app.command("rotate-admin-token")
+def rotate_admin_token(data_dir: Path = typer.Option(..., "--data-dir", help=_DATA_DIR_HELP)) -> None:
+    """Replace the admin token and print the new one once; a running server refuses the old one at once."""
+    from server.initialize import rotate_admin_token
+
+    with clean_errors():
+        token = rotate_admin_token(data_dir)
+    _echo_admin_token(token)
+
+
+def _echo_admin_token(token: str) -> None:
     typer.echo(f"admin token: {token}")
     typer.secho("Store the admin token now (e.g. in a password manager, or DEIDPOOL_ADMIN_TOKEN): it is shown only "
                 "once, and the server keeps only its hash.", fg=typer.colors.YELLOW, err=True)

@@ -73,3 +73,33 @@ def test_giving_up_after_the_last_retry(contribution_file):
 
 def test_reply_that_is_not_json(contribution_file):
     assert _upload(contribution_file, [httpx.Response(201, text="stored")])[0] == {}
+
+
+def test_with_the_key_an_accepted_upload_counts_only_once_the_server_lists_it(contribution_file):
+    key = Ed25519PrivateKey.generate()
+    digest = hashlib.sha256(contribution_file.read_bytes()).hexdigest()
+    listed = [[], [{"sha256": digest}]]  # the first "already stored" was not (a server that lost the row)
+    answers = {"POST": [httpx.Response(409, json={"detail": "already stored"}), httpx.Response(201, json={"id": "c1"})]}
+    answers["GET"] = [httpx.Response(200, json=rows) for rows in listed]
+    requests, sleeps = [], []
+
+    def handle(request):
+        requests.append(request)
+        return answers[request.method].pop(0)
+
+    reply = upload_contribution(contribution_file, "http://server.test/", signing_key=key, backoff=0.5,
+                                transport=httpx.MockTransport(handle), sleep=sleeps.append)
+    assert reply == {"id": "c1"} and sleeps == [0.5]
+    assert [request.method for request in requests] == ["POST", "GET", "POST", "GET"]
+    listing = requests[1]
+    assert listing.url.path == "/api/contributions" and listing.headers["x-deidpool-institution"] == "site-b"
+    assert "x-deidpool-signature" in listing.headers
+
+
+def test_an_upload_never_listed_fails(contribution_file):
+    def handle(request):
+        return httpx.Response(409) if request.method == "POST" else httpx.Response(200, json=[])
+
+    with pytest.raises(UploadError, match=r"answered 409 but does not list .* \(after 2 attempts\)"):
+        upload_contribution(contribution_file, "http://server.test/", signing_key=Ed25519PrivateKey.generate(),
+                            retries=1, transport=httpx.MockTransport(handle), sleep=lambda seconds: None)

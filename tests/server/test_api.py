@@ -1,16 +1,19 @@
 """The API around uploads: health and keys, admin authentication, institutions, representer
 bundles, JSON errors for bad input, and no secret in responses, logs or stored files."""
 
+import asyncio
 import io
 import logging
 import tarfile
 
+import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from representer import keys
+from server.app import MAX_JSON_BYTES
 
 from .conftest import stored
 
@@ -135,3 +138,47 @@ def test_no_secret_in_responses_logs_or_stored_files(api, admin, server_dir, sit
     for path in server_dir.path.rglob("*"):
         if path.is_file():
             assert token.encode() not in path.read_bytes(), path
+
+
+BIG = 16 << 20
+CHUNK = 64 << 10
+
+
+def _post_streamed(app, path: str, headers: dict, declare: bool) -> tuple[int, int]:
+    """POST a BIG-byte body to `app` over ASGI in CHUNK-byte pieces, with a Content-Length when
+    `declare` (else chunked); returns the status and how many bytes the app read."""
+    read = 0
+
+    async def body():
+        nonlocal read
+        while read < BIG:
+            read += CHUNK
+            yield b" " * CHUNK
+
+    async def post():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://server.test") as client:
+            length = {"Content-Length": str(BIG)} if declare else {}
+            return await client.post(path, content=body(), headers={**headers, **length})
+
+    return asyncio.run(post()).status_code, read
+
+
+JSON_ADMIN_ROUTES = ["/api/institutions", "/api/runs", "/api/runs/1/publish", "/api/audits"]
+
+
+@pytest.mark.parametrize("declare", [True, False], ids=["declared", "chunked"])
+@pytest.mark.parametrize("path", JSON_ADMIN_ROUTES)
+def test_big_bodies_are_refused_unread_without_the_token_and_413_with_it(api, admin, path, declare):
+    json_type = {"Content-Type": "application/json"}
+    assert _post_streamed(api.app, path, json_type, declare) == (401, 0)
+    assert _post_streamed(api.app, path, {**json_type, "Authorization": "Bearer wrong"}, declare) == (401, 0)
+    status, read = _post_streamed(api.app, path, {**json_type, **admin}, declare)
+    assert status == 413 and read <= (0 if declare else MAX_JSON_BYTES + CHUNK)
+
+
+@pytest.mark.parametrize("declare", [True, False], ids=["declared", "chunked"])
+def test_binary_uploads_are_refused_unread_without_credentials(api, site, declare):
+    binary = {"Content-Type": "application/octet-stream"}
+    assert _post_streamed(api.app, "/api/representers", binary, declare) == (401, 0)
+    for institution in ({}, {"X-Deidpool-Institution": "site-x"}):
+        assert _post_streamed(api.app, "/api/contributions", {**binary, **institution}, declare) == (401, 0)

@@ -146,8 +146,13 @@ def test_server_run_starts_and_stops_the_worker(tmp_path, key_files, monkeypatch
                       ("serve", "127.0.0.1", 8123), ("terminate",), ("wait",)]
 
 
-def test_server_run_serves_http(tmp_path, key_files):
-    assert _run("server", "init", "--data-dir", tmp_path, "--provider-key", key_files.provider.public).exit_code == 0
+def _token(result) -> str:
+    assert result.exit_code == 0, result.output
+    return re.search(r"admin token: (\S+)", result.output).group(1)
+
+
+def test_server_run_serves_http_and_honours_a_rotated_admin_token_at_once(tmp_path, key_files):
+    tokens = [_token(_run("server", "init", "--data-dir", tmp_path, "--provider-key", key_files.provider.public))]
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -163,10 +168,26 @@ def test_server_run_serves_http(tmp_path, key_files):
                 time.sleep(0.1)
         else:
             pytest.fail("the server did not answer within 20 s")
+
+        def status(token):
+            return httpx.get(f"http://127.0.0.1:{port}/api/institutions",
+                             headers={"Authorization": f"Bearer {token}"}).status_code
+
+        assert status(tokens[0]) == 200
+        tokens.append(_token(_run("server", "rotate-admin-token", "--data-dir", tmp_path)))
+        assert (status(tokens[0]), status(tokens[1])) == (401, 200)
+        tokens.append(_token(_run("server", "init", "--data-dir", tmp_path, "--provider-key", key_files.provider.public,
+                                  "--force")))
+        assert (status(tokens[1]), status(tokens[2])) == (401, 200)
     finally:
         process.terminate()
         output = process.communicate(timeout=30)[0].decode()
-    assert "admin token" not in output.lower()
+    assert "admin token" not in output.lower() and not any(token in output for token in tokens)
+
+
+def test_rotating_the_admin_token_of_a_missing_data_dir_is_a_clean_error(tmp_path):
+    result = _run("server", "rotate-admin-token", "--data-dir", tmp_path / "nothing")
+    assert result.exit_code == 2 and "not a server data directory" in result.output
 
 
 def test_the_worker_ends_with_the_server_process(tmp_path, key_files):

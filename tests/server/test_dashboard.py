@@ -139,7 +139,7 @@ def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pip
             bound = {"overall": {"mean_success": {"uniform": 0.01, "frequency": 0.01 * number}}}
             path = contribution_file(tmp_path / f"{number}.dpc", site, institution=name, sentences=4 + number,
                                      seed=number, bound=bound if name == "site-a" else None)
-            upload_contribution(path, server.url, retries=0)
+            upload_contribution(path, server.url, signing_key=site.key, retries=0)
             uploads[name].append(path)
         assert admin.post("/api/institutions/site-b/disable").status_code == 200
         finished = admin.post("/api/runs", json={"max_epochs": 5}).json()["id"]

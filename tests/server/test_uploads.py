@@ -50,7 +50,11 @@ CASES = {
     # name: (how to make the body and headers, expected status, words of the message)
     "unknown institution": (lambda s, p: (contribution_file(p, s, institution="site-x", signing_key=_other_institution_key()),
                                           {"institution": "site-x"}), 401, "not registered"),
-    "header institution differs": (lambda s, p: (contribution_file(p, s), {"institution": "site-b"}), 401, "is not the"),
+    "header institution differs": (lambda s, p: (contribution_file(p, s, institution="site-b",
+                                                                   signing_key=_other_institution_key()), {}), 401,
+                                   "is not the"),
+    "unregistered header institution": (lambda s, p: (contribution_file(p, s), {"institution": "site-b"}), 401,
+                                        "not registered"),
     "missing institution header": (lambda s, p: (contribution_file(p, s), {"institution": None}), 401, "missing"),
     "wrong signature": (lambda s, p: (contribution_file(p, s, signing_key=_other_institution_key()), {}), 401, "signature"),
     "altered bytes": (lambda s, p: (_tamper(contribution_file(p, s).read_bytes()), {}), 401, "altered"),

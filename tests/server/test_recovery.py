@@ -1,0 +1,113 @@
+"""Recovery: an upload killed between storing its payload and committing its row is completed
+by the client's retry or at the next start-up, a full disk is answered 507 and leaves nothing
+behind, and temporary files of killed uploads are removed at start-up."""
+
+import hashlib
+import os
+import tempfile
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from client.signed_requests import signed_headers
+from client.transport import upload_contribution
+from server import payloads
+from server.app import create_app
+from server.payloads import PayloadStore
+
+from .conftest import contribution_file, stored, upload
+
+
+def _listed(client, site) -> list[str]:
+    reply = client.get("/api/contributions", headers=signed_headers(site.key, "site-a", "GET", "/api/contributions"))
+    return [row["sha256"] for row in reply.json()]
+
+
+def _store_without_row(server_dir, body: bytes, name: str | None = None) -> str:
+    """Put `body` in the payload store under `name` (default its SHA-256) without a row, as a
+    server killed between the two leaves it; returns the name."""
+    name = name or hashlib.sha256(body).hexdigest()
+    path = server_dir.layout.payloads / name[:2] / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(body)
+    return name
+
+
+def test_a_killed_upload_is_completed_by_the_clients_retry_which_checks_the_listing(api, site, server_dir,
+                                                                                    tmp_path, monkeypatch):
+    path = contribution_file(tmp_path / "a.dpc", site)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    commit, killed = PayloadStore.commit, []
+
+    def commit_then_die(self, staged):
+        commit(self, staged)
+        if not killed:
+            killed.append(self.path(digest).is_file())
+            raise RuntimeError("killed")  # before the row is committed
+
+    monkeypatch.setattr(PayloadStore, "commit", commit_then_die)
+    server = TestClient(api.app, raise_server_exceptions=False)
+    forward = httpx.MockTransport(lambda request: server.request(request.method, request.url.path,
+                                                                 headers=request.headers, content=request.read()))
+    reply = upload_contribution(path, "http://testserver", signing_key=site.key, transport=forward, backoff=0)
+    assert killed == [True]  # the payload was stored, its row rolled back
+    assert reply["sha256"] == digest and _listed(api, site) == [digest]
+    assert upload(api, path.read_bytes()).status_code == 409
+
+
+def test_a_retry_replaces_a_damaged_payload_left_without_row(api, site, server_dir, tmp_path):
+    body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
+    digest = _store_without_row(server_dir, body[:-10], hashlib.sha256(body).hexdigest())
+    assert upload(api, body).status_code == 201
+    assert (server_dir.layout.payloads / digest[:2] / digest).read_bytes() == body and _listed(api, site) == [digest]
+
+
+def test_start_up_restores_rows_of_stored_contributions_and_removes_orphans_and_leftovers(api, site, server_dir,
+                                                                                          tmp_path):
+    accepted = contribution_file(tmp_path / "a.dpc", site, seed=1).read_bytes()
+    assert upload(api, accepted).status_code == 201
+    before = stored(server_dir)
+    restored = _store_without_row(server_dir, contribution_file(tmp_path / "b.dpc", site, seed=2).read_bytes())
+    orphans = [_store_without_row(server_dir, b"a bundle whose row was never committed"),
+               _store_without_row(server_dir, contribution_file(tmp_path / "c.dpc", site, seed=3).read_bytes()[:-10],
+                                  "0" * 64),
+               _store_without_row(server_dir, contribution_file(tmp_path / "d.dpc", site,
+                                                                institution="site-x").read_bytes())]
+    layout = server_dir.layout
+    (layout.payloads / ".staged-killed").write_bytes(b"half an upload")
+    (layout.payloads / ".publish-killed").mkdir()
+    (layout.payloads / ".publish-killed" / "pipeline.tar").write_bytes(b"half a pipeline")
+    with TestClient(create_app(server_dir.path)) as restarted:
+        assert _listed(restarted, site) == [hashlib.sha256(accepted).hexdigest(), restored]
+    counts, files = stored(server_dir)
+    assert counts == {**before[0], "contributions": 2}
+    assert files == sorted(before[1] + [f"{restored[:2]}/{restored}"])
+    assert not any(name in "".join(files) for name in orphans)
+
+
+def _full_disk(monkeypatch):
+    """Staged payloads are written to /dev/full (each write fails with ENOSPC) until the
+    returned function frees the space."""
+    mkstemp = tempfile.mkstemp
+
+    def staged_on_full_disk(**options):
+        descriptor, name = mkstemp(**options)
+        os.close(descriptor)
+        return os.open("/dev/full", os.O_WRONLY), name
+
+    monkeypatch.setattr(payloads.tempfile, "mkstemp", staged_on_full_disk)
+    return lambda: monkeypatch.setattr(payloads.tempfile, "mkstemp", mkstemp)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_gives_507_leaves_nothing_and_service_resumes_once_freed(api, site, admin, server_dir,
+                                                                              pipeline_path, tmp_path, monkeypatch):
+    body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
+    before = stored(server_dir)
+    free = _full_disk(monkeypatch)
+    for reply in (upload(api, body), api.post("/api/representers", headers=admin, content=pipeline_path.read_bytes())):
+        assert reply.status_code == 507 and "storage is full" in reply.json()["detail"]
+    assert stored(server_dir) == before
+    free()
+    assert upload(api, body).status_code == 201
