@@ -31,7 +31,7 @@ from server import dashboard, views
 from server.audits import record_audit
 from server.auth import AuthError, check_admin_authorization, check_signed_request, load_ed25519_public_key
 from server.database import Audit, Contribution, Institution, Pipeline, RunEpoch, TrainingRun
-from server.errors import Refused
+from server.errors import RefusalBody, Refused
 from server.payloads import PayloadTooLarge, StagedPayload
 from server.publishing import publish_run
 from server.recovery import reconcile_store
@@ -42,10 +42,29 @@ from server.uploads import accept_contribution, registered_institution
 
 log = logging.getLogger(__name__)
 BUNDLE_TYPE = "application/x-tar"
+OCTET_STREAM = "application/octet-stream"
+BUNDLE_TYPES = (BUNDLE_TYPE, OCTET_STREAM)  # the Content-Types each binary route accepts (else 415)
+CONTRIBUTION_TYPES = (CONTENT_TYPE, OCTET_STREAM)
 MAX_PEM_CHARS = 4096
 MAX_JSON_BYTES = 1 << 20  # the body of a JSON route (audit reports are the largest)
 STORAGE_FULL = (errno.ENOSPC, errno.EDQUOT)
 RUN_ID = Annotated[int, PathParam(ge=1, le=2**31 - 1, description="Training run id.")]
+REFUSALS = {
+    400: "The body cannot be parsed, fails a check of its content, or was altered.",
+    401: "Credentials missing or wrong: the admin token, or the sending institution or its signature.",
+    403: "The institution is disabled.",
+    404: "Not found.",
+    409: "In conflict with what is stored: already stored, or not possible in the server's present state.",
+    413: f"The body is too large (JSON bodies: {MAX_JSON_BYTES >> 20} MiB, uploads: max_upload_bytes).",
+    415: "The Content-Type is not one the route accepts.",
+    422: "A parameter or the body is invalid.",
+    507: "The server's storage is full; nothing was stored.",
+}
+
+
+def refusals(*statuses: int) -> dict:
+    """The `responses=` of a route that can refuse with `statuses` (`{"detail": message}`)."""
+    return {status: {"model": RefusalBody, "description": REFUSALS[status]} for status in statuses}
 
 
 class InstitutionIn(BaseModel):
@@ -172,7 +191,8 @@ def server_keys(state: State) -> dict:
                              "provider": state.settings.provider_fingerprint}}
 
 
-@api.post("/institutions", status_code=201, dependencies=Admin, tags=["admin"])
+@api.post("/institutions", status_code=201, dependencies=Admin, tags=["admin"],
+          responses=refusals(400, 401, 409, 413, 422))
 def register_institution(body: InstitutionIn, state: State) -> dict:
     try:
         check_institution_id(body.id)
@@ -187,7 +207,7 @@ def register_institution(body: InstitutionIn, state: State) -> dict:
     return views.institution_view(row)
 
 
-@api.get("/institutions", dependencies=Admin, tags=["admin"])
+@api.get("/institutions", dependencies=Admin, tags=["admin"], responses=refusals(401))
 def list_institutions(state: State) -> list[dict]:
     with state.sessions() as session:
         return [views.institution_view(row) for row in session.scalars(select(Institution).order_by(Institution.id))]
@@ -202,24 +222,37 @@ def _set_enabled(state: ServerState, institution: str, enabled: bool) -> dict:
     return views.institution_view(row)
 
 
-@api.post("/institutions/{institution}/disable", dependencies=Admin, tags=["admin"])
+@api.post("/institutions/{institution}/disable", dependencies=Admin, tags=["admin"],
+          responses=refusals(401, 404, 422))
 def disable_institution(institution: str, state: State) -> dict:
     """Refuse the institution's uploads (403) from now on."""
     return _set_enabled(state, institution, False)
 
 
-@api.post("/institutions/{institution}/enable", dependencies=Admin, tags=["admin"])
+@api.post("/institutions/{institution}/enable", dependencies=Admin, tags=["admin"],
+          responses=refusals(401, 404, 422))
 def enable_institution(institution: str, state: State) -> dict:
     return _set_enabled(state, institution, True)
 
 
-def _body_schema(media_type: str) -> dict:
-    return {"requestBody": {"required": True, "content": {media_type: {"schema": {"type": "string",
-                                                                                   "format": "binary"}}}}}
+def _body_schema(media_types: tuple[str, ...]) -> dict:
+    binary = {"schema": {"type": "string", "format": "binary"}}
+    return {"requestBody": {"required": True, "content": {media_type: binary for media_type in media_types}}}
 
 
-async def _receive(request: Request, state: ServerState) -> StagedPayload:
-    """The request body in a staged payload (413 past max_upload_bytes); the caller discards it."""
+def _check_content_type(request: Request, accepted: tuple[str, ...]) -> None:
+    """415 unless the Content-Type is one of `accepted`, compared without its parameters
+    (`; charset=...` is ignored); a request without one is taken as application/octet-stream
+    (RFC 9110, 8.3)."""
+    given = request.headers.get("content-type", OCTET_STREAM)
+    if given.partition(";")[0].strip().lower() not in accepted:
+        raise Refused(415, f"Content-Type {given[:100]!r} is not accepted here: send {' or '.join(accepted)}")
+
+
+async def _receive(request: Request, state: ServerState, accepted: tuple[str, ...]) -> StagedPayload:
+    """The request body, of a Content-Type in `accepted` (else 415, unread), in a staged payload
+    (413 past max_upload_bytes); the caller discards it."""
+    _check_content_type(request, accepted)
     limit = state.settings.max_upload_bytes
     _check_declared_length(request, limit)
     staged = state.payloads.stage(limit)
@@ -236,11 +269,13 @@ async def _receive(request: Request, state: ServerState) -> StagedPayload:
     return staged
 
 
-@api.post("/representers", dependencies=Admin, tags=["admin"], status_code=201, openapi_extra=_body_schema(BUNDLE_TYPE),
-          responses={200: {"description": "An already registered representer made current again."}})
+@api.post("/representers", dependencies=Admin, tags=["admin"], status_code=201,
+          openapi_extra=_body_schema(BUNDLE_TYPES),
+          responses={200: {"description": "An already registered representer made current again."},
+                     **refusals(400, 401, 409, 413, 415, 507)})
 async def upload_representer(request: Request, state: State) -> JSONResponse:
     """Register the provider-signed representer bundle (.tar) in the body and make it current."""
-    with await _receive(request, state) as staged:
+    with await _receive(request, state, BUNDLE_TYPES) as staged:
         row, created = await run_in_threadpool(register_representer, state, staged)
     return JSONResponse(views.representer_view(row), status_code=201 if created else 200)
 
@@ -253,12 +288,12 @@ def _current(state: ServerState):
     return row
 
 
-@api.get("/representers/current", tags=["public"])
+@api.get("/representers/current", tags=["public"], responses=refusals(404))
 def current_representer_manifest(state: State) -> dict:
     return views.representer_view(_current(state))
 
 
-@api.get("/representers/current/bundle", response_class=FileResponse, tags=["public"])
+@api.get("/representers/current/bundle", response_class=FileResponse, tags=["public"], responses=refusals(404))
 def current_representer_bundle(state: State) -> FileResponse:
     """The provider-signed bundle institutions export their contributions with."""
     row = _current(state)
@@ -274,18 +309,18 @@ def uploading_institution(state: State,
         return registered_institution(session, institution).id
 
 
-@api.post("/contributions", status_code=201, tags=["institution"], openapi_extra=_body_schema(CONTENT_TYPE),
-          responses={409: {"description": "These bytes are already stored."}})
+@api.post("/contributions", status_code=201, tags=["institution"], openapi_extra=_body_schema(CONTRIBUTION_TYPES),
+          responses=refusals(400, 401, 403, 409, 413, 415, 422, 507))
 async def upload_contribution(request: Request, state: State,
                               institution: Annotated[str, Depends(uploading_institution)],
                               sha256: Annotated[str | None, Header(alias="X-Deidpool-Content-SHA256")] = None) -> dict:
     """Accept an encrypted, signed contribution (.dpc); see docs/server.md, Uploads."""
-    with await _receive(request, state) as staged:
+    with await _receive(request, state, CONTRIBUTION_TYPES) as staged:
         row = await run_in_threadpool(accept_contribution, state, staged, institution, sha256)
     return views.contribution_view(row)
 
 
-@api.get("/contributions", tags=["institution"])
+@api.get("/contributions", tags=["institution"], responses=refusals(401, 422))
 def own_contributions(state: State, institution: Annotated[Institution, Depends(signed_institution)]) -> list[dict]:
     """The calling institution's contributions (metadata only); a signed request."""
     with state.sessions() as session:
@@ -299,20 +334,20 @@ def _run_view(session, run: TrainingRun) -> dict:
     return views.run_view(run, list(epochs))
 
 
-@api.post("/runs", status_code=202, dependencies=Admin, tags=["admin"])
+@api.post("/runs", status_code=202, dependencies=Admin, tags=["admin"], responses=refusals(400, 401, 409, 413, 422))
 def start_run(state: State, body: RunIn = RunIn()) -> dict:
     """Queue a pooled training run over every accepted contribution of the current representer."""
     run = queue_run(state, body.model_dump())
     return views.run_view(run, [])
 
 
-@api.get("/runs", dependencies=Admin, tags=["admin"])
+@api.get("/runs", dependencies=Admin, tags=["admin"], responses=refusals(401))
 def list_runs(state: State) -> list[dict]:
     with state.sessions() as session:
         return [_run_view(session, run) for run in session.scalars(select(TrainingRun).order_by(TrainingRun.id))]
 
 
-@api.get("/runs/{run_id}", dependencies=Admin, tags=["admin"])
+@api.get("/runs/{run_id}", dependencies=Admin, tags=["admin"], responses=refusals(401, 404, 422))
 def get_run(run_id: RUN_ID, state: State) -> dict:
     with state.sessions() as session:
         run = session.get(TrainingRun, run_id)
@@ -321,13 +356,14 @@ def get_run(run_id: RUN_ID, state: State) -> dict:
         return _run_view(session, run)
 
 
-@api.post("/runs/{run_id}/publish", status_code=201, dependencies=Admin, tags=["admin"])
+@api.post("/runs/{run_id}/publish", status_code=201, dependencies=Admin, tags=["admin"],
+          responses=refusals(400, 401, 404, 409, 413, 422, 507))
 def publish(run_id: RUN_ID, state: State, body: PublishIn = PublishIn()) -> dict:
     """Publish a succeeded run as a server-signed pipeline (needs a passing audit, or override_audit)."""
     return views.pipeline_view(publish_run(state, run_id, body.override_audit))
 
 
-@api.post("/audits", status_code=201, dependencies=Admin, tags=["admin"])
+@api.post("/audits", status_code=201, dependencies=Admin, tags=["admin"], responses=refusals(400, 401, 404, 413, 422))
 def add_audit(body: AuditIn, state: State) -> dict:
     """Record a signed privacy audit report of a representer."""
     return views.audit_view(record_audit(state, body.report, body.signature, body.signer_public_key))
@@ -347,7 +383,7 @@ def _latest_pipeline(state: ServerState) -> Pipeline:
     return row
 
 
-@api.get("/pipelines/latest", tags=["public"])
+@api.get("/pipelines/latest", tags=["public"], responses=refusals(404))
 def latest_pipeline(state: State) -> dict:
     row = _latest_pipeline(state)
     with state.sessions() as session:
@@ -355,7 +391,7 @@ def latest_pipeline(state: State) -> dict:
         return {**views.pipeline_view(row), "epochs": [{"epoch": epoch.epoch, **epoch.metrics} for epoch in epochs]}
 
 
-@api.get("/pipelines/latest/bundle", response_class=FileResponse, tags=["public"])
+@api.get("/pipelines/latest/bundle", response_class=FileResponse, tags=["public"], responses=refusals(404))
 def latest_pipeline_bundle(state: State) -> FileResponse:
     """The server-signed pipeline that `deidpool client deidentify` uses."""
     row = _latest_pipeline(state)

@@ -1,7 +1,9 @@
 """The API around uploads: health and keys, admin authentication, institutions, representer
-bundles, JSON errors for bad input, and no secret in responses, logs or stored files."""
+bundles, JSON errors for bad input, the Content-Types of binary bodies, and no secret in
+responses, logs or stored files."""
 
 import asyncio
+import hashlib
 import io
 import logging
 import tarfile
@@ -12,10 +14,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from client.transport import CONTENT_TYPE
 from representer import keys
-from server.app import MAX_JSON_BYTES
+from server.app import BUNDLE_TYPE, MAX_JSON_BYTES
 
-from .conftest import stored
+from .conftest import contribution_file, stored
 
 ADMIN_ROUTES = [("GET", "/api/institutions"), ("POST", "/api/institutions"), ("POST", "/api/institutions/a/disable"),
                 ("POST", "/api/representers"), ("POST", "/api/runs"), ("GET", "/api/runs"), ("GET", "/api/runs/1"),
@@ -182,3 +185,38 @@ def test_binary_uploads_are_refused_unread_without_credentials(api, site, declar
     assert _post_streamed(api.app, "/api/representers", binary, declare) == (401, 0)
     for institution in ({}, {"X-Deidpool-Institution": "site-x"}):
         assert _post_streamed(api.app, "/api/contributions", {**binary, **institution}, declare) == (401, 0)
+
+
+UPLOADS = {"/api/representers": BUNDLE_TYPE, "/api/contributions": CONTENT_TYPE}
+
+
+@pytest.mark.parametrize("declare", [True, False], ids=["declared", "chunked"])
+@pytest.mark.parametrize("content_type", ["text/plain", "application/json", "multipart/form-data; boundary=x", "",
+                                          "application/octet-streamx", "of the other upload"])
+def test_uploads_of_another_content_type_get_415_unread_and_store_nothing(api, admin, site, server_dir,
+                                                                          content_type, declare):
+    before = stored(server_dir)
+    for path, media_type in UPLOADS.items():
+        credentials = admin if path == "/api/representers" else {"X-Deidpool-Institution": "site-a"}
+        (other,) = set(UPLOADS.values()) - {media_type}
+        headers = {**credentials, "Content-Type": other if content_type == "of the other upload" else content_type}
+        assert _post_streamed(api.app, path, headers, declare) == (415, 0)
+        detail = api.post(path, headers=headers, content=b"x").json()["detail"]
+        assert f"send {media_type} or application/octet-stream" in detail
+    assert stored(server_dir) == before
+
+
+@pytest.mark.parametrize("contribution_type, bundle_type", [
+    (CONTENT_TYPE, BUNDLE_TYPE), ("application/octet-stream",) * 2, ("Application/Octet-Stream; charset=binary",) * 2,
+    (None, None),
+])
+def test_uploads_take_their_media_type_or_octet_stream_with_any_parameters_or_none(api, admin, site, pipeline_path,
+                                                                                   tmp_path, contribution_type,
+                                                                                   bundle_type):
+    body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
+    headers = {"X-Deidpool-Institution": "site-a", "X-Deidpool-Content-SHA256": hashlib.sha256(body).hexdigest()}
+    if contribution_type:
+        headers["Content-Type"], admin = contribution_type, {**admin, "Content-Type": bundle_type}
+    assert api.post("/api/contributions", headers=headers, content=body).status_code == 201
+    reply = api.post("/api/representers", headers=admin, content=pipeline_path.read_bytes())
+    assert reply.status_code == 200  # made current again: `site` registered it

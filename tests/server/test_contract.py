@@ -1,0 +1,125 @@
+"""The OpenAPI document as the API's contract: each route declares the statuses its kind
+implies (credentials: 401, a body: 400 and 413, a binary body: 415 and 507, ...), every
+refusal with the `{"detail": message}` model, and the statuses the server answers are among
+those declared for the route (the schemathesis test checks the same for generated requests)."""
+
+import errno
+import hashlib
+
+from fastapi.testclient import TestClient
+
+from server.app import MAX_JSON_BYTES, create_app
+
+from .conftest import contribution_file, set_limits, stored, upload
+
+REFUSAL = {"$ref": "#/components/schemas/RefusalBody"}
+
+
+def _operations(app) -> dict:
+    """{"METHOD /path": operation} of the app's OpenAPI document."""
+    return {f"{method.upper()} {path}": operation for path, operations in app.openapi()["paths"].items()
+            for method, operation in operations.items()}
+
+
+def test_every_route_declares_the_statuses_its_kind_implies(api):
+    operations = _operations(api.app)
+    assert len(operations) >= 19
+    for label, operation in operations.items():
+        declared = {int(status) for status in operation["responses"]}
+        parameters = {parameter["name"] for parameter in operation.get("parameters", [])}
+        bodies = set(operation.get("requestBody", {}).get("content", {}))
+        implied = set()
+        if operation.get("security") or "X-Deidpool-Institution" in parameters:
+            implied.add(401)
+        if parameters or "application/json" in bodies:
+            implied.add(422)
+        if bodies:
+            implied |= {400, 413}
+        if bodies - {"application/json"}:
+            implied |= {415, 507}
+        if "{" in label:
+            implied.add(404)
+        assert implied <= declared, f"{label} does not declare {sorted(implied - declared)}"
+        for status in declared:
+            if status >= 400:
+                response = operation["responses"][str(status)]
+                assert response["description"] and response["content"]["application/json"]["schema"] == REFUSAL, label
+    assert "HTTPValidationError" not in api.app.openapi()["components"]["schemas"]
+
+
+def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files, tmp_path, monkeypatch):
+    operations = _operations(api.app)
+    answered = []
+
+    def expect(label: str, status: int, reply) -> None:
+        answered.append((label, status, reply.status_code, reply.text[:200]))
+
+    body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
+    sha256 = {"X-Deidpool-Content-SHA256": hashlib.sha256(body).hexdigest()}
+    json_admin = {**admin, "Content-Type": "application/json"}
+    big_json = b" " * (MAX_JSON_BYTES + 1)
+
+    expect("GET /api/health", 200, api.get("/api/health"))
+    expect("GET /api/keys", 200, api.get("/api/keys"))
+    expect("GET /api/institutions", 401, api.get("/api/institutions"))
+    expect("POST /api/institutions", 401, api.post("/api/institutions", json={}))
+    expect("POST /api/institutions", 409, api.post("/api/institutions", headers=admin, json={
+        "id": "site-a", "public_key": key_files.institution.public.read_text()}))
+    expect("POST /api/institutions", 422, api.post("/api/institutions", headers=admin, json={"id": 7}))
+    expect("POST /api/institutions", 413, api.post("/api/institutions", headers=json_admin, content=big_json))
+    expect("POST /api/institutions", 400, api.post("/api/institutions", headers=json_admin, content=b"\xff"))
+    expect("POST /api/institutions/{institution}/disable", 404, api.post("/api/institutions/site-z/disable",
+                                                                         headers=admin))
+    expect("POST /api/representers", 401, api.post("/api/representers", content=b"x"))
+    expect("POST /api/representers", 400, api.post("/api/representers", headers=admin, content=b"junk"))
+    expect("POST /api/representers", 415, api.post("/api/representers", headers={**admin, "Content-Type": "text/plain"},
+                                                   content=b"x"))
+    expect("GET /api/representers/current", 200, api.get("/api/representers/current"))
+    expect("GET /api/representers/current/bundle", 200, api.get("/api/representers/current/bundle"))
+    expect("POST /api/contributions", 201, upload(api, body))
+    expect("POST /api/contributions", 409, upload(api, body))
+    expect("POST /api/contributions", 401, upload(api, body, institution="site-z"))
+    expect("POST /api/contributions", 400, upload(api, body, sha256="0" * 64))
+    expect("POST /api/contributions", 415, api.post("/api/contributions", content=body, headers={
+        "X-Deidpool-Institution": "site-a", "Content-Type": "text/plain", **sha256}))
+    expect("POST /api/contributions", 422, upload(api, contribution_file(tmp_path / "b.dpc", site, neighbours=1)
+                                                  .read_bytes()))
+    expect("GET /api/contributions", 401, api.get("/api/contributions"))
+    expect("POST /api/runs", 401, api.post("/api/runs", json={}))
+    expect("POST /api/runs", 422, api.post("/api/runs", headers=admin, json={"seed": -1}))
+    expect("POST /api/runs", 413, api.post("/api/runs", headers=json_admin, content=big_json))
+    expect("POST /api/runs", 202, api.post("/api/runs", headers=admin, json={}))
+    expect("GET /api/runs", 200, api.get("/api/runs", headers=admin))
+    expect("GET /api/runs/{run_id}", 404, api.get("/api/runs/99", headers=admin))
+    expect("GET /api/runs/{run_id}", 422, api.get("/api/runs/0", headers=admin))
+    expect("POST /api/runs/{run_id}/publish", 404, api.post("/api/runs/99/publish", headers=admin))
+    expect("POST /api/runs/{run_id}/publish", 409, api.post("/api/runs/1/publish", headers=admin))
+    expect("POST /api/audits", 401, api.post("/api/audits", json={}))
+    expect("POST /api/audits", 422, api.post("/api/audits", headers=admin, json={"report": 1}))
+    expect("GET /api/audits", 200, api.get("/api/audits"))
+    expect("GET /api/pipelines/latest", 404, api.get("/api/pipelines/latest"))
+    expect("GET /api/pipelines/latest/bundle", 404, api.get("/api/pipelines/latest/bundle"))
+    expect("POST /api/institutions/{institution}/disable", 200, api.post("/api/institutions/site-a/disable",
+                                                                         headers=admin))
+    expect("POST /api/contributions", 403, upload(api, body))
+    api.post("/api/institutions/site-a/enable", headers=admin)
+
+    set_limits(server_dir, max_upload_bytes=10)
+    with TestClient(create_app(server_dir.path)) as small:
+        expect("POST /api/representers", 413, small.post("/api/representers", headers=admin, content=b"x" * 11))
+        expect("POST /api/contributions", 413, upload(small, body))
+
+    def full(limit=None):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    before = stored(server_dir)
+    monkeypatch.setattr(api.app.state.server.payloads, "stage", full)
+    expect("POST /api/representers", 507, api.post("/api/representers", headers=admin, content=b"x"))
+    expect("POST /api/contributions", 507, upload(api, body))
+    assert stored(server_dir) == before
+
+    wrong = [row for row in answered if row[1] != row[2]]
+    assert not wrong, wrong
+    undeclared = [(label, status) for label, status, _, _ in answered
+                  if str(status) not in operations[label]["responses"]]
+    assert not undeclared, undeclared
