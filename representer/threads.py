@@ -15,9 +15,10 @@ CONCURRENT_OPERATIONS = 2  # the two directions of a BiLSTM
 
 
 def configure_threads() -> bool:
-    """Size TensorFlow's pools (see the module docstring); False, and nothing changed, when
-    TensorFlow already runs (pools are fixed at its first operation) or the sizes were set by
-    the environment (`TF_NUM_INTRAOP_THREADS`, `TF_NUM_INTEROP_THREADS`)."""
+    """Size TensorFlow's pools (see the module docstring): True when they have these sizes now;
+    False, and nothing changed, when TensorFlow already runs with other sizes (pools are fixed at
+    its first operation) or the sizes were set by the environment (`TF_NUM_INTRAOP_THREADS`,
+    `TF_NUM_INTEROP_THREADS`)."""
     if {"TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"} & os.environ.keys():
         return False
     try:
