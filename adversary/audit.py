@@ -218,8 +218,9 @@ def format_report(report: dict) -> str:
     lines += [f"| {name} | {r['rate']:.3f} | {interval(r)} | {r['verdict']} |" for name, r in report["lookup"].items()]
     if SHARED_TEXT in report["lookup"]:
         lines += ["", f"{SHARED_TEXT}: the lookup on the pseudonymized text itself (no representer), a reference "
-                  "that is not part of the verdict. A surrogate is drawn around its original, so it tends to lie "
-                  "closer to the original than to a neighbour of it: what the representer must hide on top."]
+                  "that is not part of the verdict: what pseudonymization alone leaves to a two-candidate test, "
+                  "and the representer must hide on top (with neighbour draws a surrogate lies nearer its "
+                  "original than a neighbour of it)."]
     lines += ["", "## Inversion attack A1 (hidden PHI tokens recovered)", "",
               "Scored on the PHI tokens the method hides (replaceable, with a pseudonym of another vector), not on "
               "punctuation, stop words or other tokens it never replaces. The two baselines look at no "
