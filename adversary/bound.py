@@ -44,7 +44,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from importlib.metadata import version
-from weakref import WeakKeyDictionary
 
 import numpy as np
 from wordfreq import word_frequency
@@ -177,20 +176,16 @@ def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Ps
         if original not in own:
             own[original] = np.array([ids.setdefault(_entry(w, embeddings), len(ids)) for w in found],
                                      dtype=np.int32)
-    number = np.array([w.isdigit() and isinstance(pseudonymizer.candidates(w), NumberCandidates)
-                       for w in vocabulary], dtype=bool)
     drawn = np.zeros(len(ids) + 1, dtype=bool)  # the surrogates that matter; the table's -1 hits the last entry
     drawn[np.concatenate(list(own.values()))] = True
     rows, columns = np.divmod(np.flatnonzero(drawn[table]), table.shape[1])
-    replaceable = _per_row(embeddings, ("replaceable", len(vocabulary)),
-                           lambda: np.array([pseudonymizer.replaceable(w) for w in vocabulary], dtype=bool))
-    valid = (columns == 0) | replaceable[rows]  # not replaced: only itself
-    valid &= ~number[rows]  # a number is no word original
+    valid = (columns == 0) | pseudonymizer.replaceable_rows()[rows]  # not replaced: only itself
+    valid &= ~pseudonymizer.number_rows()[rows]  # a number is no word original (N > 1 here: it is hidden)
     valid &= ~np.isin(rows, list(own))  # the export's words: as drawn
     orig = np.concatenate([rows[valid], *(np.full(len(found), o) for o, found in own.items())])
     surr = np.concatenate([table[rows[valid], columns[valid]], *own.values()])
-    rows_frequency = _per_row(embeddings, ("frequency", frequency.language, len(vocabulary)),
-                              lambda: _vocabulary_frequencies(embeddings, vocabulary, frequency.language))
+    rows_frequency = embeddings.kept(("frequency", frequency.language, len(vocabulary)),
+                                     lambda: _vocabulary_frequencies(embeddings, vocabulary, frequency.language))
     outside = [frequency(word) for word in list(ids)[len(vocabulary):]]
     result: dict[tuple[str, str], dict[str, float]] = {token: {} for token in words}
     for name, prior in _priors(np.concatenate([rows_frequency, outside])).items():
@@ -200,18 +195,6 @@ def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Ps
             found = own[original]
             result[token][name] = float(np.mean((prior[original] == best[found]) / ties[found]))
     return result
-
-
-_PER_ROW: WeakKeyDictionary[Embeddings, dict[tuple, np.ndarray]] = WeakKeyDictionary()
-
-
-def _per_row(embeddings: Embeddings, key: tuple, compute: Callable[[], np.ndarray]) -> np.ndarray:
-    """A quantity `key` of each neighbour-vocabulary row of `embeddings` that no export
-    changes, computed once and kept while the embeddings live."""
-    kept = _PER_ROW.setdefault(embeddings, {})
-    if key not in kept:
-        kept[key] = compute()
-    return kept[key]
 
 
 def _vocabulary_frequencies(embeddings: Embeddings, vocabulary: Sequence[str], language: str) -> np.ndarray:

@@ -177,6 +177,20 @@ class Pseudonymizer:
             return self._group(word)
         return self.embeddings.neighbours(word, self.neighbours)
 
+    def replaceable_rows(self) -> np.ndarray:
+        """(neighbour_rows,) bool: which rows of the neighbour vocabulary `replaceable` holds for
+        (kept with the embeddings)."""
+        vocabulary = self.embeddings.kv.index_to_key[:self.embeddings.neighbour_rows]
+        return self.embeddings.kept(("replaceable", self.embeddings.neighbour_rows),
+                                    lambda: np.array([self.replaceable(word) for word in vocabulary], dtype=bool))
+
+    def number_rows(self) -> np.ndarray:
+        """(neighbour_rows,) bool: which rows of the neighbour vocabulary are numbers (kept with the
+        embeddings)."""
+        vocabulary = self.embeddings.kv.index_to_key[:self.embeddings.neighbour_rows]
+        return self.embeddings.kept(("number", self.embeddings.neighbour_rows),
+                                    lambda: np.array([_is_number(word) for word in vocabulary], dtype=bool))
+
     def candidate_table(self) -> np.ndarray:
         """(rows, columns) int32 candidates of each row of the neighbour vocabulary as row ids:
         the row itself first, -1 after the last (`Embeddings.neighbour_table` for "neighbours";
@@ -196,9 +210,7 @@ class Pseudonymizer:
     def _groups(self) -> tuple[np.ndarray, dict[int, np.ndarray]]:
         """The group of every neighbour-vocabulary row (-1 for none) and the rows of each group.
         A group holds words that are replaceable and not numbers."""
-        vocabulary = self.embeddings.kv.index_to_key[:self.embeddings.neighbour_rows]
-        eligible = np.array([self.replaceable(word) and not _is_number(word) for word in vocabulary], dtype=bool)
-        groups = self.embeddings.neighbour_groups(self.neighbours, eligible)
+        groups = self.embeddings.neighbour_groups(self.neighbours, self.replaceable_rows() & ~self.number_rows())
         order = np.argsort(groups, kind="stable")
         ids, starts = np.unique(groups[order], return_index=True)
         members = {int(g): rows for g, rows in zip(ids, np.split(order, starts[1:])) if g >= 0}

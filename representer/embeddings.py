@@ -59,6 +59,7 @@ class Embeddings:
         self.neighbour_vocab = neighbour_vocab
         self._subwords = isinstance(kv, FastTextKeyedVectors)
         self._neighbour_cache: dict[tuple[str, int], list[str]] = {}
+        self._kept: dict[tuple, np.ndarray] = {}
 
     @property
     def embeds_unknown_words(self) -> bool:
@@ -204,6 +205,13 @@ class Embeddings:
         mask_digest = hashlib.sha256(np.packbits(eligible).tobytes()).hexdigest()[:12]
         return self.cached_array(f"groups{n}-v{rows}-{mask_digest}",
                                  lambda: self._neighbour_groups(n, eligible, progress))
+
+    def kept(self, key: tuple, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """The quantity `key` of these embeddings, computed on first use and kept in memory with
+        them (`cached_array` keeps one on disk)."""
+        if key not in self._kept:
+            self._kept[key] = compute()
+        return self._kept[key]
 
     def cached_array(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
         """The array `name` of these embeddings, from `neighbour_cache_dir()` (under the hash

@@ -196,17 +196,17 @@ def test_words_against_brute_force(toy):
         assert found[token] == pytest.approx(expected)
 
 
-def cold_caches():
-    bound._PER_ROW.clear()
+def cold_caches(toy):
+    toy.embeddings._kept.clear()
     bound._number_bayes.cache_clear()
 
 
 def test_the_bound_is_the_same_from_cold_and_warm_caches(toy):
     tokens = [("Paris", "CITY"), ("nantes", "CITY"), ("Dijon", "CITY"), ("rome", "NAME"), ("00", "DATE"),
               ("14", "DATE"), ("123", "ID"), ("0551234", "PHONE")]
-    cold_caches()
+    cold_caches(toy)
     computed = reidentification_bound(tokens, toy)  # caches the frequencies in the empty cache folder
-    cold_caches()
+    cold_caches(toy)
     assert reidentification_bound(tokens, toy) == computed  # read back from disk
     assert reidentification_bound(tokens, toy) == computed  # from memory
 
