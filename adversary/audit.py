@@ -16,6 +16,7 @@ from adversary.models import DEFAULT_UNITS, PartnerOnlyProbe
 from adversary.pairs import PairSource
 from adversary.procedures import AdversaryTraining, automatic_passes, build_adversary
 from representer.dataset import BATCH_SIZE
+from representer.noise import noise_free_copy
 from representer.training import _write_config, _write_json, run_training
 
 Z_95 = 1.959963984540054
@@ -32,6 +33,12 @@ EXPORT_PATH, BARE_PATH = "export", "representer"  # a report's "path": what its 
 def raw_embeddings(inputs, training=False):
     """The identity representer: the attack on raw embeddings (a positive control)."""
     return inputs["embeddings"]
+
+
+def attacker_reference(model):
+    """What the attacker computes the sentences it knows with: the representer with its noise
+    off (it is public), the identity for raw embeddings."""
+    return model if model is raw_embeddings else noise_free_copy(model)
 
 
 def wilson_interval(successes: float, trials: int, z: float = Z_95) -> tuple[float, float]:
@@ -108,7 +115,10 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     representations of freshly pseudonymized copies (`PairSource(export_path=True)`, N of the
     pairs' pseudonymizer), and succeeds only against the original sentence or token. The
     positive controls stay on the bare path, where the attacks must succeed; the floor reads the
-    partner text the target's path shares (the pseudonymized copy on the export path).
+    partner text the target's path shares (the pseudonymized copy on the export path). The
+    attacker computes what it knows itself (the original's side of a pair, the lookup's stored
+    representations) with the representer's noise off (`attacker_reference`); only what is
+    shared carries noise.
 
     Attacks, each for `epochs` epochs of `passes` fresh draws of pairs (None: `automatic_passes`):
     fresh T1/T2 (and the trained `adversary`, continued, when given), on the target and on the
@@ -136,16 +146,18 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     def pairs_of(name: str) -> tuple[PairSource, PairSource]:
         return exported if name.startswith("target") or name == FLOOR else (train, test)
 
-    attacks = {f"{name}/fresh": (model, build_adversary(_dim(model, embedding_dim), embedding_dim, units))
+    references = {name: attacker_reference(model) for name, model in subjects.items()}
+    attacks = {f"{name}/fresh": (name, build_adversary(_dim(model, embedding_dim), embedding_dim, units))
                for name, model in subjects.items()}
     if adversary is not None:
-        attacks["target/continued"] = (representer, adversary)
-    attacks[FLOOR] = (raw_embeddings, build_adversary(embedding_dim, embedding_dim, units, kind=PartnerOnlyProbe))
+        attacks["target/continued"] = ("target", adversary)
+    attacks[FLOOR] = ("raw", build_adversary(embedding_dim, embedding_dim, units, kind=PartnerOnlyProbe))
     history, results = {}, {}
-    for name, (model, attacker) in attacks.items():
+    for name, (subject, attacker) in attacks.items():
         run_dir = out_dir / "attacks" / name.replace("/", "-")
-        run_training(AdversaryTraining(model, attacker, passes, **settings), *pairs_of(name), run_dir,
-                     max_epochs=epochs, patience=epochs, seed=seed, progress=progress)
+        procedure = AdversaryTraining(subjects[subject], attacker, passes, reference=references[subject], **settings)
+        run_training(procedure, *pairs_of(name), run_dir, max_epochs=epochs, patience=epochs, seed=seed,
+                     progress=progress)
         records = json.loads((run_dir / "history.json").read_text())
         history[name] = [{"epoch": r["epoch"], **{key[len("val_"):]: value for key, value in r.items()
                                                    if key.startswith("val_accuracy")}} for r in records]
@@ -157,7 +169,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
         results[name]["control_succeeded"] = succeeded
     lookup = {}
     for name, model in {**subjects, **({SHARED_TEXT: raw_embeddings} if export_path else {})}.items():
-        result = lookup_attack(model, exported[1] if name == SHARED_TEXT else pairs_of(name)[1], seed)
+        result = lookup_attack(model, exported[1] if name == SHARED_TEXT else pairs_of(name)[1], seed,
+                               reference=references.get(name, model))
         lookup[name] = {**result, **chance_verdict(result["rate"], result["sentences"])}
     inverters = {"epochs": epochs * passes, "units": units, "seed": seed, "progress": progress, **settings}
     inversion = {name: inversion_attack(model, *pairs_of(name), label=name,
@@ -194,7 +207,9 @@ def format_report(report: dict) -> str:
     path = ("the export path: the target's attacks read representations of freshly pseudonymized copies "
             "and must recover the original" if report.get("path") == EXPORT_PATH else "the bare representer")
     lines = [f"# Privacy audit: {report['verdict']}", "", f"Why: {report['verdict_reason']}.", "",
-             f"Attacked: {path}; positive controls on the bare path.", "",
+             f"Attacked: {path}; positive controls on the bare path. The attacker computes the sentences it "
+             "knows (the original of each pair, the lookup's stored representations) with the public "
+             "representer's noise off; only what is shared is noisy.", "",
              f"{report['epochs']} epochs of attack training ({report['passes']} draws of pairs each), "
              f"N = {report['neighbours']}, "
              f"{report['held_out_pairs']} held-out pairs. A result is consistent with chance when the 95% "

@@ -30,7 +30,8 @@ def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
                          shared, partner)
 
 
-def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int = BATCH_SIZE) -> dict:
+def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int = BATCH_SIZE,
+                  reference=None) -> dict:
     """The lookup attack on every sentence of `pairs` (one fake partner each): distances are
     summed squared Euclidean distances over the tokens; a tie counts half.
 
@@ -42,8 +43,9 @@ def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int
     for batch in pair_batches(one_fake_per_sentence(pairs, seed), batch_size):
         mask = batch["mask"]
 
-        stored, stored_fake, fresh = (represent(representer, embeddings, mask).numpy()
-                                      for embeddings in (batch["original"], batch["partner"], batch["shared_original"]))
+        stored, stored_fake = (represent(reference or representer, embeddings, mask).numpy()
+                               for embeddings in (batch["original"], batch["partner"]))
+        fresh = represent(representer, batch["shared_original"], mask).numpy()
         weight = mask.numpy()[..., None]
         own = np.sum((fresh - stored) ** 2 * weight, axis=(1, 2))
         other = np.sum((fresh - stored_fake) ** 2 * weight, axis=(1, 2))

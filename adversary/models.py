@@ -102,7 +102,7 @@ class CombinedAdversary(keras.Model):
         return {**super().get_config(), "units": self.units}
 
 
-def adversary_outputs(adversary, representer, batch, training=False):
+def adversary_outputs(adversary, representer, batch, training=False, reference=None):
     """`adversary` applied to a batch of pairs from `adversary.pairs` ({original, partner,
     shared_original, shared_partner, mask}): the representer reads the shared_ sentences (the
     pseudonymized copies on the export path), T1 the original's embeddings.
@@ -113,11 +113,19 @@ def adversary_outputs(adversary, representer, batch, training=False):
     a real pair T2 compares two independent noisy passes over the same sentence, and for a
     fake pair the original's representation with the pseudonymized copy's. T1 compares the
     original's embeddings with the partner's representation.
+
+    `reference`, when given, computes the original's representation instead: the attacker
+    computes that side itself, and with the public representer it can switch the noise off
+    (audits pass a noise-free copy); only the partner's, the shared one, is then noisy.
     """
     mask = batch["mask"]
-    both = representer({"embeddings": ops.concatenate([batch["shared_original"], batch["shared_partner"]], axis=0),
-                        "mask": ops.concatenate([mask, mask], axis=0)}, training=training)
-    representation, partner_representation = ops.split(both, 2, axis=0)
+    if reference is None:
+        both = representer({"embeddings": ops.concatenate([batch["shared_original"], batch["shared_partner"]], axis=0),
+                            "mask": ops.concatenate([mask, mask], axis=0)}, training=training)
+        representation, partner_representation = ops.split(both, 2, axis=0)
+    else:
+        representation = reference({"embeddings": batch["shared_original"], "mask": mask}, training=training)
+        partner_representation = representer({"embeddings": batch["shared_partner"], "mask": mask}, training=training)
     return adversary({"embeddings": batch["original"], "representation": representation,
                       "partner_representation": partner_representation,
                       "mask": mask}, training=training)
@@ -154,16 +162,16 @@ def adversary_metrics(outputs, labels):
     return metrics
 
 
-def adversary_step(adversary, representer, batch, training=False):
+def adversary_step(adversary, representer, batch, training=False, reference=None):
     """`adversary_metrics` of a `CombinedAdversary` on one batch of pairs (see `adversary_outputs`)."""
-    return adversary_metrics(adversary_outputs(adversary, representer, batch, training), batch["label"])
+    return adversary_metrics(adversary_outputs(adversary, representer, batch, training, reference), batch["label"])
 
 
-def train_adversary_step(adversary, representer, optimizer, batch):
+def train_adversary_step(adversary, representer, optimizer, batch, reference=None):
     """One optimizer step of the adversary's weights on L_adv (the representer stays as it is);
     returns the batch's metrics before the step. Wrap it in `tf.function` for speed."""
     with tf.GradientTape() as tape:
-        metrics = adversary_step(adversary, representer, batch, training=True)
+        metrics = adversary_step(adversary, representer, batch, training=True, reference=reference)
     variables = adversary.trainable_variables
     optimizer.apply(tape.gradient(metrics["loss"], variables), variables)
     return metrics

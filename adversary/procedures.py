@@ -142,15 +142,17 @@ class AdversaryTraining(_Procedure):
     `representer` may be a plain function of {"embeddings", "mask"} (e.g. the identity, to
     attack raw embeddings). With `passes` > 1 an epoch is that many fresh draws of pairs:
     a corpus with few PHI sentences (PhysioNet: a few hundred) otherwise gives an attack only
-    a dozen steps per epoch."""
+    a dozen steps per epoch. `reference` computes the original's side of every pair (see
+    `adversary_outputs`; audits pass a noise-free copy of the representer)."""
 
     name = "adversary"
 
-    def __init__(self, representer, adversary, passes=1, **settings):
+    def __init__(self, representer, adversary, passes=1, reference=None, **settings):
         super().__init__(representer, adversary, **settings)
         if passes < 1:
             raise ValueError(f"passes must be at least 1, got {passes}")
         self.passes = int(passes)
+        self.reference = reference
         self.optimizer = self._optimizer(adversary)
 
     def models(self):
@@ -160,10 +162,14 @@ class AdversaryTraining(_Procedure):
         return {"adversary": self.optimizer}
 
     def config(self):
-        return {**super().config(), "adversary_units": self.adversary.units, "passes": self.passes}
+        return {**super().config(), "adversary_units": self.adversary.units, "passes": self.passes,
+                "noise_free_reference": self.reference is not None}
 
     def _train_step(self, batch):
-        return train_adversary_step(self.adversary, self.representer, self.optimizer, batch)
+        return train_adversary_step(self.adversary, self.representer, self.optimizer, batch, self.reference)
+
+    def _adversary_validation_step(self, batch):
+        return adversary_step(self.adversary, self.representer, batch, reference=self.reference)
 
     def train_epoch(self, train: PairSource, epoch, rng):
         seed = int(rng.integers(2**31))

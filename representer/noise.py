@@ -97,3 +97,12 @@ def set_deterministic(model, deterministic=True):
         if isinstance(layer, keras.Model):
             layer.train_function = layer.test_function = layer.predict_function = None
     return count
+
+
+def noise_free_copy(model):
+    """A copy of `model` with its weights and every noise layer off: what anyone holding the
+    public representer computes for a sentence it knows (audits attack with it)."""
+    copy = keras.models.clone_model(model)
+    copy.set_weights(model.get_weights())
+    set_deterministic(copy)
+    return copy

@@ -12,7 +12,7 @@ import tensorflow as tf
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from adversary.audit import (BROKEN, CHANCE, FLOOR, INCONCLUSIVE, SHARED_TEXT, attack_result,
+from adversary.audit import (BROKEN, CHANCE, FLOOR, INCONCLUSIVE, SHARED_TEXT, attack_result, attacker_reference,
                              chance_verdict, overall_verdict, raw_embeddings, run_audit, wilson_interval)
 from adversary.inversion import vocabulary_ranks
 from adversary.lookup import lookup_attack, one_fake_per_sentence
@@ -224,6 +224,20 @@ def test_deterministic_representer_makes_lookup_trivial(embeddings):
     representer = build_representer(DIM, repr_size=6, lstm_units=4)
     set_deterministic(representer, True)
     assert lookup_attack(representer, pair_source(toy_documents(20, seed=2), embeddings))["rate"] == 1.0
+
+
+def test_stored_representations_without_noise_make_the_lookup_stronger(embeddings):
+    """The attacker knows the candidate sentences and holds the public representer: its stored
+    representations need not carry noise, which leaves the shared one's noise alone to hide
+    the replaced token."""
+    representer = build_representer(DIM, repr_size=6, lstm_units=4)
+    representer.get_layer("output_noise").assign_stddev(0.4)
+    pairs = pair_source(toy_documents(200, seed=4), embeddings)
+    noisy = lookup_attack(representer, pairs)["rate"]
+    reference = attacker_reference(representer)
+    clean = lookup_attack(representer, pairs, reference=reference)["rate"]
+    assert clean > noisy + 0.05, (clean, noisy)
+    assert attacker_reference(raw_embeddings) is raw_embeddings
 
 
 class OddWordPseudonymizer(Pseudonymizer):

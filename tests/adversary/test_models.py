@@ -165,6 +165,27 @@ def test_real_pairs_reach_t2_as_two_independent_noisy_passes():
     np.testing.assert_allclose(seen["representation"][real], seen["partner_representation"][real], atol=1e-6)
 
 
+def test_a_reference_computes_the_originals_side_and_the_representer_only_the_shared_one():
+    representer = build_representer(DIM, repr_size=REPR, lstm_units=4)
+    reference = build_representer(DIM, repr_size=REPR, lstm_units=4)
+    set_deterministic(reference, True)
+    batch = toy_pairs(4, seed=3)
+    seen = {}
+
+    def spy(inputs, training=False):
+        seen.update({name: numpy(value) for name, value in inputs.items()})
+        return {"combined": batch["label"]}
+
+    adversary_outputs(spy, representer, batch, reference=reference)
+    expected = numpy(reference({"embeddings": batch["shared_original"], "mask": batch["mask"]}))
+    np.testing.assert_allclose(seen["representation"], expected, atol=1e-6)
+    # the shared side is the noisy representer's: two calls differ
+    first = seen["partner_representation"]
+    adversary_outputs(spy, representer, batch, reference=reference)
+    assert not np.allclose(first, seen["partner_representation"])
+    np.testing.assert_allclose(seen["representation"], expected, atol=1e-6)
+
+
 def test_training_step_trains_the_adversary_and_leaves_the_representer_alone():
     representer = build_representer(DIM, repr_size=REPR, lstm_units=4)
     adversary, optimizer = CombinedAdversary(UNITS), keras.optimizers.Adam(0.01)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from representer.noise import TrainableGaussianNoise, set_deterministic
+from representer.noise import TrainableGaussianNoise, noise_free_copy, set_deterministic
 
 
 def _numpy(tensor):
@@ -118,3 +118,16 @@ def test_set_deterministic_reaches_nested_layers_and_retraces_predict():
     np.testing.assert_allclose(outer.predict(x, verbose=0), x, atol=1e-6)
     assert set_deterministic(outer, False) == 2
     assert not np.allclose(outer.predict(x, verbose=0), x)
+
+
+def test_a_noise_free_copy_has_the_weights_and_no_noise_and_leaves_the_original_noisy():
+    from representer.representation import build_representer
+
+    model = build_representer(4, repr_size=3, lstm_units=2)
+    inputs = {"embeddings": _inputs((2, 5, 4)), "mask": np.ones((2, 5), bool)}
+    copy = noise_free_copy(model)
+    first, second = _numpy(copy(inputs)), _numpy(copy(inputs))
+    np.testing.assert_array_equal(first, second)
+    assert not np.allclose(_numpy(model(inputs)), _numpy(model(inputs)))
+    set_deterministic(model, True)
+    np.testing.assert_allclose(_numpy(model(inputs)), first, atol=1e-6)
