@@ -9,10 +9,17 @@ components (`<f2` or `<f4`), nothing else. A `.dpc` file is
 
 where each frame is `final flag (u1) | length (>u4) | AES-256-GCM ciphertext` of a run of
 whole sentence records (see `client.sealing`; the HKDF salt is the header's nonce). The
-header holds the institution id, representer id, sentence and token counts, vector size
-and dtype, creation time, a random nonce and the SHA-256 of everything before it; the
-institution's Ed25519 key signs it, so the signature covers the ciphertext too. The header
-can be read and verified without the server's private key.
+header holds the format version, the institution id and the SHA-256 of its signing key,
+representer id, sentence and token counts, vector size and dtype, pseudonymization N and
+scheme, re-identification bound, creation time, a random nonce and the SHA-256 of
+everything before it; the institution's Ed25519 key signs it, so the signature covers the
+ciphertext too. The header can be read and verified without the server's private key.
+
+The ciphertext is bound to its sender and header: the stream key's HKDF info holds the
+digest of the header fields fixed before the first chunk (`_KEY_FIELDS`: among them the
+institution id and signing key), and the final chunk's associated data the digest of every
+field but `body_sha256` (the hash of the ciphertext itself). A header changed or re-signed
+after sealing, such as another institution's claim to a taken file, does not decrypt.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import secrets
 import struct
 import tempfile
@@ -31,13 +39,14 @@ from typing import NamedTuple
 
 import numpy as np
 from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 from client.sealing import PUBLIC_KEY_BYTES, SealError, StreamOpener, StreamSealer
 from corpus.casing import CASING
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # The header's name of each pseudonymization scheme (adversary.pseudonymize.SCHEMES): every gold
 # PHI token replaced by a uniform draw among its N nearest embedding neighbours (numbers among
 # plausible surrogates of the same shape and range), or from its group of N to 2N - 1 words
@@ -60,9 +69,20 @@ class ContributionError(ValueError):
     what the server expects; the message says which."""
 
 
+class BindingError(ContributionError):
+    """An encrypted body that does not open for its signed header and signing key: the header
+    was changed or re-signed after sealing, or the file was sealed to another server."""
+
+
+def _canonical(fields: dict) -> bytes:
+    """The header's encoding of `fields` (what is signed and what the bindings hash)."""
+    return json.dumps(fields, sort_keys=True).encode()
+
+
 @dataclasses.dataclass(frozen=True)
 class ContributionHeader:
     institution: str
+    signing_key_sha256: str  # `signer_sha256` of the institution key that signs the header
     representer_id: str
     sentences: int
     tokens: int
@@ -77,18 +97,42 @@ class ContributionHeader:
     format_version: int = FORMAT_VERSION
 
     def to_bytes(self) -> bytes:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True).encode()
+        return _canonical(dataclasses.asdict(self))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ContributionHeader:
+        """The header of `data`, refused unless of this FORMAT_VERSION with exactly its fields."""
         try:
             fields = json.loads(data)
-            types = {field.name: field.type for field in dataclasses.fields(cls)}
-            if set(fields) != set(types) or any(type(fields[name]).__name__ != kind for name, kind in types.items()):
-                raise ValueError("unexpected fields")
-            return cls(**fields)
         except ValueError:
-            raise ContributionError("the contribution header is malformed") from None
+            fields = None
+        if not isinstance(fields, dict) or "format_version" not in fields:
+            raise ContributionError("the contribution header is malformed")
+        if fields["format_version"] != FORMAT_VERSION:
+            raise ContributionError(f"the header's format_version is {fields['format_version']!r}, but only "
+                                    f"format_version {FORMAT_VERSION} is read: export the contribution again")
+        types = {field.name: field.type for field in dataclasses.fields(cls)}
+        if set(fields) != set(types) or any(type(fields[name]).__name__ != kind for name, kind in types.items()):
+            raise ContributionError("the contribution header is malformed")
+        return cls(**fields)
+
+
+# What the ciphertext is bound to: the header fields fixed before the first chunk is sealed
+# (in the stream key), and all but body_sha256, fixed before the final chunk (its associated data).
+_KEY_FIELDS = ("format_version", "institution", "signing_key_sha256", "representer_id", "dim", "dtype",
+               "neighbours", "pseudonymization", "nonce")
+_FINAL_FIELDS = tuple(field.name for field in dataclasses.fields(ContributionHeader) if field.name != "body_sha256")
+
+
+def _binding(fields: dict, names: tuple[str, ...]) -> bytes:
+    """SHA-256 of the canonical encoding of the header `fields` named in `names`."""
+    return hashlib.sha256(_canonical({name: fields[name] for name in names})).digest()
+
+
+def signer_sha256(public_key: Ed25519PublicKey) -> str:
+    """The header's `signing_key_sha256`: the SHA-256 (hex) of the raw Ed25519 public key."""
+    return hashlib.sha256(public_key.public_bytes(serialization.Encoding.Raw,
+                                                  serialization.PublicFormat.Raw)).hexdigest()
 
 
 class ContributionSentence(NamedTuple):
@@ -154,11 +198,13 @@ class ContributionWriter:
         if not institution:
             raise ValueError("the institution id is empty")
         self.path = Path(path)
-        self._fields = {"institution": institution, "representer_id": representer_id, "dim": dim, "dtype": dtype,
-                        "neighbours": neighbours, "pseudonymization": PSEUDONYMIZATION_SCHEMES[pseudonymization],
-                        "nonce": secrets.token_hex(16)}
+        self._fields = {"format_version": FORMAT_VERSION, "institution": institution,
+                        "signing_key_sha256": signer_sha256(signing_key.public_key()),
+                        "representer_id": representer_id, "dim": dim, "dtype": dtype, "neighbours": neighbours,
+                        "pseudonymization": PSEUDONYMIZATION_SCHEMES[pseudonymization], "nonce": secrets.token_hex(16)}
         self._signing_key, self._chunk_bytes = signing_key, chunk_bytes
-        self._sealer = StreamSealer(server_key, bytes.fromhex(self._fields["nonce"]))
+        self._sealer = StreamSealer(server_key, bytes.fromhex(self._fields["nonce"]),
+                                    _binding(self._fields, _KEY_FIELDS))
         self._pending = bytearray()
         self._digest = hashlib.sha256()
         self.sentences = self.tokens = 0
@@ -188,19 +234,19 @@ class ContributionWriter:
         if len(self._pending) >= self._chunk_bytes:
             self._seal(final=False)
 
-    def _seal(self, final: bool) -> None:
-        ciphertext = self._sealer.seal(bytes(self._pending), final)
+    def _seal(self, final: bool, associated_data: bytes = b"") -> None:
+        ciphertext = self._sealer.seal(bytes(self._pending), final, associated_data)
         self._write(_FRAME.pack(final, len(ciphertext)) + ciphertext)
         self._pending.clear()
 
     def close(self) -> ContributionHeader:
-        """Seal the last chunk, sign the header, and move the file into place."""
+        """Seal the last chunk bound to the header, sign the header, and move the file into place."""
         try:
-            self._seal(final=True)
-            header = ContributionHeader(
-                sentences=self.sentences, tokens=self.tokens, body_sha256=self._digest.hexdigest(),
-                reidentification_bound=self.bound,
-                created=datetime.now(timezone.utc).isoformat(timespec="seconds"), **self._fields)
+            fields = {**self._fields, "sentences": self.sentences, "tokens": self.tokens,
+                      "reidentification_bound": self.bound,
+                      "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            self._seal(final=True, associated_data=_binding(fields, _FINAL_FIELDS))
+            header = ContributionHeader(body_sha256=self._digest.hexdigest(), **fields)
             header_bytes = header.to_bytes()
             self._file.write(header_bytes + self._signing_key.sign(SIGNATURE_CONTEXT + header_bytes)
                              + _FOOTER.pack(len(header_bytes), END_MAGIC))
@@ -270,16 +316,16 @@ def _parse_header(path: Path, header_bytes: bytes) -> ContributionHeader:
         header = ContributionHeader.from_bytes(header_bytes)
     except ContributionError as error:
         raise ContributionError(f"{path}: {error}") from None
-    if header.format_version != FORMAT_VERSION:
-        raise ContributionError(f"{path}: format version {header.format_version} is not supported")
     if header.dtype not in DTYPES or header.dim < 1:
         raise ContributionError(f"{path}: vectors of size {header.dim} in {header.dtype} are not supported")
+    if not re.fullmatch("[0-9a-f]{32}", header.nonce):
+        raise ContributionError(f"{path}: the header's nonce is not 16 bytes in hex")
     return header
 
 
 def verify_contribution(path: str | Path, institution_key: Ed25519PublicKey) -> ContributionHeader:
-    """The header, once its signature by `institution_key` and the hash of the encrypted body
-    are checked; needs no server key."""
+    """The header, once its signature by `institution_key`, its naming of that key and the hash
+    of the encrypted body are checked; needs no server key."""
     path = Path(path)
     start, header_bytes, signature = _trailer(path)
     try:
@@ -288,6 +334,9 @@ def verify_contribution(path: str | Path, institution_key: Ed25519PublicKey) -> 
         raise ContributionError(f"{path}: the signature does not verify with this institution key; the file "
                                 "was altered or signed by another institution") from None
     header = _parse_header(path, header_bytes)
+    if header.signing_key_sha256 != signer_sha256(institution_key):
+        raise ContributionError(f"{path}: the header names another signing key than the institution key its "
+                                "signature verifies with: it was re-signed by another institution")
     digest = hashlib.sha256()
     with path.open("rb") as file:
         remaining = start
@@ -308,21 +357,29 @@ def decrypt_payload(path: str | Path, server_key: X25519PrivateKey,
 
 
 def _decrypt(path: Path, server_key: X25519PrivateKey, header: ContributionHeader) -> Iterator[bytes]:
-    start = _trailer(path)[0]
+    """The chunks of the verified file at `path`, opened under the bindings of its `header`."""
+    start, fields = _trailer(path)[0], dataclasses.asdict(header)
+    final_binding = _binding(fields, _FINAL_FIELDS)
     with path.open("rb") as file:
         if file.read(len(MAGIC)) != MAGIC:
             raise ContributionError(f"{path} is not a contribution file of format version {FORMAT_VERSION}")
-        opener = StreamOpener(server_key, file.read(PUBLIC_KEY_BYTES), bytes.fromhex(header.nonce))
+        opener = StreamOpener(server_key, file.read(PUBLIC_KEY_BYTES), bytes.fromhex(header.nonce),
+                              _binding(fields, _KEY_FIELDS))
         while file.tell() < start:
+            if opener.finished:
+                raise ContributionError(f"{path}: data follows the final chunk")
             if file.tell() + _FRAME.size > start:
                 raise ContributionError(f"{path}: a chunk is cut short")
             final, length = _FRAME.unpack(file.read(_FRAME.size))
             if final > 1 or length > min(MAX_FRAME_BYTES, start - file.tell()):
                 raise ContributionError(f"{path}: a chunk is malformed or cut short")
             try:
-                yield opener.open(file.read(length), bool(final))
-            except SealError as error:
-                raise ContributionError(f"{path}: {error}") from None
+                yield opener.open(file.read(length), bool(final), final_binding if final else b"")
+            except SealError:
+                raise BindingError(f"{path}: the encrypted body does not decrypt for this signed header, signing "
+                                   "key and server key: the header was changed or re-signed after sealing (a "
+                                   "file taken from another institution), or the file was sealed to another "
+                                   "server") from None
     if not opener.finished:
         raise ContributionError(f"{path} is truncated: the final chunk is missing")
 

@@ -10,7 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from client.contribution import ContributionError, read_header, validate_contribution, verify_contribution
+from client.contribution import (BindingError, ContributionError, read_header, validate_contribution,
+                                 verify_contribution)
 from server.auth import load_ed25519_public_key
 from server.database import Contribution, Institution, Representer
 from server.errors import Refused
@@ -107,12 +108,15 @@ def registered_institution(session: Session, institution_id: str | None) -> Inst
 
 
 def _checked(status: int, check, path):
-    """`check()`'s result; its ContributionError refuses the upload with `status` (the message
-    names "the upload", not the temporary file)."""
+    """`check()`'s result; its ContributionError refuses the upload with `status`, or with 400
+    for a body that does not decrypt for its signed header and sender (`BindingError`: a file
+    re-signed after sealing, such as one taken from another institution). The message names
+    "the upload", not the temporary file."""
     try:
         return check()
     except ContributionError as error:
-        raise Refused(status, str(error).replace(str(path), "the upload")) from None
+        raise Refused(400 if isinstance(error, BindingError) else status,
+                      str(error).replace(str(path), "the upload")) from None
 
 
 def _bound_means(bound: dict) -> dict:

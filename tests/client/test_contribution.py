@@ -1,5 +1,6 @@
 """Tests of the contribution record: codec round trip, signature and encryption checks,
-tampering and truncation, the server's validation, and atomic writing."""
+tampering and truncation, the binding of the ciphertext to its sender and header, the
+server's validation, and atomic writing."""
 
 import dataclasses
 import errno
@@ -11,8 +12,11 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from client import contribution
 from client.contribution import (
-    ContributionError, ContributionHeader, ContributionWriter, decrypt_payload, encode_sentence, iter_sentences,
-    read_header, record_size, validate_contribution, verify_contribution, write_contribution)
+    PSEUDONYMIZATION_SCHEMES, BindingError, ContributionError, ContributionHeader, ContributionWriter,
+    decrypt_payload, encode_sentence, iter_sentences, read_header, record_size, signer_sha256, validate_contribution,
+    verify_contribution, write_contribution)
+
+from .conftest import resigned
 
 DIM, TAGS = 6, 9
 
@@ -71,9 +75,10 @@ def test_round_trip_keeps_every_sentence_in_order(tmp_path, parties, dtype):
 def test_header_holds_only_the_agreed_fields(written, parties):
     path, header, _ = written
     assert {field.name for field in dataclasses.fields(ContributionHeader)} == {
-        "institution", "representer_id", "sentences", "tokens", "dim", "dtype", "neighbours", "pseudonymization",
-        "reidentification_bound", "created", "nonce", "body_sha256", "format_version"}
-    assert header.neighbours == 100 and header.reidentification_bound == {}
+        "institution", "signing_key_sha256", "representer_id", "sentences", "tokens", "dim", "dtype", "neighbours",
+        "pseudonymization", "reidentification_bound", "created", "nonce", "body_sha256", "format_version"}
+    assert header.neighbours == 100 and header.reidentification_bound == {} and header.format_version == 3
+    assert header.signing_key_sha256 == signer_sha256(parties[0].public_key())
     assert read_header(path) == verify_contribution(path, parties[0].public_key()) == header
     assert len(bytes.fromhex(header.nonce)) == 16
 
@@ -118,6 +123,59 @@ def test_wrong_institution_or_server_key_is_rejected(written, parties):
         _validate(path, (parties[0], X25519PrivateKey.generate()))
 
 
+@pytest.mark.parametrize("claim", ["as it was", "as the thief's"])
+def test_a_header_re_signed_by_another_institution_does_not_verify_or_decrypt(written, parties, tmp_path, claim):
+    """Attribution theft: another institution re-signs the header of a taken file with its own
+    key, ciphertext and nonce untouched, naming itself (or not) in the header."""
+    thief = Ed25519PrivateKey.generate()
+    changes = {"institution": "site-b", "signing_key_sha256": signer_sha256(thief.public_key())}
+    (tmp_path / "b.dpc").write_bytes(resigned(written[0].read_bytes(), thief,
+                                              **(changes if claim == "as the thief's" else {})))
+    if claim == "as it was":
+        with pytest.raises(ContributionError, match="names another signing key .* re-signed by another institution"):
+            verify_contribution(tmp_path / "b.dpc", thief.public_key())
+    else:
+        assert verify_contribution(tmp_path / "b.dpc", thief.public_key()).institution == "site-b"
+        with pytest.raises(BindingError, match="does not decrypt .* re-signed after sealing"):
+            list(iter_sentences(tmp_path / "b.dpc", parties[1], thief.public_key()))
+        with pytest.raises(BindingError):
+            _validate(tmp_path / "b.dpc", (thief, parties[1]))
+
+
+# A change to each header field bound to the ciphertext (every field but the three that
+# verification checks: the format version, the signing key's hash and the ciphertext's hash).
+CHANGED = {"institution": "site-b", "representer_id": "rep-2", "dim": DIM + 1, "dtype": "float32", "neighbours": 10,
+           "pseudonymization": PSEUDONYMIZATION_SCHEMES["groups"], "nonce": "00" * 16, "sentences": 61, "tokens": 1,
+           "created": "2001-02-03T04:05:06+00:00", "reidentification_bound": {"neighbours": 100}}
+
+
+def test_every_header_field_but_those_verification_checks_is_bound():
+    assert set(CHANGED) | {"format_version", "signing_key_sha256", "body_sha256"} == {
+        field.name for field in dataclasses.fields(ContributionHeader)}
+
+
+@pytest.mark.parametrize("field", CHANGED)
+def test_a_header_field_changed_after_sealing_breaks_decryption(written, parties, tmp_path, field):
+    """The institution itself re-signs its header with one field changed: the signature holds,
+    the ciphertext no longer opens (a file re-signed unchanged still does)."""
+    institution, server = parties
+    data = written[0].read_bytes()
+    (tmp_path / "same.dpc").write_bytes(resigned(data, institution))
+    assert len(list(iter_sentences(tmp_path / "same.dpc", server, institution.public_key()))) == written[1].sentences
+    (tmp_path / "b.dpc").write_bytes(resigned(data, institution, **{field: CHANGED[field]}))
+    assert getattr(verify_contribution(tmp_path / "b.dpc", institution.public_key()), field) == CHANGED[field]
+    with pytest.raises(BindingError, match="changed or re-signed after sealing"):
+        list(iter_sentences(tmp_path / "b.dpc", server, institution.public_key()))
+
+
+@pytest.mark.parametrize("version", [2, 4, "3"])
+def test_other_format_versions_are_refused_naming_the_version_and_the_field(written, parties, tmp_path, version):
+    (tmp_path / "b.dpc").write_bytes(resigned(written[0].read_bytes(), parties[0], format_version=version))
+    for read in (read_header, lambda path: verify_contribution(path, parties[0].public_key())):
+        with pytest.raises(ContributionError, match=f"format_version is {version!r}, but only format_version 3"):
+            read(tmp_path / "b.dpc")
+
+
 @pytest.mark.parametrize("cut", [1, 12, 100, 500, 2000])
 def test_truncated_file_is_rejected(written, parties, tmp_path, cut):
     data = written[0].read_bytes()
@@ -129,7 +187,7 @@ def test_truncated_file_is_rejected(written, parties, tmp_path, cut):
 def test_dropped_final_chunk_is_detected_even_when_signed(tmp_path, parties, monkeypatch):
     """A file whose last chunk is not sealed as final is refused, even with a valid signature."""
     real_seal = ContributionWriter._seal
-    monkeypatch.setattr(ContributionWriter, "_seal", lambda self, final: real_seal(self, False))
+    monkeypatch.setattr(ContributionWriter, "_seal", lambda self, final, associated_data=b"": real_seal(self, False))
     _write(tmp_path / "a.dpc", parties, _sentences(count=5))
     with pytest.raises(ContributionError, match="final chunk is missing"):
         _validate(tmp_path / "a.dpc", parties)

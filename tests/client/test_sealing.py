@@ -1,5 +1,5 @@
 """Tests of the chunked AEAD stream: round trip, and refusal of reordered, dropped, flagged
-or foreign chunks."""
+or foreign chunks, and of chunks opened under another context or associated data."""
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -7,6 +7,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from client.sealing import SealError, StreamOpener, StreamSealer
 
 SALT = b"0123456789abcdef"
+CONTEXT = b"header digest"
 
 
 @pytest.fixture(scope="module")
@@ -14,14 +15,17 @@ def server():
     return X25519PrivateKey.generate()
 
 
-def _sealed(server, chunks):
-    sealer = StreamSealer(server.public_key(), SALT)
-    return sealer.ephemeral_public, [sealer.seal(chunk, final=i == len(chunks) - 1) for i, chunk in enumerate(chunks)]
+def _sealed(server, chunks, final_data=b""):
+    sealer = StreamSealer(server.public_key(), SALT, CONTEXT)
+    flags = [i == len(chunks) - 1 for i in range(len(chunks))]
+    return sealer.ephemeral_public, [sealer.seal(chunk, final, final_data if final else b"")
+                                     for chunk, final in zip(chunks, flags)]
 
 
-def _open_all(server, ephemeral, ciphertexts, flags, salt=SALT):
-    opener = StreamOpener(server, ephemeral, salt)
-    plaintexts = [opener.open(ciphertext, final) for ciphertext, final in zip(ciphertexts, flags)]
+def _open_all(server, ephemeral, ciphertexts, flags, salt=SALT, context=CONTEXT, final_data=b""):
+    opener = StreamOpener(server, ephemeral, salt, context)
+    plaintexts = [opener.open(ciphertext, final, final_data if final else b"")
+                  for ciphertext, final in zip(ciphertexts, flags)]
     return plaintexts, opener.finished
 
 
@@ -41,10 +45,11 @@ def test_dropped_final_chunk_leaves_the_stream_unfinished(server):
     assert _open_all(server, ephemeral, ciphertexts[:2], [False, False]) == ([b"a", b"b"], False)
 
 
-@pytest.mark.parametrize("case", ["reordered", "flag flipped", "wrong key", "wrong salt", "after final"])
+@pytest.mark.parametrize("case", ["reordered", "flag flipped", "wrong key", "wrong salt", "after final",
+                                  "wrong context", "wrong final associated data"])
 def test_tampering_is_refused(server, case):
-    ephemeral, ciphertexts = _sealed(server, [b"a", b"b", b"c"])
-    flags, key, salt = [False, False, True], server, SALT
+    ephemeral, ciphertexts = _sealed(server, [b"a", b"b", b"c"], final_data=b"closing")
+    flags, key, salt, context, final_data = [False, False, True], server, SALT, CONTEXT, b"closing"
     if case == "reordered":
         ciphertexts = [ciphertexts[1], ciphertexts[0], ciphertexts[2]]
     elif case == "flag flipped":
@@ -53,14 +58,18 @@ def test_tampering_is_refused(server, case):
         key = X25519PrivateKey.generate()
     elif case == "wrong salt":
         salt = b"x" * 16
+    elif case == "wrong context":
+        context = b"another header digest"
+    elif case == "wrong final associated data":
+        final_data = b"another closing"
     else:
         ciphertexts, flags = [*ciphertexts, ciphertexts[2]], [*flags, True]
     with pytest.raises(SealError):
-        _open_all(key, ephemeral, ciphertexts, flags, salt)
+        _open_all(key, ephemeral, ciphertexts, flags, salt, context, final_data)
 
 
 def test_nothing_can_be_sealed_after_the_final_chunk(server):
-    sealer = StreamSealer(server.public_key(), SALT)
+    sealer = StreamSealer(server.public_key(), SALT, CONTEXT)
     sealer.seal(b"last", final=True)
     with pytest.raises(SealError, match="finished"):
         sealer.seal(b"more")

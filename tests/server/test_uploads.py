@@ -17,6 +17,7 @@ from client.signed_requests import signed_headers
 
 from server.database import Contribution
 
+from ..client.conftest import resigned
 from .conftest import contribution_file, set_limits, stored, upload
 
 
@@ -66,6 +67,8 @@ CASES = {
     "wrong dimension": (lambda s, p: (contribution_file(p, s, dim=3), {}), 422, "size 3"),
     "tag id out of range": (lambda s, p: (contribution_file(p, s, num_tags=200), {}), 422, "tag id"),
     "too few neighbours": (lambda s, p: (contribution_file(p, s, neighbours=9), {}), 422, "at least 10"),
+    "old format version": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, format_version=2), {}),
+                           400, "format_version is 2"),
 }
 
 
@@ -196,3 +199,32 @@ def test_an_institution_lists_its_own_contributions_with_signed_requests(api, si
     wrong_path = signed_headers(site.key, "site-a", "GET", "/api/runs")
     assert api.get("/api/contributions", headers=wrong_path).status_code == 401
     assert json.dumps(mine.json()).find("BEGIN") == -1
+
+
+@pytest.mark.parametrize("claim, status, words", [
+    ("institution", 401, "names another signing key"),
+    ("institution and signing key", 400, "re-signed after sealing"),
+])
+def test_a_contribution_re_signed_by_another_institution_is_refused_and_the_genuine_one_accepted(
+        api, site, admin, server_dir, tmp_path, claim, status, words):
+    """Attribution theft (issue #19): site-b takes site-a's file before its upload, names itself
+    in the header (and its key, or not) and re-signs it, ciphertext and nonce untouched. The
+    server refuses it and stores nothing for site-b; site-a's own upload afterwards is accepted
+    and listed for site-a."""
+    thief = Ed25519PrivateKey.generate()
+    public = thief.public_key().public_bytes(serialization.Encoding.PEM,
+                                             serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    assert api.post("/api/institutions", headers=admin, json={"id": "site-b", "public_key": public}).status_code == 201
+    genuine = contribution_file(tmp_path / "a.dpc", site).read_bytes()
+    changes = {"institution": "site-b"}
+    if claim == "institution and signing key":
+        changes["signing_key_sha256"] = contribution.signer_sha256(thief.public_key())
+    before = stored(server_dir)
+    reply = upload(api, resigned(genuine, thief, **changes), institution="site-b")
+    assert reply.status_code == status, reply.text
+    assert words in reply.json()["detail"] and reply.json()["detail"].startswith("the upload")
+    assert str(status) in api.app.openapi()["paths"]["/api/contributions"]["post"]["responses"]
+    assert stored(server_dir) == before and _listing(api, thief, "site-b").json() == []
+    reply = upload(api, genuine)
+    assert reply.status_code == 201, reply.text
+    assert [row["sha256"] for row in _listing(api, site.key).json()] == [hashlib.sha256(genuine).hexdigest()]
