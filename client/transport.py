@@ -6,7 +6,9 @@ institution id in `X-Deidpool-Institution` and the file's SHA-256 in
 `X-Deidpool-Content-SHA256`. The server deduplicates by that hash, so repeating an upload
 is safe; 200, 201 and 409 (already stored) count as success, and with the institution's
 signing key only once the server lists the contribution among the institution's own (a
-signed `GET /api/contributions`); until then the upload is repeated.
+signed `GET /api/contributions`); until then the upload is repeated. A refusal for too many
+requests (429) is repeated after the wait the server asks for in Retry-After, when longer than
+the backoff.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from client.signed_requests import INSTITUTION_HEADER, signed_headers
 CONTENT_TYPE = "application/vnd.deidpool.contribution"
 ENDPOINT = "/api/contributions"
 RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504}
+MAX_RETRY_AFTER_SECONDS = 600
 
 
 class UploadError(RuntimeError):
@@ -39,8 +42,8 @@ def upload_contribution(path: str | Path, server: str, *, signing_key: Ed25519Pr
 
     With the institution's `signing_key`, an accepted upload must also be listed by the server.
     Network errors, the statuses in RETRY_STATUSES and an accepted upload not listed are retried
-    up to `retries` times, waiting `backoff`, 2 x `backoff`, 4 x `backoff`, ... seconds; other
-    refusals fail at once.
+    up to `retries` times, waiting `backoff`, 2 x `backoff`, 4 x `backoff`, ... seconds (or the
+    server's Retry-After, when longer); other refusals fail at once.
     """
     path = Path(path)
     header = read_header(path)
@@ -53,6 +56,7 @@ def upload_contribution(path: str | Path, server: str, *, signing_key: Ed25519Pr
     url = server.rstrip("/") + ENDPOINT
     with httpx.Client(timeout=timeout, transport=transport) as client:
         for attempt in range(retries + 1):
+            wait = backoff * 2 ** attempt
             try:
                 response = client.post(url, content=_blocks(path), headers=headers)
                 if response.status_code in (200, 201, 409):
@@ -64,10 +68,11 @@ def upload_contribution(path: str | Path, server: str, *, signing_key: Ed25519Pr
                     problem = f"{url} answered {response.status_code}: {response.text.strip()[:500]}"
                     if response.status_code not in RETRY_STATUSES:
                         raise UploadError(problem)
+                    wait = max(wait, _retry_after(response))
             except httpx.TransportError as error:
                 problem = f"cannot reach {url}: {error}"
             if attempt < retries:
-                sleep(backoff * 2 ** attempt)
+                sleep(wait)
     raise UploadError(f"{problem} (after {retries + 1} attempts)")
 
 
@@ -78,6 +83,12 @@ def _listed(client: httpx.Client, url: str, institution: str, signing_key: Ed255
         raise UploadError(f"{url} answered {response.status_code} to the signed listing of {institution}'s "
                           f"contributions: {response.text.strip()[:500]}")
     return any(row.get("sha256") == sha256 for row in response.json())
+
+
+def _retry_after(response: httpx.Response) -> float:
+    """The seconds of the reply's Retry-After (at most MAX_RETRY_AFTER_SECONDS; 0 without one)."""
+    value = response.headers.get("retry-after", "").strip()
+    return min(int(value), MAX_RETRY_AFTER_SECONDS) if value.isdigit() else 0
 
 
 def _blocks(path: Path) -> Iterator[bytes]:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from client.identity import check_institution_id
-from client.signed_requests import INSTITUTION_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from client.signed_requests import INSTITUTION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from client.transport import CONTENT_TYPE
 from representer import keys
 from server import dashboard, views
@@ -32,6 +32,8 @@ from server.audits import record_audit
 from server.auth import AuthError, check_admin_authorization, check_signed_request, load_ed25519_public_key
 from server.database import Audit, Contribution, Institution, Pipeline, RunEpoch, TrainingRun
 from server.errors import RefusalBody, Refused
+from server.limits import RateLimits
+from server.nonces import use_nonce
 from server.payloads import PayloadTooLarge, StagedPayload
 from server.publishing import publish_run
 from server.recovery import reconcile_store
@@ -58,6 +60,7 @@ REFUSALS = {
     413: f"The body is too large (JSON bodies: {MAX_JSON_BYTES >> 20} MiB, uploads: max_upload_bytes).",
     415: "The Content-Type is not one the route accepts.",
     422: "A parameter or the body is invalid.",
+    429: "Too many requests from this institution or address (server.json limits): retry after Retry-After seconds.",
     507: "The server's storage is full; nothing was stored.",
 }
 
@@ -115,15 +118,18 @@ def require_admin(state: State, credentials: Annotated[HTTPAuthorizationCredenti
 def signed_institution(request: Request, state: State,
                        institution: Annotated[str | None, Header(alias=INSTITUTION_HEADER)] = None,
                        timestamp: Annotated[str | None, Header(alias=TIMESTAMP_HEADER)] = None,
+                       nonce: Annotated[str | None, Header(alias=NONCE_HEADER)] = None,
                        signature: Annotated[str | None, Header(alias=SIGNATURE_HEADER)] = None) -> Institution:
-    """The institution that signed this request (docs/server.md, Signed institution requests)."""
+    """The institution that signed this request, which it had not sent before (docs/server.md,
+    Signed institution requests)."""
     with state.sessions() as session:
         row = session.get(Institution, institution) if institution else None
     if row is None:
         raise Refused(401, f"{INSTITUTION_HEADER} ({institution or 'missing'}) is not a registered institution")
     key = load_ed25519_public_key(row.public_key, f"the key of {row.id}")
     try:
-        check_signed_request(key, request.method, request.url.path, timestamp, signature)
+        stale_after = check_signed_request(key, request.method, request.url.path, timestamp, nonce, signature)
+        use_nonce(state.sessions, row.id, nonce, stale_after)
     except AuthError as error:
         raise Refused(401, str(error)) from None
     return row
@@ -172,7 +178,9 @@ class AuthenticatedFirstRoute(APIRoute):
 
 
 Admin = [Depends(require_admin)]
-api = APIRouter(prefix="/api", route_class=AuthenticatedFirstRoute)
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}}
+api = APIRouter(prefix="/api", route_class=AuthenticatedFirstRoute,
+                responses={429: {**refusals(429)[429], "headers": RETRY_AFTER}})  # any route (server/limits.py)
 
 
 @api.get("/health", tags=["public"])
@@ -425,10 +433,11 @@ def create_app(data_dir: str | Path) -> FastAPI:
     app.state.server = state
     app.include_router(api)
     app.include_router(dashboard.router)
+    app.add_middleware(RateLimits, state=state)
 
     @app.exception_handler(Refused)
     async def refused(request: Request, error: Refused) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
+        headers = error.headers or ({"WWW-Authenticate": "Bearer"} if error.status == 401 else None)
         return JSONResponse({"detail": error.detail}, status_code=error.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)

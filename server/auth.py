@@ -1,5 +1,6 @@
-"""Who may do what: the coordinator's admin token (only its SHA-256 is stored), institution
-requests signed with their Ed25519 key, and Ed25519-signed audit reports."""
+"""Who may do what: the coordinator's admin token and the dashboard's viewer token (only their
+SHA-256 is stored), institution requests signed with their Ed25519 key, and Ed25519-signed
+audit reports."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import time
 
@@ -15,16 +17,18 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from client.signed_requests import request_message
+from client.signed_requests import NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, request_message
 from server.settings import MAX_CLOCK_SKEW_SECONDS
+
+NONCE_PATTERN = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
 
 class AuthError(ValueError):
     """A credential that does not hold; the message never repeats the credential."""
 
 
-def new_admin_token() -> tuple[str, str]:
-    """A fresh admin token and the SHA-256 (hex) to store instead of it."""
+def new_token() -> tuple[str, str]:
+    """A fresh token (admin or viewer) and the SHA-256 (hex) to store instead of it."""
     token = secrets.token_urlsafe(32)
     return token, token_sha256(token)
 
@@ -38,8 +42,31 @@ def check_admin_authorization(authorization: str | None, stored_sha256: str) -> 
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise AuthError("this route needs the admin token: Authorization: Bearer <token>")
-    if not hmac.compare_digest(token_sha256(token.strip()), stored_sha256):
+    if not _is_one_of(token.strip(), [stored_sha256]):
         raise AuthError("the admin token is wrong")
+
+
+def check_viewer_authorization(authorization: str | None, stored_sha256s: list[str]) -> None:
+    """Refuse unless `authorization` carries one of the tokens whose hashes are `stored_sha256s`,
+    as `Bearer <token>` or as the password of HTTP Basic authentication (what a browser sends
+    after its login prompt; the user name is ignored)."""
+    scheme, _, credentials = (authorization or "").partition(" ")
+    token = credentials.strip()
+    if scheme.lower() == "basic":
+        try:
+            token = base64.b64decode(token, validate=True).decode().partition(":")[2]
+        except (binascii.Error, ValueError):
+            token = ""
+    if scheme.lower() not in ("basic", "bearer") or not token:
+        raise AuthError("the dashboard needs the viewer or admin token: log in with it as the password, or send "
+                        "Authorization: Bearer <token>")
+    if not _is_one_of(token, stored_sha256s):
+        raise AuthError("the token is wrong")
+
+
+def _is_one_of(token: str, stored_sha256s: list[str]) -> bool:
+    digest = token_sha256(token)
+    return any([hmac.compare_digest(digest, stored) for stored in stored_sha256s])  # compares with every one
 
 
 def load_ed25519_public_key(pem: str, what: str) -> Ed25519PublicKey:
@@ -60,19 +87,26 @@ def verify_signature(key: Ed25519PublicKey, signature_b64: str, message: bytes, 
         raise AuthError(f"the {what} signature does not verify") from None
 
 
-def check_signed_request(key: Ed25519PublicKey, method: str, path: str, timestamp: str | None,
-                         signature: str | None, now: float | None = None) -> None:
-    """Refuse unless `signature` signs `method`, `path` and `timestamp` (Unix seconds, at most
-    MAX_CLOCK_SKEW_SECONDS from `now`) with `key`."""
-    if not timestamp or not signature:
-        raise AuthError("a signed request needs the X-Deidpool-Timestamp and X-Deidpool-Signature headers")
+def check_signed_request(key: Ed25519PublicKey, method: str, path: str, timestamp: str | None, nonce: str | None,
+                         signature: str | None, now: float | None = None) -> float:
+    """Refuse unless `signature` signs `method`, `path`, `timestamp` (Unix seconds, at most
+    MAX_CLOCK_SKEW_SECONDS from `now`) and `nonce` with `key`. Returns the Unix time after which
+    the request is stale: until then the caller must remember its nonce to refuse a replay."""
+    missing = [name for name, value in ((TIMESTAMP_HEADER, timestamp), (NONCE_HEADER, nonce),
+                                        (SIGNATURE_HEADER, signature)) if not value]
+    if missing:
+        old_client = f" (a client that sends no {NONCE_HEADER} is too old for this server: update it)"
+        raise AuthError(f"a signed request needs {', '.join(missing)}{old_client if NONCE_HEADER in missing else ''}")
     try:
         stamp = int(timestamp)
     except ValueError:
-        raise AuthError("X-Deidpool-Timestamp must be Unix seconds") from None
+        raise AuthError(f"{TIMESTAMP_HEADER} must be Unix seconds") from None
     if abs((time.time() if now is None else now) - stamp) > MAX_CLOCK_SKEW_SECONDS:
-        raise AuthError(f"X-Deidpool-Timestamp is more than {MAX_CLOCK_SKEW_SECONDS} s from the server's clock")
-    verify_signature(key, signature, request_message(method, path, timestamp), "request")
+        raise AuthError(f"{TIMESTAMP_HEADER} is more than {MAX_CLOCK_SKEW_SECONDS} s from the server's clock")
+    if not NONCE_PATTERN.fullmatch(nonce):
+        raise AuthError(f"{NONCE_HEADER} must be 16 to 64 letters, digits, '-' or '_'")
+    verify_signature(key, signature, request_message(method, path, timestamp, nonce), "request")
+    return stamp + MAX_CLOCK_SKEW_SECONDS
 
 
 def canonical_json(report: dict) -> bytes:

@@ -138,6 +138,15 @@ class Audit(Base):
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class RequestNonce(Base):
+    """The nonce of a signed institution request, remembered until the request is stale
+    (server/nonces.py): a second request with it is a replay."""
+    __tablename__ = "request_nonces"
+    institution_id: Mapped[str] = mapped_column(ForeignKey("institutions.id"), primary_key=True)
+    nonce: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
 def normalized_url(url: str) -> str:
     """`url` with PostgreSQL URLs using the psycopg (3) driver, the one installed."""
     for prefix in ("postgresql://", "postgres://"):

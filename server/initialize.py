@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from representer import keys
-from server.auth import new_admin_token
+from server.auth import new_token
 from server.database import migrate_database
 from server.settings import Layout, Settings, SettingsError
 
@@ -31,7 +31,7 @@ def init_data_dir(data_dir: str | Path, provider_key: str | Path, force: bool = 
     shutil.copyfile(provider_key, layout.provider_key)
     layout.payloads.mkdir(exist_ok=True)
     layout.runs.mkdir(exist_ok=True)
-    token, token_sha256 = new_admin_token()
+    token, token_sha256 = new_token()
     settings = Settings(provider_fingerprint=keys.fingerprint(provider), admin_token_sha256=token_sha256)
     if layout.settings.exists():  # keep the limits set before
         settings = dataclasses.replace(Settings.load(layout), provider_fingerprint=settings.provider_fingerprint,
@@ -44,7 +44,18 @@ def init_data_dir(data_dir: str | Path, provider_key: str | Path, force: bool = 
 def rotate_admin_token(data_dir: str | Path) -> str:
     """Replace the admin token of the data directory (a running server refuses the old one at
     once); returns the new token, which is stored nowhere (only its SHA-256 is)."""
+    return _rotate_token(data_dir, "admin_token_sha256")
+
+
+def rotate_viewer_token(data_dir: str | Path) -> str:
+    """Create or replace the dashboard's read-only viewer token (a running server refuses the
+    old one at once); returns the new token, which is stored nowhere (only its SHA-256 is)."""
+    return _rotate_token(data_dir, "viewer_token_sha256")
+
+
+def _rotate_token(data_dir: str | Path, field: str) -> str:
     layout = Layout(Path(data_dir))
-    token, token_sha256 = new_admin_token()
-    dataclasses.replace(Settings.load(layout), admin_token_sha256=token_sha256).save(layout)
+    settings = Settings.load(layout)
+    token, token_sha256 = new_token()
+    dataclasses.replace(settings, **{field: token_sha256}).save(layout)
     return token

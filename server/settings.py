@@ -1,5 +1,6 @@
 """The server's data directory (docs/server.md, Data directory) and its settings file
-`server.json`: provider key fingerprint, upload limits and the admin token's hash."""
+`server.json`: provider key fingerprint, upload and request rate limits, and the hashes of the
+admin token and of the dashboard's viewer token."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ MAX_UPLOAD_BYTES = 512 << 20
 MAX_AGE_SECONDS = 7 * 24 * 3600
 MIN_NEIGHBOURS = 10  # the least pseudonymization N an upload may declare
 MAX_CLOCK_SKEW_SECONDS = 300  # how far in the future a timestamp may be (and a signed request's in the past)
+# Token buckets (server/limits.py): requests naming a registered institution, per institution and
+# client address; other requests (but the admin's), per client address. A bucket holds `burst`
+# requests and refills at `per_minute`; the load test (110 uploads per institution) fits in a burst.
+INSTITUTION_REQUESTS_PER_MINUTE = 1200
+INSTITUTION_REQUEST_BURST = 200
+ADDRESS_REQUESTS_PER_MINUTE = 600
+ADDRESS_REQUEST_BURST = 100
 
 
 class SettingsError(ValueError):
@@ -78,9 +86,14 @@ class Settings:
 
     provider_fingerprint: str
     admin_token_sha256: str
+    viewer_token_sha256: str | None = None  # until `deidpool server rotate-viewer-token` makes one
     max_upload_bytes: int = MAX_UPLOAD_BYTES
     max_age_seconds: int = MAX_AGE_SECONDS
     min_neighbours: int = MIN_NEIGHBOURS
+    institution_requests_per_minute: int = INSTITUTION_REQUESTS_PER_MINUTE
+    institution_request_burst: int = INSTITUTION_REQUEST_BURST
+    address_requests_per_minute: int = ADDRESS_REQUESTS_PER_MINUTE
+    address_request_burst: int = ADDRESS_REQUEST_BURST
 
     def save(self, layout: Layout) -> None:
         temporary = layout.settings.with_suffix(".json.tmp")
@@ -106,7 +119,10 @@ class Settings:
         for name in ("provider_fingerprint", "admin_token_sha256"):
             if not isinstance(values.get(name), str):
                 raise SettingsError(f"{path}: {name} is missing or not a string")
-        for name in ("max_upload_bytes", "max_age_seconds", "min_neighbours"):
+        if not isinstance(values.get("viewer_token_sha256", ""), str | None):
+            raise SettingsError(f"{path}: viewer_token_sha256 is not a string")
+        for name in ("max_upload_bytes", "max_age_seconds", "min_neighbours", "institution_requests_per_minute",
+                     "institution_request_burst", "address_requests_per_minute", "address_request_burst"):
             if not isinstance(values.get(name, 1), int) or values.get(name, 1) < 1:
                 raise SettingsError(f"{path}: {name} must be a positive integer")
         return cls(**values)

@@ -42,6 +42,12 @@ class ServerState:
         rotated while the server runs holds at once; `settings` keeps the one read at start)."""
         return Settings.load(self.layout).admin_token_sha256
 
+    def viewer_token_sha256s(self) -> list[str]:
+        """The hashes of the tokens that may read the dashboard, as server.json holds them now:
+        the viewer token's (once one was made) and the admin token's."""
+        settings = Settings.load(self.layout)
+        return [sha256 for sha256 in (settings.viewer_token_sha256, settings.admin_token_sha256) if sha256]
+
     def close(self) -> None:
         """Close the database connections."""
         self.sessions.kw["bind"].dispose()

@@ -56,10 +56,26 @@ def rotate_admin_token(data_dir: Path = typer.Option(..., "--data-dir", help=_DA
     _echo_admin_token(token)
 
 
+@server_app.command("rotate-viewer-token")
+def rotate_viewer_token(data_dir: Path = typer.Option(..., "--data-dir", help=_DATA_DIR_HELP)) -> None:
+    """Create or replace the dashboard's read-only viewer token and print it once; a running server
+    refuses the old one at once. It opens the dashboard only, never an API route."""
+    from server.initialize import rotate_viewer_token
+
+    with clean_errors():
+        token = rotate_viewer_token(data_dir)
+    _echo_token("viewer", token, "for those who may read the dashboard: a browser asks for it as the password, with "
+                                "any user name")
+
+
 def _echo_admin_token(token: str) -> None:
-    typer.echo(f"admin token: {token}")
-    typer.secho("Store the admin token now (e.g. in a password manager, or DEIDPOOL_ADMIN_TOKEN): it is shown only "
-                "once, and the server keeps only its hash.", fg=typer.colors.YELLOW, err=True)
+    _echo_token("admin", token, "e.g. in a password manager, or DEIDPOOL_ADMIN_TOKEN")
+
+
+def _echo_token(kind: str, token: str, where: str) -> None:
+    typer.echo(f"{kind} token: {token}")
+    typer.secho(f"Store the {kind} token now ({where}): it is shown only once, and the server keeps only its hash.",
+                fg=typer.colors.YELLOW, err=True)
 
 
 @server_app.command("run")

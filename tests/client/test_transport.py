@@ -56,6 +56,13 @@ def test_busy_server_and_network_errors_are_retried_with_growing_waits(contribut
     assert len({body for _, body in requests}) == 1
 
 
+def test_too_many_requests_is_retried_after_the_wait_the_server_asks_for(contribution_file):
+    answers = [httpx.Response(429, headers={"Retry-After": "7"}), httpx.Response(503, headers={"Retry-After": "soon"}),
+               httpx.Response(429, headers={"Retry-After": "86400"}), httpx.Response(201)]
+    reply, requests, sleeps = _upload(contribution_file, answers)
+    assert len(requests) == 4 and sleeps == [7, 1.0, 600]  # never shorter than the backoff, at most 10 minutes
+
+
 def test_an_already_stored_contribution_counts_as_uploaded(contribution_file):
     reply, requests, _ = _upload(contribution_file, [httpx.Response(409, json={"id": "c1", "duplicate": True})])
     assert reply["duplicate"] and len(requests) == 1

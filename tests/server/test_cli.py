@@ -2,6 +2,7 @@
 against an app in process (the HTTP client is swapped for a TestClient), plus one real
 `server run`."""
 
+import hashlib
 import json
 import os
 import re
@@ -183,6 +184,23 @@ def test_server_run_serves_http_and_honours_a_rotated_admin_token_at_once(tmp_pa
         process.terminate()
         output = process.communicate(timeout=30)[0].decode()
     assert "admin token" not in output.lower() and not any(token in output for token in tokens)
+
+
+def test_the_viewer_token_opens_the_dashboard_only_and_is_replaced_at_once(served):
+    data_dir, token, client = served
+    viewers = []
+    for _ in range(2):
+        result = _run("server", "rotate-viewer-token", "--data-dir", data_dir)
+        assert result.exit_code == 0 and "shown only once" in result.output, result.output
+        viewers.append(re.search(r"viewer token: (\S+)", result.output).group(1))
+    assert json.loads((data_dir / "server.json").read_text())["viewer_token_sha256"] == \
+        hashlib.sha256(viewers[1].encode()).hexdigest()
+
+    def status(path, viewer):
+        return client.get(path, headers={"Authorization": f"Bearer {viewer}"}).status_code
+
+    assert (status("/", viewers[0]), status("/", viewers[1]), status("/api/runs", viewers[1])) == (401, 200, 401)
+    assert status("/api/runs", token) == 200  # the admin token stays
 
 
 def test_rotating_the_admin_token_of_a_missing_data_dir_is_a_clean_error(tmp_path):

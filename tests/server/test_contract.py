@@ -1,5 +1,5 @@
 """The OpenAPI document as the API's contract: each route declares the statuses its kind
-implies (credentials: 401, a body: 400 and 413, a binary body: 415 and 507, ...), every
+implies (any: 429, credentials: 401, a body: 400 and 413, a binary body: 415 and 507, ...), every
 refusal with the `{"detail": message}` model, and the statuses the server answers are among
 those declared for the route (the schemathesis test checks the same for generated requests)."""
 
@@ -28,7 +28,7 @@ def test_every_route_declares_the_statuses_its_kind_implies(api):
         declared = {int(status) for status in operation["responses"]}
         parameters = {parameter["name"] for parameter in operation.get("parameters", [])}
         bodies = set(operation.get("requestBody", {}).get("content", {}))
-        implied = set()
+        implied = {429}  # rate limits (server/limits.py) answer before any route
         if operation.get("security") or "X-Deidpool-Institution" in parameters:
             implied.add(401)
         if parameters or "application/json" in bodies:
@@ -104,10 +104,12 @@ def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files,
     expect("POST /api/contributions", 403, upload(api, body))
     api.post("/api/institutions/site-a/enable", headers=admin)
 
-    set_limits(server_dir, max_upload_bytes=10)
+    set_limits(server_dir, max_upload_bytes=10, address_request_burst=1)
     with TestClient(create_app(server_dir.path)) as small:
         expect("POST /api/representers", 413, small.post("/api/representers", headers=admin, content=b"x" * 11))
         expect("POST /api/contributions", 413, upload(small, body))
+        expect("GET /api/health", 200, small.get("/api/health"))
+        expect("GET /api/health", 429, small.get("/api/health"))
 
     def full(limit=None):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -1,5 +1,6 @@
-"""The dashboard at `/`: curve geometry, escaping and no secret on the page, and the page as
-headless Chromium renders it from a real server populated through the API."""
+"""The dashboard at `/`: only with the viewer or admin token (and the viewer token opens
+nothing else), curve geometry, escaping and no secret on the page, and the page as headless
+Chromium renders it, logged in, from a real server populated through the API."""
 
 import base64
 import shutil
@@ -21,6 +22,7 @@ from representer.bundle import TAGGER_FILE
 from server import charts
 from server.auth import canonical_json
 from server.database import SUCCEEDED, Institution, RunEpoch, TrainingRun, open_database
+from server.initialize import rotate_viewer_token
 
 from .conftest import contribution_file
 
@@ -84,15 +86,42 @@ def test_training_curves_scale_each_metric_over_the_epochs():
     assert charts.training_curves([]) == []
 
 
+def _basic(token: str) -> dict:
+    """The Authorization header a browser sends once its user typed `token` as the password."""
+    return {"Authorization": "Basic " + base64.b64encode(f"anyone:{token}".encode()).decode()}
+
+
+def test_the_dashboard_needs_the_viewer_or_admin_token_and_the_viewer_token_opens_nothing_else(api, server_dir, admin):
+    refused = api.get("/")
+    assert refused.status_code == 401 and "viewer or admin token" in refused.json()["detail"]
+    assert refused.headers["www-authenticate"].startswith('Basic realm="deidpool dashboard"')  # a browser asks
+    assert "Institutions" not in refused.text
+    assert api.get("/", headers={"Authorization": "Bearer not-the-token"}).status_code == 401
+    assert api.get("/", headers=_basic("")).status_code == 401
+    assert api.get("/", headers=admin).status_code == 200
+    assert api.get("/", headers=_basic(server_dir.token)).status_code == 200
+    viewer = rotate_viewer_token(server_dir.path)
+    for headers in (_basic(viewer), {"Authorization": f"Bearer {viewer}"}):
+        page = api.get("/", headers=headers)
+        assert page.status_code == 200 and "Institutions" in page.text and page.headers["cache-control"] == "no-store"
+    for method, path in (("GET", "/api/institutions"), ("GET", "/api/runs"), ("POST", "/api/runs")):
+        for headers in ({"Authorization": f"Bearer {viewer}"}, _basic(viewer)):
+            assert api.request(method, path, headers=headers).status_code == 401, (method, path)
+    rotated = rotate_viewer_token(server_dir.path)
+    assert api.get("/", headers=_basic(viewer)).status_code == 401  # the old viewer token stops at once
+    assert api.get("/", headers=_basic(rotated)).status_code == 200
+
+
 def test_the_page_escapes_what_it_shows_and_holds_no_secret(api, server_dir):
-    empty = api.get("/")
+    viewer = _basic(rotate_viewer_token(server_dir.path))
+    empty = api.get("/", headers=viewer)
     assert empty.status_code == 200 and empty.headers["content-type"].startswith("text/html")
     assert "default-src 'none'" in empty.headers["content-security-policy"]
     assert "No institution registered yet" in empty.text and "No training run yet" in empty.text
     with api.app.state.server.sessions.begin() as session:
         session.add(Institution(id="<script>alert(1)</script>", public_key="-----BEGIN PUBLIC KEY-----",
                                 fingerprint='"><img src=x>', enabled=True))
-    page = api.get("/").text
+    page = api.get("/", headers=viewer).text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&#34;&gt;&lt;img src=x&gt;" in page
     assert "<script" not in page and "<img" not in page
     assert server_dir.token not in page and "PUBLIC KEY" not in page
@@ -121,6 +150,7 @@ def _fake_finished_run(server_dir, run_id: int, workspace: Path) -> None:
 
 def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pipeline_path, workspace, chromium,
                                             tmp_path):
+    viewer = rotate_viewer_token(server_dir.path)
     server = ServerProcess(server_dir.path, tmp_path / "server.log", worker=False)
     try:
         wait_until(server.healthy, 120, "the server to answer /api/health")
@@ -150,7 +180,8 @@ def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pip
         assert audit.status_code == 201, audit.text
         assert admin.post(f"/api/runs/{finished}/publish", json={}).status_code == 201
         screenshot = tmp_path / "dashboard.png"
-        page = Page(chromium(server.url + "/", screenshot))
+        logged_in = server.url.replace("http://", f"http://viewer:{viewer}@")  # as if typed in the login prompt
+        page = Page(chromium(logged_in + "/", screenshot))
     finally:
         server.stop()
     ARTIFACTS.mkdir(exist_ok=True)
@@ -171,8 +202,9 @@ def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pip
     lines = [(line["class"], len(line["points"].split())) for line in page.polylines]
     assert lines == [("train", 3), ("valid", 3), ("f1", 3)]  # the finished run; the queued one has no epoch
     assert f"Run {queued}: queued" in page.text and f"Run {finished}: succeeded" in page.text
-    assert "val PHI F1 0.700" in page.text and server_dir.token not in page.text
+    assert "val PHI F1 0.700" in page.text and server_dir.token not in page.text and viewer not in page.text
     assert server_dir.token not in (tmp_path / "server.log").read_text()
+    assert viewer not in (tmp_path / "server.log").read_text()
     assert _drawn(screenshot, (0x25, 0x63, 0xEB)) > 100 and _drawn(screenshot, (0x16, 0xA3, 0x4A)) > 100
 
 

@@ -81,7 +81,7 @@ def test_start_up_restores_rows_of_stored_contributions_and_removes_orphans_and_
     with TestClient(create_app(server_dir.path)) as restarted:
         assert _listed(restarted, site) == [hashlib.sha256(accepted).hexdigest(), restored]
     counts, files = stored(server_dir)
-    assert counts == {**before[0], "contributions": 2}
+    assert counts == {**before[0], "contributions": 2, "request_nonces": 1}  # the nonce of the signed listing
     assert files == sorted(before[1] + [f"{restored[:2]}/{restored}"])
     assert not any(name in "".join(files) for name in orphans)
 

@@ -51,6 +51,10 @@ def test_init_refuses_an_existing_data_dir_unless_forced(server_dir, key_files, 
 
 @pytest.mark.parametrize("content, words", [(None, "not a server data directory"), ("[1]", "unexpected entries"),
                                             ('{"provider_fingerprint": "a"}', "admin_token_sha256"),
+                                            ('{"provider_fingerprint": "a", "admin_token_sha256": "b", '
+                                             '"viewer_token_sha256": 1}', "viewer_token_sha256"),
+                                            ('{"provider_fingerprint": "a", "admin_token_sha256": "b", '
+                                             '"institution_request_burst": 0}', "institution_request_burst"),
                                             ("{", "cannot read")])
 def test_bad_settings_files_are_named(tmp_path, content, words):
     from server.settings import Layout
