@@ -33,7 +33,12 @@ the spans of one i2b2 type.
 Micro P/R/F1 come from the tp/fp/fn summed over the corpus. Macro (as in the i2b2 script)
 averages over documents: macro precision and recall are the means of the per-document
 precision and recall, and macro F1 is their harmonic mean. Any ratio 0/0 is 0. Each top-level
-measure carries its report name under "measure".
+measure carries its report name under "measure", and under "f1_interval" the 95% percentile
+bootstrap interval of its micro F1 over documents (`f1_interval`: the documents resampled
+with replacement 1000 times, seed 0).
+
+`score_row` flattens the headline measures into `<measure>_<part>` keys for result files and
+tables, and `COLUMN_TITLES` names each such key with its measure and tokenization.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+
+import numpy as np
 
 from corpus.document import Document, Span
 from corpus.errors import CorpusError, CorpusWarning
@@ -59,6 +66,18 @@ MEASURES = {
     "entity_strict": "Strict micro",
     "entity_relaxed": "Relaxed micro",
 }
+PRIMARY = "token_official_hipaa_f1"  # the headline number: the field's token HIPAA F1
+RESAMPLES, LEVEL = 1000, 0.95  # of the bootstrap interval over documents
+
+# The measures every result table reports (primary first), and the title of each flat key of `score_row`.
+HEADLINE_MEASURES = ("token_official_hipaa", "token_hipaa", "entity_strict")
+_TITLES = {"token_official_hipaa": ("token HIPAA", "official i2b2 2014 tokenization"),
+           "token_official_all": ("token all-PHI", "official i2b2 2014 tokenization"),
+           "token_hipaa": ("token HIPAA", "project tokenizer"), "token_all": ("token all-PHI", "project tokenizer"),
+           "entity_strict": ("entity strict", "i2b2 types"), "entity_relaxed": ("entity relaxed", "i2b2 types")}
+_PARTS = {"precision": "P", "recall": "R", "f1": "F1", "f1_interval": "F1 95% bootstrap CI over notes"}
+COLUMN_TITLES = {f"{measure}_{part}": f"{name} {short} ({how})" for measure, (name, how) in _TITLES.items()
+                 for part, short in _PARTS.items()}
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -190,11 +209,27 @@ def entity_counts(gold: Iterable[Span], pred: Iterable[Span], matches: Match) ->
     return Counts(tp, len(predictions) - tp, len(unmatched))
 
 
+def f1_interval(per_document: Sequence[Counts], resamples: int = RESAMPLES, level: float = LEVEL,
+                seed: int = 0) -> tuple[float, float]:
+    """The percentile bootstrap interval of the micro F1 over documents: `resamples` times, draw
+    as many documents as there are with replacement and take the micro F1 of their summed
+    counts; returns the (1 - level) / 2 and (1 + level) / 2 quantiles. (0, 0) without documents."""
+    if not per_document:
+        return 0.0, 0.0
+    counts = np.array([(c.tp, c.fp, c.fn) for c in per_document])
+    drawn = counts[np.random.default_rng(seed).integers(len(counts), size=(resamples, len(counts)))].sum(axis=1)
+    tp, fp, fn = drawn.T
+    denominator = 2 * tp + fp + fn  # micro F1 = 2 tp / (2 tp + fp + fn), 0 where nothing is PHI
+    f1 = np.divide(2 * tp, denominator, out=np.zeros(resamples), where=denominator > 0)
+    low, high = np.quantile(f1, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
 def _summary(per_document: Sequence[Counts]) -> dict:
-    """Micro scores and counts, plus the document-averaged macro scores."""
+    """Micro scores and counts with the micro F1's bootstrap interval, plus the document-averaged macro scores."""
     precision = _ratio(sum(c.precision for c in per_document), len(per_document))
     recall = _ratio(sum(c.recall for c in per_document), len(per_document))
-    return {**sum(per_document, Counts()).as_dict(),
+    return {**sum(per_document, Counts()).as_dict(), "f1_interval": list(f1_interval(per_document)),
             "macro": {"precision": precision, "recall": recall, "f1": _f1(precision, recall)}}
 
 
@@ -230,14 +265,32 @@ def evaluate_corpus(gold_docs: Iterable[Document], pred_docs: Iterable[Document]
     return result
 
 
+def score_row(result: dict, measures: Sequence[str] = HEADLINE_MEASURES) -> dict:
+    """The P/R/F1 and F1 interval of `measures` in `result` (of `evaluate_corpus`) as one flat
+    row, keyed `<measure>_<part>` (titles in COLUMN_TITLES), for result files and tables."""
+    return {f"{measure}_{part}": result[measure][part] for measure in measures for part in _PARTS}
+
+
+def format_score(value: float | Sequence[float]) -> str:
+    """A table cell: a score to 4 places, an interval (low, high) as [low, high]."""
+    if isinstance(value, (list, tuple)):
+        return f"[{value[0]:.4f}, {value[1]:.4f}]"
+    return f"{value:.4f}"
+
+
 def format_report(result: dict) -> str:
-    """An i2b2-style table: token and entity micro rows (primary first), then strict rows per category."""
+    """An i2b2-style table: token and entity micro rows (primary first) with the F1's bootstrap
+    interval, then strict rows per category."""
     rows = [(label, result[name]) for name, label in MEASURES.items()]
     rows += [(f"Strict {name}", scores) for name, scores in result["entity_strict"]["per_category"].items()]
     width = max(len("Measure"), *(len(name) for name, _ in rows))
-    header = f"{'Measure':<{width}}  {'Recall':>9}  {'Precision':>9}  {'F1':>9}  {'TP':>7}  {'FP':>7}  {'FN':>7}"
+    header = (f"{'Measure':<{width}}  {'Recall':>9}  {'Precision':>9}  {'F1':>9}  {'TP':>7}  {'FP':>7}  {'FN':>7}  "
+              f"F1 {LEVEL:.0%} CI")
     lines = [header, "-" * len(header)]
     for name, s in rows:
+        interval = format_score(s["f1_interval"]) if "f1_interval" in s else ""
         lines.append(f"{name:<{width}}  {s['recall']:>9.4f}  {s['precision']:>9.4f}  {s['f1']:>9.4f}  "
-                     f"{s['tp']:>7}  {s['fp']:>7}  {s['fn']:>7}")
+                     f"{s['tp']:>7}  {s['fp']:>7}  {s['fn']:>7}  {interval}".rstrip())
+    lines.append(f"CI: {LEVEL:.0%} percentile bootstrap interval of the micro F1, the notes resampled with "
+                 f"replacement {RESAMPLES} times.")
     return "\n".join(lines)

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import html
 import shutil
+import textwrap
 from pathlib import Path
 
-SCORE_COLUMNS = (("token_hipaa_precision", "token HIPAA P"), ("token_hipaa_recall", "token HIPAA R"),
-                 ("token_hipaa_f1", "token HIPAA F1"), ("entity_strict_f1", "entity strict F1"))
+from corpus.metrics import COLUMN_TITLES, format_score
+
+# (key of deidpool.demo.scores, column title): the official token HIPAA measure first, the project
+# tokenizer's F1 beside it
+SCORE_COLUMNS = tuple((key, COLUMN_TITLES[key]) for key in (
+    "token_official_hipaa_precision", "token_official_hipaa_recall", "token_official_hipaa_f1",
+    "token_official_hipaa_f1_interval", "token_hipaa_f1", "entity_strict_f1"))
 
 
 def stage_rows(summary: dict) -> list[tuple[str, str, str]]:
@@ -18,7 +24,8 @@ def stage_rows(summary: dict) -> list[tuple[str, str, str]]:
 
 
 def score_rows(summary: dict) -> list[tuple[str, ...]]:
-    return [(name, *(f"{scores[key]:.4f}" for key, _ in SCORE_COLUMNS)) for name, scores in summary["scores"].items()]
+    return [(name, *(format_score(scores[key]) for key, _ in SCORE_COLUMNS))
+            for name, scores in summary["scores"].items()]
 
 
 def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
@@ -71,17 +78,24 @@ def plot_training(summary: dict, path: Path) -> None:
 
 
 def plot_scores(summary: dict, path: Path) -> None:
-    """Test scores of the provider-only and the pooled pipeline, side by side."""
+    """Test scores of the provider-only and the pooled pipeline, side by side, each F1 with its
+    bootstrap interval as an error bar."""
     from matplotlib import pyplot
 
-    figure, axes = pyplot.subplots(figsize=(6, 4))
+    columns = [(key, title) for key, title in SCORE_COLUMNS if not key.endswith("_interval")]
+    figure, axes = pyplot.subplots(figsize=(8, 4.5))
     names = list(summary["scores"])
     width = 0.8 / len(names)
     for index, name in enumerate(names):
-        values = [summary["scores"][name][key] for key, _ in SCORE_COLUMNS]
-        axes.bar([column + index * width for column in range(len(SCORE_COLUMNS))], values, width, label=name)
-    axes.set_xticks([column + width * (len(names) - 1) / 2 for column in range(len(SCORE_COLUMNS))],
-                    [title for _, title in SCORE_COLUMNS], fontsize="small")
+        scores = summary["scores"][name]
+        values = [scores[key] for key, _ in columns]
+        intervals = [scores.get(f"{key}_interval", (scores[key], scores[key])) for key, _ in columns]
+        errors = [[max(0.0, value - low) for value, (low, _) in zip(values, intervals)],
+                  [max(0.0, high - value) for value, (_, high) in zip(values, intervals)]]
+        axes.bar([column + index * width for column in range(len(columns))], values, width, yerr=errors, capsize=3,
+                 label=name)
+    axes.set_xticks([column + width * (len(names) - 1) / 2 for column in range(len(columns))],
+                    [textwrap.fill(title, 18) for _, title in columns], fontsize="x-small")
     axes.set(ylabel="score on the test notes", ylim=(0, 1))
     axes.legend(fontsize="small")
     figure.tight_layout()

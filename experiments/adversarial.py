@@ -46,7 +46,7 @@ from adversary.pseudonymize import Pseudonymizer  # noqa: E402
 from client.inference import apply_to_sentences, compile_pipeline, compile_representer  # noqa: E402
 from corpus.casing import CASING  # noqa: E402
 from corpus.formats import read_corpus  # noqa: E402
-from corpus.metrics import evaluate_corpus  # noqa: E402
+from corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  # noqa: E402
 from corpus.prepare import prepare_document, prepare_text  # noqa: E402
 from corpus.tagging import tag_vocabulary  # noqa: E402
 from representer.dataset import SentenceData, predicted_documents  # noqa: E402
@@ -57,6 +57,7 @@ from representer.tagger import build_tagger, compute_class_weights, tag_sentence
 from representer.tagger_runs import split_documents  # noqa: E402
 from representer.training import (RESUMABLE_EXIT_STATUS, TaggerTraining, TimeBudgetExhausted,  # noqa: E402
                                   run_training, time_budget)
+from results_files import over_seeds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "physionet-deid"
@@ -70,6 +71,9 @@ TRAIN_SPLITS = ("provider", "site_a", "site_b", "site_c")
 BUDGET = ("pretrain_epochs", "max_epochs", "patience", "audit_epochs", "audit_passes", "audit_learning_rate",
           "retrain_epochs", "representer_units", "tagger_units", "adversary_units", "train_splits", "output_noise",
           "lam", "export")
+# The score columns of each tagger (joint, retrained on exports): the official i2b2 2014 token HIPAA F1, its
+# bootstrap interval over the test notes, and the project tokenizer's token HIPAA F1.
+TAGGER_COLUMNS = ("token_official_hipaa_f1", "token_official_hipaa_f1_interval", "token_hipaa_f1")
 
 
 def load_data(splits=TRAIN_SPLITS):
@@ -85,12 +89,11 @@ def sentences(documents):
 
 
 def test_scores(documents, predict_sentences, vocabulary) -> dict:
-    """Token-level binary HIPAA and entity-level strict P/R/F1 of a sentence predictor on `documents`."""
+    """The headline scores (`corpus.metrics.score_row`: token HIPAA with the official i2b2 2014
+    tokens, primary, and with the project's, entity strict) of a sentence predictor on `documents`."""
     per_document = [prepare_text(d.text) for d in documents]
     predictions = predict_sentences([s for doc in per_document for s in doc])
-    scores = evaluate_corpus(documents, predicted_documents(documents, per_document, predictions, vocabulary))
-    return {f"{metric}_{part}": scores[metric][part] for metric in ("token_hipaa", "entity_strict")
-            for part in ("precision", "recall", "f1")}
+    return score_row(evaluate_corpus(documents, predicted_documents(documents, per_document, predictions, vocabulary)))
 
 
 def retrained_tagger(out: Path, representer, labeled, vocabulary, embeddings, neighbours: int,
@@ -233,26 +236,31 @@ def _inversion(report: dict) -> str:
 
 def table(results: list[dict], baselines: list[dict]) -> str:
     """One row per configuration, the baselines' PhysioNet GloVe rows first."""
-    lines = ["| configuration | token HIPAA F1 (joint tagger) | token HIPAA F1 (retrained on exports) | "
-             "fresh adversary acc. | continued adversary acc. | raw / P1 control acc. | partner-only floor acc. | "
-             "lookup rate | inversion top-1 / top-10, hidden PHI (baselines) | verdict | train min | "
-             "max epochs P1,P2 / P3 / audit (x draws) | training notes |",
-             "|---|---:|---:|---|---|---|---|---|---|---|---:|---|---|"]
+    scores = [f"{COLUMN_TITLES[key]}, {tagger}" for tagger in ("joint tagger", "tagger retrained on exports")
+              for key in TAGGER_COLUMNS]
+    header = ["configuration", *scores, "fresh adversary acc.", "continued adversary acc.", "raw / P1 control acc.",
+              "partner-only floor acc.", "lookup rate", "inversion top-1 / top-10, hidden PHI (baselines)", "verdict",
+              "train min", "max epochs P1,P2 / P3 / audit (x draws)", "training notes"]
+    rows = []
     for row in baselines:
         if row["key"].startswith("physionet/GloVe + casing") or row.get("neighbours"):
-            lines.append(f"| {row['name']}, seed {row['seed']} (baseline) | {row['token_hipaa_f1']:.4f} | | | | | | | "
-                         f"| | {row['train_seconds'] / 60:.1f} | | all training splits |")
+            rows.append([f"{row['name']}, seed {row['seed']} (baseline)",
+                         *(over_seeds([row], key) for key in TAGGER_COLUMNS),
+                         *[""] * (len(TAGGER_COLUMNS) + 7),  # no retrained tagger, none of the 7 audit columns
+                         f"{row['train_seconds'] / 60:.1f}", "",
+                         "all training splits"])
     for r in results:
         report, budget = r["audit"], r["budget"]
         controls = " / ".join(_accuracy(report, f"{c}/fresh").split(" ")[0] for c in ("raw", "p1"))
-        lines.append(f"| {r['name']} | {r['joint']['token_hipaa_f1']:.4f} | {r['retrained']['token_hipaa_f1']:.4f} | "
-                     f"{_accuracy(report, 'target/fresh')} | {_accuracy(report, 'target/continued')} | {controls} | "
-                     f"{_accuracy(report, FLOOR)} | {report['lookup']['target']['rate']:.3f} | {_inversion(report)} | "
-                     f"{report['verdict']} | {r['train_seconds'] / 60:.1f} | "
+        rows.append([r["name"],
+                     *(over_seeds([r[tagger]], key) for tagger in ("joint", "retrained") for key in TAGGER_COLUMNS),
+                     _accuracy(report, "target/fresh"), _accuracy(report, "target/continued"), controls,
+                     _accuracy(report, FLOOR), f"{report['lookup']['target']['rate']:.3f}", _inversion(report),
+                     report["verdict"], f"{r['train_seconds'] / 60:.1f}",
                      f"{budget['pretrain_epochs']} / {budget['max_epochs']} / {budget['audit_epochs']}"
-                     f"{' x ' + str(report['passes']) if report.get('passes', 1) > 1 else ''} | "
-                     f"{' + '.join(budget.get('train_splits', TRAIN_SPLITS))} |")
-    return "\n".join(lines)
+                     f"{' x ' + str(report['passes']) if report.get('passes', 1) > 1 else ''}",
+                     " + ".join(budget.get("train_splits", TRAIN_SPLITS))])
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in [header, ["---"] * len(header), *rows])
 
 
 def strongest_attack(report: dict) -> float:
@@ -266,14 +274,15 @@ def plot(results: list[dict], args, path_f1: Path, path_audit: Path, path_pareto
     """F1 vs N of the three-phase rows at the method's settings (other settings as single
     points), the fresh adversaries' held-out accuracy per audit epoch of every row, and the
     trade-off: F1 of the tagger retrained on exports against the strongest attack."""
-    grid = sorted((r for r in results if r["name"] == f"three-phase N={r['neighbours']}"), key=lambda r: r["neighbours"])
-    variants = [r for r in results if r["procedure"] == "three-phase" and r not in grid]
+    scored = [r for r in results if PRIMARY in r["joint"]]  # rows scored with the official measure
+    grid = sorted((r for r in scored if r["name"] == f"three-phase N={r['neighbours']}"), key=lambda r: r["neighbours"])
+    variants = [r for r in scored if r["procedure"] == "three-phase" and r not in grid]
     figure, axes = plt.subplots(figsize=(6, 4))
     for key, label in (("joint", "joint tagger"), ("retrained", "tagger retrained on exports")):
-        axes.plot([r["neighbours"] for r in grid], [r[key]["token_hipaa_f1"] for r in grid], "o-", label=label)
+        axes.plot([r["neighbours"] for r in grid], [r[key][PRIMARY] for r in grid], "o-", label=label)
         for r in variants:
-            axes.plot(r["neighbours"], r[key]["token_hipaa_f1"], "x", label=f"{label}, {r['name'].split(', ', 1)[1]}")
-    axes.set(xscale="log", xlabel="neighbours N", ylabel="token-level binary HIPAA F1 (test)",
+            axes.plot(r["neighbours"], r[key][PRIMARY], "x", label=f"{label}, {r['name'].split(', ', 1)[1]}")
+    axes.set(xscale="log", xlabel="neighbours N", ylabel=f"{COLUMN_TITLES[PRIMARY]}, test",
              title="Three-phase adversarial representation: F1 vs N")
     axes.legend(fontsize="small")
     figure.tight_layout()
@@ -291,10 +300,11 @@ def plot(results: list[dict], args, path_f1: Path, path_audit: Path, path_pareto
     figure.savefig(path_audit, dpi=120)
     plt.close(figure)
     figure, axes = plt.subplots(figsize=(6, 4))
-    for r in results:
-        axes.plot(strongest_attack(r["audit"]), r["retrained"]["token_hipaa_f1"], "o", label=r["name"])
+    for r in scored:
+        axes.plot(strongest_attack(r["audit"]), r["retrained"][PRIMARY], "o", label=r["name"])
     axes.axvline(0.5, color="grey", linestyle="--", label="chance")
-    axes.set(xlabel="strongest attack on the target (held-out rate)", ylabel="token HIPAA F1, tagger on exports",
+    axes.set(xlabel="strongest attack on the target (held-out rate)",
+             ylabel=f"{COLUMN_TITLES[PRIMARY]},\ntagger retrained on exports",
              xlim=(0.45, 1.0), title="Utility vs privacy (left and high is better)")
     axes.legend(fontsize="small")
     figure.tight_layout()

@@ -21,6 +21,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+from deidpool.report import SCORE_COLUMNS, score_rows
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "experiments" / "results"
 TARGET_SECONDS = 600
@@ -65,9 +67,9 @@ def main() -> None:
              + " (VmHWM of each process, read by the demo).\n",
              "| stage | seconds |", "|---|---|",
              *(f"| {stage['name']} | {stage['seconds']:.1f} |" for stage in summary["stages"]),
-             "", "| tagger on test notes | token HIPAA P | R | F1 | entity strict F1 |", "|---|---|---|---|---|",
-             *(f"| {pipeline} | {s['token_hipaa_precision']:.4f} | {s['token_hipaa_recall']:.4f} | "
-               f"{s['token_hipaa_f1']:.4f} | {s['entity_strict_f1']:.4f} |" for pipeline, s in summary["scores"].items()),
+             "", "| tagger on test notes | " + " | ".join(title for _, title in SCORE_COLUMNS) + " |",
+             "|---|" + "---|" * len(SCORE_COLUMNS),
+             *("| " + " | ".join(row) + " |" for row in score_rows(summary)),
              "", f"Audit verdict: {summary['audit']['verdict']}."]
     text = "\n".join(lines) + "\n"
     print(text)

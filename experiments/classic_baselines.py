@@ -32,15 +32,14 @@ from pathlib import Path
 import corpus.prepare
 from baselines import char_lstm, crf, svm
 from baselines.runs import load_baseline
-from corpus.metrics import evaluate_corpus
+from corpus.metrics import evaluate_corpus, score_row
+from results_files import SCORE_COLUMNS, over_seeds, score_header
 from tagger_baselines import DATA, RESULTS, ROOT, fasttext_for, load_data
 
 RUNS = ROOT / "runs" / "classic_baselines"
 RESULTS_FILE = RESULTS / "classic_baselines.json"
 NAMES = {"crf": "CRF, CEGS features (sklearn-crfsuite)", "svm": "SVM, Sibanda local context (LinearSVC)",
          "char-lstm": "char BiLSTM-CRF (Dernoncourt)", "cegs": "CRF + CEGS Table 1 case splits"}
-METRICS = ("token_hipaa_precision", "token_hipaa_recall", "token_hipaa_f1", "entity_strict_precision",
-           "entity_strict_recall", "entity_strict_f1")
 # Table 1 rules beyond corpus.tokenize: "WhalenChief" -> "Whalen" "Chief", "USMeaningful" -> "US" "Meaningful".
 _LOWER_UPPER = re.compile(r"[a-z](?=[A-Z])")
 _CAPITALS_WORD = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z]{2})")
@@ -106,13 +105,12 @@ def run(kind: str, corpus_name: str, data, args) -> dict:
     return {"key": f"{corpus_name}/{kind}", "corpus": corpus_name, "kind": kind, "name": NAMES[kind], "note": note,
             "val_f1": metrics["val_f1"], "train_seconds": round(train_seconds, 1), "test_notes": len(test),
             "predict_seconds": round(predict_seconds, 2),
-            **{f"{metric}_{part}": scores[metric][part] for metric in ("token_hipaa", "token_all", "entity_strict")
-               for part in ("precision", "recall", "f1")}}
+            **score_row(scores, ("token_official_hipaa", "token_hipaa", "token_all", "entity_strict"))}
 
 
 def cited_rows() -> list[dict]:
-    """The rows measured by experiments/tagger_baselines.py and experiments/adversarial.py
-    (mean over seeds), in the shape of this experiment's rows."""
+    """The rows measured by experiments/tagger_baselines.py and experiments/adversarial.py, with
+    their scores per seed under "seeds"."""
     rows = []
     tagger_file, adversarial_file = RESULTS / "baselines.json", RESULTS / "adversarial_smoke.json"
     if tagger_file.exists():
@@ -128,25 +126,26 @@ def cited_rows() -> list[dict]:
                              "train_seconds": statistics.mean(r["train_seconds"] for r in runs),
                              "notes_per_second": statistics.mean(test_notes[corpus_name] / r["predict_seconds"]
                                                                  for r in runs),
-                             **{m: statistics.mean(r[m] for r in runs) for m in METRICS}})
+                             "seeds": runs})
     if adversarial_file.exists():
         for r in json.loads(adversarial_file.read_text()):
             rows.append({"corpus": "physionet", "name": f"adversarial representation, {r['name']}",
                          "note": f"adversarial_smoke.md, smoke budget ({r['budget']['max_epochs']} epoch per phase)",
-                         "train_seconds": r["train_seconds"], "notes_per_second": None,
-                         **{m: r["retrained"][m] for m in METRICS}})
+                         "train_seconds": r["train_seconds"], "notes_per_second": None, "seeds": [r["retrained"]]})
     return rows
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| corpus | model | " + " | ".join(m.replace("_", " ") for m in METRICS)
-             + " | train min | test notes/s | settings / source |", "|---|---|" + "---:|" * (len(METRICS) + 2) + "---|"]
-    own = [{**r, "notes_per_second": r["test_notes"] / r["predict_seconds"], "note": f"this run: {r['note']}"}
-           for r in results]
+    """One row per model: this experiment's, then those read from other results (mean ± sd over their seeds)."""
+    lines = ["| corpus | model | " + score_header() + " | train min | test notes/s | settings / source |",
+             "|---|---|" + "---:|" * (len(SCORE_COLUMNS) + 2) + "---|"]
+    own = [{**r, "notes_per_second": r["test_notes"] / r["predict_seconds"], "note": f"this run: {r['note']}",
+            "seeds": [r]} for r in results]
     for corpus_name in ("physionet", "meddocan"):
         for r in [r for r in (*own, *cited_rows()) if r["corpus"] == corpus_name]:
             rate = "" if r["notes_per_second"] is None else f"{r['notes_per_second']:,.0f}"
-            lines.append(f"| {corpus_name} | {r['name']} | " + " | ".join(f"{r[m]:.4f}" for m in METRICS)
+            lines.append(f"| {corpus_name} | {r['name']} | "
+                         + " | ".join(over_seeds(r["seeds"], key) for key in SCORE_COLUMNS)
                          + f" | {r['train_seconds'] / 60:.1f} | {rate} | {r['note']} |")
     return "\n".join(lines)
 
@@ -163,8 +162,11 @@ def save(result: dict | None) -> list[dict]:
         os.replace(temporary, RESULTS_FILE)
     (RESULTS / "classic_baselines.md").write_text(
         "# Classic de-identification baselines beside the tagger rows\n\n" + table(results) + "\n\n"
-        "Token HIPAA: token-level binary HIPAA P/R/F1; entity strict: entity-level strict micro P/R/F1 on i2b2 "
-        "types (corpus.metrics). Test sets: PhysioNet `test` (347 notes), MEDDOCAN dev (250 documents). "
+        "Token HIPAA: token-level binary HIPAA P/R/F1, with the official i2b2 2014 evaluation's tokens and HIPAA "
+        "types (primary; its F1's 95% percentile bootstrap interval over the test notes, 1000 resamples, per seed) "
+        "and with the project's tokenizer (F1); entity strict: entity-level strict micro P/R/F1 on i2b2 types "
+        "(corpus.metrics); n/a: a row scored before the official measure was recorded. "
+        "Test sets: PhysioNet `test` (347 notes), MEDDOCAN dev (250 documents). "
         "Train min: wall-clock training time including feature extraction and every grid point; "
         "test notes/s: prediction throughput on the test notes (prepare, features, tagging, decoding). "
         "All on a shared 2-core CPU machine, so times are inflated by other jobs. "

@@ -28,6 +28,9 @@ import subprocess
 from datetime import date
 from pathlib import Path
 
+from corpus.metrics import COLUMN_TITLES, PRIMARY
+from results_files import SCORE_COLUMNS, over_seeds, score_header
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "physionet-deid"
 RUNS = REPO / "runs" / "federation"
@@ -41,7 +44,6 @@ ROWS = [("non-private upper bound (raw GloVe, all training notes)", "raw", "test
         ("sight-unseen: provider-only on site_c", "provider-only", "site_c"),
         ("sight-unseen: pooled without site_c, on site_c", "pooled-no-c", "site_c")]
 BUDGET = ("p1", "p3", "tagger_epochs", "patience", "audit_epochs")  # stored with every seed's rows
-METRICS = ("token_hipaa_precision", "token_hipaa_recall", "token_hipaa_f1", "entity_strict_f1")
 
 
 def run_seed(seed: int, args) -> dict:
@@ -147,6 +149,10 @@ def report(seeds: list[int]) -> None:
     if not per_seed:
         raise SystemExit(f"no finished seed under {RUNS}")
     done = sorted(per_seed)
+    stale = [seed for seed in done if PRIMARY not in per_seed[seed]["pooled@test"]]
+    if stale:
+        raise SystemExit(f"seeds {stale} were scored before the official i2b2 2014 token HIPAA F1 was recorded: "
+                         f"delete their rows.json under {RUNS} and run them again to rescore them")
     budgets = {json.dumps(per_seed[seed]["budget"], sort_keys=True) for seed in done}
     if len(budgets) > 1:
         raise SystemExit(f"seeds {done} were run with different budgets ({sorted(budgets)}); report them apart")
@@ -155,33 +161,32 @@ def report(seeds: list[int]) -> None:
                             text=True).stdout.strip()
     machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU"
     lines = ["# Federation experiment (PhysioNet, GloVe + casing, N = 100, d = 50)\n",
-             f"{date.today()}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one).",
+             f"{date.today()}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
+             "each 95% bootstrap interval over the scored notes is listed per seed).",
              f"Command: `python experiments/federation.py --seeds {' '.join(map(str, done))} --p1 {args.p1} "
              f"--p3 {args.p3} --tagger-epochs {args.tagger_epochs} --patience {args.patience} "
              f"--audit-epochs {args.audit_epochs}`.",
              f"Budgets (2-core CPU machine): representer P1 and P2 {args.p1} epochs each, P3 {args.p3} (METHOD.md's reference: "
              f"20/20/40); taggers at most {args.tagger_epochs} epochs, patience {args.patience}; audit "
              f"{args.audit_epochs} epochs.\n",
-             "| tagger | scored on | token HIPAA P | token HIPAA R | token HIPAA F1 | entity strict F1 |",
-             "|---|---|---|---|---|---|"]
+             "| tagger | scored on | " + score_header() + " |", "|---|---|" + "---|" * len(SCORE_COLUMNS)]
     for title, name, split in ROWS:
-        key = f"{name}@{split}"
-        values = {metric: [per_seed[seed][key][metric] for seed in done] for metric in METRICS}
-        lines.append(f"| {title} | {split} | " + " | ".join(_mean(values[m]) for m in METRICS) + " |")
+        rows = [per_seed[seed][f"{name}@{split}"] for seed in done]
+        lines.append(f"| {title} | {split} | " + " | ".join(over_seeds(rows, key) for key in SCORE_COLUMNS) + " |")
     audits = [per_seed[seed]["audit"] for seed in done]
     lines += ["", "| audit of the representer | value |", "|---|---|",
               f"| verdicts | {', '.join(a['verdict'] for a in audits)} |",
               f"| fresh adversary held-out accuracy | {_mean([a['fresh_accuracy'] for a in audits])} |",
               f"| lookup attack (A2) rate | {_mean([a['lookup_rate'] for a in audits])} |",
               f"| P3 validation adversary accuracy | {_mean([a['p3_adversary_accuracy'] for a in audits])} |"]
-    pooled = statistics.mean(per_seed[s]["pooled@test"]["token_hipaa_f1"] for s in done)
-    alone = statistics.mean(per_seed[s]["provider-only@test"]["token_hipaa_f1"] for s in done)
-    upper = statistics.mean(per_seed[s]["raw@test"]["token_hipaa_f1"] for s in done)
-    lines += ["", f"Targets: pooled - provider-only = {100 * (pooled - alone):+.1f} F1 points (target >= +3: "
+    pooled = statistics.mean(per_seed[s]["pooled@test"][PRIMARY] for s in done)
+    alone = statistics.mean(per_seed[s]["provider-only@test"][PRIMARY] for s in done)
+    upper = statistics.mean(per_seed[s]["raw@test"][PRIMARY] for s in done)
+    lines += ["", f"Targets, on the {COLUMN_TITLES[PRIMARY]}: "
+                  f"pooled - provider-only = {100 * (pooled - alone):+.1f} F1 points (target >= +3: "
                   f"{'met' if pooled - alone >= 0.03 else 'MISSED'}); non-private - pooled = "
                   f"{100 * (upper - pooled):.1f} points (target <= 1.5: {'met' if upper - pooled <= 0.015 else 'MISSED'})."]
-    gains = [100 * (per_seed[s]["pooled@test"]["token_hipaa_f1"] - per_seed[s]["provider-only@test"]["token_hipaa_f1"])
-             for s in done]
+    gains = [100 * (per_seed[s]["pooled@test"][PRIMARY] - per_seed[s]["provider-only@test"][PRIMARY]) for s in done]
     lines.append("Pooled - provider-only per seed: " + ", ".join(f"seed {s} {g:+.1f}" for s, g in zip(done, gains))
                  + " points.")
     epochs = {name: [per_seed[s][f"{name}@test"]["epochs"] for s in done] for name in ("raw", "pseudo", *POOLS)}
@@ -189,7 +194,8 @@ def report(seeds: list[int]) -> None:
                  + ", ".join(f"{name} {values}" for name, values in epochs.items()) + ".")
     if upper < pooled:
         lines.append("The non-private row is below the pooled one, so it is no upper bound at this budget: compare "
-                     "baselines.md (same configuration, 8 epochs, 2 seeds: token HIPAA F1 0.807 +- 0.032); more seeds "
+                     "baselines.md (same configuration, 8 epochs, 2 seeds: project-tokenizer token HIPAA F1 "
+                     "0.807 +- 0.032); more seeds "
                      "and epochs are needed before the 1.5-point target means anything.")
     text = "\n".join(lines) + "\n"
     print(text)
@@ -208,9 +214,9 @@ def plot(per_seed: dict, path: Path) -> None:
 
     figure, axes = pyplot.subplots(figsize=(8, 4))
     labels = [f"{name}\n({split})" for _, name, split in ROWS]
-    for offset, metric in ((-0.2, "token_hipaa_f1"), (0.2, "entity_strict_f1")):
+    for offset, metric in ((-0.2, PRIMARY), (0.2, "entity_strict_f1")):
         means = [statistics.mean(rows[f"{name}@{split}"][metric] for rows in per_seed.values()) for _, name, split in ROWS]
-        axes.bar([i + offset for i in range(len(ROWS))], means, 0.4, label=metric.replace("_", " "))
+        axes.bar([i + offset for i in range(len(ROWS))], means, 0.4, label=COLUMN_TITLES[metric])
     axes.set_xticks(range(len(ROWS)), labels, fontsize="x-small")
     axes.set(ylabel="F1", ylim=(0, 1))
     axes.legend(fontsize="small")

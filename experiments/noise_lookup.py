@@ -5,6 +5,8 @@ its one-token-replaced neighbour in 92-95% of the cases. This sweeps the represe
 noise (its learned per-dimension std times a factor) on a trained three-phase run and measures,
 at every level: the lookup rate on held-out `test` pairs, the run's own tagger on `test`, and
 a tagger retrained from scratch on exports at that noise level (what the pooling server gets).
+The lookup stores noise-free representations, as the audit's attacker does (the committed
+noise_lookup.md, of 2026-11-22, stored noisy ones: a weaker attacker).
 
     python experiments/noise_lookup.py [--run runs/federation/seed-0/representer]
         [--factors 1 2 4 8 16 32] [--retrain-epochs 5]
@@ -25,16 +27,18 @@ from types import SimpleNamespace
 
 import keras
 
-from adversarial import (DATA, RESULTS, ROOT, joint_predictor, retrained_predictor, retrained_tagger, sentences,
-                         test_scores)
+from adversarial import (DATA, RESULTS, ROOT, TAGGER_COLUMNS, joint_predictor, retrained_predictor, retrained_tagger,
+                         sentences, test_scores)
+from adversary.audit import attacker_reference
 from adversary.lookup import lookup_attack
 from adversary.pairs import PairSource
-from adversary.procedures import AdversarialData
 from adversary.pseudonymize import Pseudonymizer
 from corpus.formats import read_corpus
+from corpus.metrics import COLUMN_TITLES
 from representer.embeddings import load_embeddings
 from representer.representation import load_representer
 from representer.tagger_runs import split_documents
+from results_files import over_seeds
 
 
 def sweep(run: Path, factors: list[float], args) -> list[dict]:
@@ -43,13 +47,13 @@ def sweep(run: Path, factors: list[float], args) -> list[dict]:
     embeddings = load_embeddings(config["embeddings"])
     provider_train, provider_valid = split_documents(read_corpus(DATA, "physionet", split="provider"), 0.1, seed)
     test_docs = read_corpus(DATA, "physionet", split="test")
-    data = [AdversarialData.from_sentences(sentences(docs), embeddings, vocabulary, config["neighbours"])
-            for docs in (provider_train, provider_valid)]
+    labeled = [sentences(docs) for docs in (provider_train, provider_valid)]
     held_out = PairSource(sentences(test_docs), Pseudonymizer(embeddings, config["neighbours"]))
     representer = load_representer(run / "models" / "representer.keras")
     tagger = keras.saving.load_model(run / "models" / "tagger.keras", compile=False)
     noise = representer.get_layer("output_noise")
     learned = noise.stddev.numpy()
+    reference = attacker_reference(representer)  # the audit's attacker: its stored side without noise
     retrain_args = SimpleNamespace(seed=seed, tagger_units=config["units"]["tagger"],
                                    retrain_epochs=args.retrain_epochs, retrain_patience=args.retrain_epochs)
     rows = []
@@ -59,25 +63,27 @@ def sweep(run: Path, factors: list[float], args) -> list[dict]:
         folder = ROOT / "runs" / "noise_lookup" / run.parent.name / f"x{factor:g}"
         folder.mkdir(parents=True, exist_ok=True)
         representer.save(folder.parent / f"x{factor:g}-representer.keras")  # for `deidpool audit`
-        retrained, metrics = retrained_tagger(folder, representer, data, vocabulary, embeddings, retrain_args)
+        retrained, metrics = retrained_tagger(folder, representer, labeled, vocabulary, embeddings, 1, retrain_args)
         predict = retrained_predictor(representer, retrained, embeddings)
         rows.append({"factor": factor, "mean_output_stddev": float((learned * factor).mean()),
-                     "lookup": lookup_attack(representer, held_out, seed),
-                     "joint_f1": joint["token_hipaa_f1"],
-                     "retrained_f1": test_scores(test_docs, predict, vocabulary)["token_hipaa_f1"],
+                     "lookup": lookup_attack(representer, held_out, seed, reference=reference),
+                     "joint": joint, "retrained": test_scores(test_docs, predict, vocabulary),
                      "retrain_epochs": metrics["epochs"]})
         print(table(rows, run), flush=True)
     return rows
 
 
 def table(rows: list[dict], run: Path) -> str:
+    """One row per noise factor; the taggers' scores as in experiments/adversarial.py (on `test`)."""
+    scores = [f"{COLUMN_TITLES[key]}, {tagger}" for tagger in ("run's tagger", "tagger retrained on exports")
+              for key in TAGGER_COLUMNS]
     lines = [f"Representer: `{run.relative_to(ROOT)}`; lookup attack on held-out `test` pairs "
-             f"({rows[0]['lookup']['sentences']} sentences); token-level binary HIPAA F1 on `test`.", "",
-             "| output noise factor | mean output std | lookup rate | F1, run's tagger | "
-             "F1, tagger retrained on exports |",
-             "|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['factor']:g} | {r['mean_output_stddev']:.3f} | {r['lookup']['rate']:.3f} | {r['joint_f1']:.4f} | "
-              f"{r['retrained_f1']:.4f} |" for r in rows]
+             f"({rows[0]['lookup']['sentences']} sentences); taggers scored on `test`.", "",
+             "| output noise factor | mean output std | lookup rate | " + " | ".join(scores) + " |",
+             "|---:|---:|---:|" + "---:|" * len(scores)]
+    lines += [f"| {r['factor']:g} | {r['mean_output_stddev']:.3f} | {r['lookup']['rate']:.3f} | "
+              + " | ".join(over_seeds([r[tagger]], key) for tagger in ("joint", "retrained") for key in TAGGER_COLUMNS)
+              + " |" for r in rows]
     return "\n".join(lines)
 
 

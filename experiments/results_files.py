@@ -1,12 +1,38 @@
 """Where every experiment leaves its table: printed, and written to experiments/results/ as
-<stem>.md (the Markdown table) and <stem>.json (the numbers behind it)."""
+<stem>.md (the Markdown table) and <stem>.json (the numbers behind it); and how a score is
+shown in those tables."""
 
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
+from corpus.metrics import COLUMN_TITLES, format_score
+
 RESULTS = Path(__file__).resolve().parent / "results"
+# The score columns of the experiments' tables (keys of corpus.metrics.score_row): the official
+# i2b2 2014 token HIPAA P/R/F1 and the F1's bootstrap interval, the project tokenizer's F1, entity strict P/R/F1.
+SCORE_COLUMNS = ("token_official_hipaa_precision", "token_official_hipaa_recall", "token_official_hipaa_f1",
+                 "token_official_hipaa_f1_interval", "token_hipaa_f1", "entity_strict_precision",
+                 "entity_strict_recall", "entity_strict_f1")
+
+
+def score_header(columns=SCORE_COLUMNS) -> str:
+    """The titles of `columns` (score_row keys) as Markdown header cells, "a | b | c"."""
+    return " | ".join(COLUMN_TITLES[key] for key in columns)
+
+
+def over_seeds(rows: list[dict], key: str) -> str:
+    """The table cell of score `key` over `rows` (one per seed): the value or its mean ± sd;
+    an interval as [low, high] per seed; "n/a" where a row lacks the score (scored before it
+    was recorded: rescore that row)."""
+    if any(key not in row for row in rows):
+        return "n/a"
+    values = [row[key] for row in rows]
+    if isinstance(values[0], (list, tuple)) or len(values) == 1:
+        return " ".join(format_score(value) for value in values)
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
 def write_results(stem: str, table: str, data) -> None:

@@ -25,10 +25,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from adversary.pseudonymize import Pseudonymizer  # noqa: E402
 from corpus.formats import read_corpus  # noqa: E402
-from corpus.metrics import evaluate_corpus  # noqa: E402
+from corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  # noqa: E402
 from corpus.prepare import prepare_document  # noqa: E402
 from representer.embeddings import load_embeddings, load_fasttext_bin, save_fasttext, train_fasttext  # noqa: E402
 from representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
+from results_files import SCORE_COLUMNS, over_seeds, score_header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -97,27 +98,20 @@ def run(config: dict, data, max_epochs: int, patience: int) -> dict:
             "epoch_seconds": round(statistics.median(h["seconds"] for h in history), 1),
             "test_sentences": sum(len(prepare_document(d)) for d in test),
             "predict_seconds": round(predict_seconds, 2),
-            **{f"{metric}_{part}": scores[metric][part] for metric in ("token_hipaa", "token_all", "entity_strict")
-               for part in ("precision", "recall", "f1")}}
-
-
-def spread(values: list[float]) -> str:
-    mean = statistics.mean(values)
-    return f"{mean:.4f}" if len(values) == 1 else f"{mean:.4f} ± {statistics.stdev(values):.4f}"
+            **score_row(scores, ("token_official_hipaa", "token_hipaa", "token_all", "entity_strict"))}
 
 
 def table(results: list[dict]) -> str:
-    """One row per (corpus, configuration): mean ± standard deviation over seeds."""
+    """One row per (corpus, configuration): mean ± standard deviation over seeds (intervals per seed)."""
     groups: dict[tuple, list[dict]] = {}
     for result in results:
         groups.setdefault((result["corpus"], result["name"]), []).append(result)
-    columns = ["token_hipaa_precision", "token_hipaa_recall", "token_hipaa_f1", "entity_strict_precision",
-               "entity_strict_recall", "entity_strict_f1"]
-    lines = ["| corpus | configuration | seeds | " + " | ".join(c.replace("_", " ") for c in columns)
-             + " | epochs | train min | s/epoch | test sentences/s |", "|---|---|---:|" + "---:|" * (len(columns) + 4)]
+    lines = ["| corpus | configuration | seeds | " + score_header()
+             + " | epochs | train min | s/epoch | test sentences/s |",
+             "|---|---|---:|" + "---:|" * (len(SCORE_COLUMNS) + 4)]
     for (corpus, name), rows in groups.items():
         rate = statistics.mean(r["test_sentences"] / r["predict_seconds"] for r in rows)
-        lines.append(f"| {corpus} | {name} | {len(rows)} | " + " | ".join(spread([r[c] for r in rows]) for c in columns)
+        lines.append(f"| {corpus} | {name} | {len(rows)} | " + " | ".join(over_seeds(rows, c) for c in SCORE_COLUMNS)
                      + f" | {statistics.mean(r['epochs'] for r in rows):.1f}"
                      + f" | {statistics.mean(r['train_seconds'] for r in rows) / 60:.1f}"
                      + f" | {statistics.mean(r['epoch_seconds'] for r in rows):.1f} | {rate:,.0f} |")
@@ -125,15 +119,17 @@ def table(results: list[dict]) -> str:
 
 
 def plot(results: list[dict], path: Path) -> None:
-    sweep = sorted((r["neighbours"], r["token_hipaa_f1"]) for r in results if r.get("neighbours"))
-    reference = [r["token_hipaa_f1"] for r in results if r["corpus"] == "physionet" and r["name"] == "GloVe + casing"]
+    """The primary F1 of the pseudonymization sweep (rows scored with it) against the non-private row."""
+    scored = [r for r in results if PRIMARY in r]
+    sweep = sorted((r["neighbours"], r[PRIMARY]) for r in scored if r.get("neighbours"))
+    reference = [r[PRIMARY] for r in scored if r["corpus"] == "physionet" and r["name"] == "GloVe + casing"]
     if not sweep:
         return
     figure, axes = plt.subplots(figsize=(6, 4.5))
     axes.plot([n for n, _ in sweep], [f for _, f in sweep], "o-", label="pseudonymized training data")
     if reference:
         axes.axhline(statistics.mean(reference), color="grey", linestyle="--", label="non-private (GloVe + casing)")
-    axes.set(xscale="log", xlabel="neighbours N", ylabel="token-level binary HIPAA F1 (PhysioNet test)",
+    axes.set(xscale="log", xlabel="neighbours N", ylabel=f"{COLUMN_TITLES[PRIMARY]}, PhysioNet test",
              title="Pseudonymization baseline: F1 vs N")
     axes.set_xticks([n for n, _ in sweep], [str(n) for n, _ in sweep])
     axes.minorticks_off()

@@ -44,7 +44,8 @@ def evaluate(
 ) -> None:
     """Score predicted PHI against gold PHI: token-level binary HIPAA and all-PHI with the official
     i2b2 2014 tokens and HIPAA types (primary) and with the project's tokenizer, entity strict and
-    relaxed. Overlapping predicted spans are scored as the official script scores them, with a warning."""
+    relaxed, each F1 with its 95% bootstrap interval over the notes. Overlapping predicted spans are
+    scored as the official script scores them, with a warning."""
     with clean_errors():
         result = evaluate_corpus(read_corpus(gold, fmt), read_corpus(pred, pred_format or fmt, overlaps=True))
     typer.echo(json.dumps(result, indent=2) if as_json else format_report(result))

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 from corpus import CorpusError, Document, Span
 from corpus.errors import CorpusWarning
 from corpus.formats import write_corpus
-from corpus.metrics import evaluate_corpus, format_report
+from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, evaluate_corpus, f1_interval, format_report, score_row
 from deidpool.cli import app
 
 # Project tokens: John Smith saw Dr . Jones on 09 / 14 / 2067 .
@@ -202,14 +202,17 @@ def test_macro_averages_over_documents():
 def test_result_is_json_serialisable_and_report_lists_the_rows(result):
     assert json.loads(json.dumps(result)) == result
     lines = format_report(result).splitlines()
-    assert lines[0].split() == ["Measure", "Recall", "Precision", "F1", "TP", "FP", "FN"]
-    names = [line.rsplit(maxsplit=6)[0] for line in lines[2:]]
+    assert lines[0].split() == ["Measure", "Recall", "Precision", "F1", "TP", "FP", "FN", "F1", "95%", "CI"]
+    assert lines[-1].startswith("CI: 95% percentile bootstrap interval")
+    names = [line.split("  ")[0].strip() for line in lines[2:-1]]
     assert names == ["Token HIPAA (i2b2 2014 official, primary)", "Token all (i2b2 2014 official)",
                      "Token HIPAA (project tokenizer)", "Token all (project tokenizer)", "Strict micro",
                      "Relaxed micro", "Strict AGE", "Strict DATE", "Strict NAME"]
     assert [result[name]["measure"] for name in MEASURES] == names[:6]
-    assert lines[2].split()[-6:] == ["0.8000", "0.8000", "0.8000", "4", "1", "1"]
-    assert lines[6].split()[-6:] == ["0.3333", "0.2500", "0.2857", "1", "3", "2"]
+    # one note: every resample is that note, so the interval is the point
+    assert lines[2].split()[-8:] == ["0.8000", "0.8000", "0.8000", "4", "1", "1", "[0.8000,", "0.8000]"]
+    assert lines[6].split()[-8:] == ["0.3333", "0.2500", "0.2857", "1", "3", "2", "[0.2857,", "0.2857]"]
+    assert lines[8].split()[-6:] == ["0.0000", "0.0000", "0.0000", "0", "1", "0"]  # per category: no interval
 
 
 def test_no_phi_anywhere_scores_zero():
@@ -230,9 +233,12 @@ def test_cli_evaluate_prints_one_json_object(tmp_path):
     assert counts(scores["token_hipaa"]) == (6, 1, 1)
     assert counts(scores["entity_strict"]) == (1, 3, 2)
     assert counts(scores["entity_relaxed"]) == (3, 1, 0)
+    assert scores["token_official_hipaa"]["f1_interval"] == [0.8, 0.8]  # one note
     table = CliRunner().invoke(app, args)
     assert table.exit_code == 0 and "Strict NAME" in table.stdout
-    assert table.stdout.splitlines()[2].startswith("Token HIPAA (i2b2 2014 official, primary)")
+    assert table.stdout.splitlines()[0].endswith("F1 95% CI")
+    primary = table.stdout.splitlines()[2]
+    assert primary.startswith("Token HIPAA (i2b2 2014 official, primary)") and primary.endswith("[0.8000, 0.8000]")
 
 
 def test_cli_evaluate_scores_overlapping_predictions_with_a_warning(tmp_path):
@@ -243,3 +249,50 @@ def test_cli_evaluate_scores_overlapping_predictions_with_a_warning(tmp_path):
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert counts(json.loads(result.stdout)["entity_strict"]) == (3, 1, 0)
+
+
+def notes(count: int) -> tuple[list[Document], list[Document]]:
+    """`count` notes, in runs of four: found perfectly, half found, one spurious date, nothing found."""
+    gold, pred = [], []
+    for index in range(count):
+        found = (GOLD, (GOLD[0],), (*GOLD, Span(11, 14, "DATE", "saw")), ())[index % 4]
+        gold.append(doc(GOLD, f"note-{index}"))
+        pred.append(doc(found, f"note-{index}"))
+    return gold, pred
+
+
+def test_the_bootstrap_interval_brackets_the_f1_and_narrows_with_more_notes():
+    widths = []
+    for count in (8, 80):
+        scores = evaluate_corpus(*notes(count))["token_official_hipaa"]
+        low, high = scores["f1_interval"]
+        assert low < scores["f1"] < high
+        widths.append(high - low)
+    assert widths[1] < widths[0] / 2  # ten times the notes: about a third of the width
+
+
+def test_the_bootstrap_resamples_notes_with_a_fixed_seed():
+    gold, pred = notes(8)
+    per_note = [evaluate_corpus([g], [p])["token_official_hipaa"] for g, p in zip(gold, pred)]
+    counts_per_note = [Counts(s["tp"], s["fp"], s["fn"]) for s in per_note]
+    interval = evaluate_corpus(gold, pred)["token_official_hipaa"]["f1_interval"]
+    assert list(f1_interval(counts_per_note)) == interval  # the notes are the unit, seed 0
+    assert f1_interval(counts_per_note, seed=1) != tuple(interval)
+    assert f1_interval(counts_per_note, level=0.5)[1] < interval[1]
+    # the F1 of each resample is one of the notes' mixes: all perfect notes give 1, all empty ones 0
+    assert f1_interval(counts_per_note[:1]) == (1.0, 1.0)
+    assert f1_interval(counts_per_note[3:4]) == (0.0, 0.0)
+    assert f1_interval([]) == (0.0, 0.0)
+
+
+def test_score_row_flattens_the_headline_measures_official_first():
+    result = evaluate_corpus(*notes(8))
+    row = score_row(result)
+    assert list(row)[:4] == ["token_official_hipaa_precision", "token_official_hipaa_recall", PRIMARY,
+                             "token_official_hipaa_f1_interval"]
+    assert row[PRIMARY] == result["token_official_hipaa"]["f1"] != row["token_hipaa_f1"]
+    assert row["token_hipaa_f1"] == result["token_hipaa"]["f1"]
+    assert row["entity_strict_f1_interval"] == result["entity_strict"]["f1_interval"]
+    assert set(row) <= set(COLUMN_TITLES)
+    assert COLUMN_TITLES[PRIMARY] == "token HIPAA F1 (official i2b2 2014 tokenization)"
+    assert COLUMN_TITLES["token_hipaa_f1"] == "token HIPAA F1 (project tokenizer)"
