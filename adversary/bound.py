@@ -154,7 +154,7 @@ def _bayes(orig: np.ndarray, surr: np.ndarray, prior: np.ndarray, size: int,
     return best, ties
 
 
-def _entry(word: str, embeddings: Embeddings) -> str:
+def vocabulary_entry(word: str, embeddings: Embeddings) -> str:
     """The vocabulary entry a candidate names: itself in a cased vocabulary, else lower-cased."""
     return word if not embeddings.lowercase and word in embeddings.kv.key_to_index else word.lower()
 
@@ -172,9 +172,9 @@ def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Ps
     ids = {word: row for row, word in enumerate(vocabulary)}  # then the export's words outside it
     own = {}  # original id -> candidate ids, for the export's words
     for (word, _), found in words.items():
-        original = ids.setdefault(_entry(word, embeddings), len(ids))
+        original = ids.setdefault(vocabulary_entry(word, embeddings), len(ids))
         if original not in own:
-            own[original] = np.array([ids.setdefault(_entry(w, embeddings), len(ids)) for w in found],
+            own[original] = np.array([ids.setdefault(vocabulary_entry(w, embeddings), len(ids)) for w in found],
                                      dtype=np.int32)
     drawn = np.zeros(len(ids) + 1, dtype=bool)  # the surrogates that matter; the table's -1 hits the last entry
     drawn[np.concatenate(list(own.values()))] = True
@@ -191,7 +191,7 @@ def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Ps
     for name, prior in _priors(np.concatenate([rows_frequency, outside])).items():
         best, ties = _bayes(orig, surr, prior, len(ids))
         for token in words:
-            original = ids[_entry(token[0], embeddings)]
+            original = ids[vocabulary_entry(token[0], embeddings)]
             found = own[original]
             result[token][name] = float(np.mean((prior[original] == best[found]) / ties[found]))
     return result
@@ -230,7 +230,7 @@ def _number_bayes(width: int, category: str, language: str, enumerated_width: in
                   ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
     """The surrogate segments [bounds[i], bounds[i + 1]) of the numbers of `width` digits in
     `category` and, by prior, `_bayes` over them; the same for every export, so kept."""
-    blocks = _number_blocks(width, category, _Frequency(language), enumerated_width, candidates)
+    blocks = number_blocks(width, category, _Frequency(language), enumerated_width, candidates)
     counts, ranges, frequencies = zip(*blocks)
     starts, stops = np.array([r.start for r in ranges]), np.array([r.stop for r in ranges])
     bounds = np.unique(np.concatenate([starts, stops]))
@@ -242,7 +242,7 @@ def _number_bayes(width: int, category: str, language: str, enumerated_width: in
                     for name, prior in _priors(frequencies).items()}
 
 
-def _number_blocks(width: int, category: str, frequency: _Frequency, enumerated_width: int,
+def number_blocks(width: int, category: str, frequency: _Frequency, enumerated_width: int,
                    candidates: Callable[[str, str], NumberCandidates]) -> list[tuple[int, range, float]]:
     """The possible originals of `width` digits in `category` in blocks of equal candidate
     range and frequency: (how many, candidate values, frequency of each), one block per
