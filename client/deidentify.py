@@ -3,7 +3,9 @@ spans found in the notes, written in a corpus format, or the notes themselves wi
 replaced by markers or consistent surrogates.
 
 The representer runs without noise here: nothing leaves the institution, and the same note
-then always gets the same spans.
+then always gets the same spans. Optionally the high-precision pattern layer
+(`client.patterns`: dates, phone numbers, ages over 89, IDs, e-mail, URLs) runs on each note's
+raw text and its spans are merged with the tagger's (`client.patterns.merge_spans`).
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from __future__ import annotations
 import random
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 
 from tqdm import tqdm
 
 from client.inference import apply_to_sentences, built_once, compile_pipeline
+from client.patterns import Pattern, with_patterns
 from client.surrogates import redacted_text, surrogate_text
 from corpus.document import Document
 from corpus.errors import CorpusError
@@ -45,16 +48,19 @@ def read_notes(path: str | Path, fmt: str = "text") -> Iterator[Document]:
         yield Document(file.stem, read_text(file))
 
 
-def find_phi(documents: Iterable[Document], pipeline: Bundle, embeddings, *, chunk_documents: int = CHUNK_DOCUMENTS,
-             progress: bool = False) -> Iterator[Document]:
+def find_phi(documents: Iterable[Document], pipeline: Bundle, embeddings, *, patterns: Sequence[Pattern] = (),
+             chunk_documents: int = CHUNK_DOCUMENTS, progress: bool = False) -> Iterator[Document]:
     """Each document with the PHI spans the pipeline finds (labels as the pipeline's tags name
-    them); `embeddings` are the pipeline's (from `pipeline.load_embeddings`)."""
+    them); `embeddings` are the pipeline's (from `pipeline.load_embeddings`). With `patterns`
+    (e.g. `client.patterns.DEFAULT_PATTERNS`), their spans in the raw text are merged with the
+    tagger's (i2b2 2014 types as labels); without them, the tagger's spans alone."""
     tag = built_once(pipeline, "tags", lambda: compile_pipeline(pipeline.load_representer(deterministic=True),
                                                                 pipeline.load_tagger(), embeddings.dim))
     with tqdm(desc="de-identifying", unit=" notes", disable=not progress) as bar:
         for chunk, sentences, data in _prepared(documents, embeddings, chunk_documents):
-            yield from predicted_documents(chunk, sentences, apply_to_sentences(tag, data), pipeline.tags,
-                                           pipeline.scheme)
+            found = predicted_documents(chunk, sentences, apply_to_sentences(tag, data), pipeline.tags,
+                                        pipeline.scheme)
+            yield from (with_patterns(document, patterns) for document in found) if patterns else found
             bar.update(len(chunk))
 
 

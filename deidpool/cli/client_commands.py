@@ -219,9 +219,14 @@ def deidentify(
     surrogate: bool = typer.Option(False, "--surrogate/--redact", help="For text: consistent surrogates instead "
                                                                        "of [**CATEGORY**] markers."),
     embeddings: str | None = typer.Option(None, "--embeddings", help=_EMBEDDINGS_HELP),
+    patterns: bool = typer.Option(True, "--patterns/--no-patterns", help="Merge the spans of the high-precision "
+                                  "pattern layer (dates, phone numbers, ages over 89, IDs, e-mail, URLs; "
+                                  "client/patterns.py) with the tagger's, on the raw notes; --no-patterns: the "
+                                  "tagger alone."),
 ) -> None:
     """Find PHI in unlabeled notes with a published pipeline, and write spans or de-identified notes."""
     from client.deidentify import OUTPUT_FORMATS, find_phi, read_notes, write_deidentified
+    from client.patterns import DEFAULT_PATTERNS
 
     if fmt not in OUTPUT_FORMATS:
         raise typer.BadParameter(f"choose one of {', '.join(OUTPUT_FORMATS)}", param_hint="--format")
@@ -229,7 +234,8 @@ def deidentify(
         raise typer.BadParameter("--surrogate applies to --format text only", param_hint="--surrogate")
     with clean_errors():
         pipeline, vectors = _open_bundle(pipeline_path, provider_key, embeddings)
-        found = find_phi(read_notes(notes, notes_format), pipeline, vectors, progress=True)
+        found = find_phi(read_notes(notes, notes_format), pipeline, vectors,
+                         patterns=DEFAULT_PATTERNS if patterns else (), progress=True)
         count = write_deidentified(found, out, fmt, surrogates=surrogate)
     typer.echo(f"de-identified {count} notes to {out} ({fmt})")
 
