@@ -97,13 +97,13 @@ def test_scores(documents, predict_sentences, vocabulary) -> dict:
 
 
 def retrained_tagger(out: Path, representer, labeled, vocabulary, embeddings, neighbours: int,
-                     args) -> tuple[object, dict]:
+                     args, scheme: str = "neighbours") -> tuple[object, dict]:
     """A fresh tagger trained on noisy representations exported from the training and
     validation sentences (`labeled`: the two lists of prepared sentences), as the pooling server
-    trains on contributions: every PHI token pseudonymized among `neighbours` before the
-    representer runs, as `client export` does (1: a raw export)."""
+    trains on contributions: every PHI token pseudonymized among `neighbours` under `scheme`
+    before the representer runs, as `client export` does (1: a raw export)."""
     represent = compile_representer(representer, embeddings.dim)
-    pseudonymizer, rng = Pseudonymizer(embeddings, neighbours), random.Random(args.seed)
+    pseudonymizer, rng = Pseudonymizer(embeddings, neighbours, scheme), random.Random(args.seed)
 
     def exported(prepared) -> SentenceData:
         sentence_data = SentenceData.from_sentences(pseudonymizer.labeled_sentences(prepared, rng), embeddings,
@@ -119,7 +119,7 @@ def retrained_tagger(out: Path, representer, labeled, vocabulary, embeddings, ne
     procedure = TaggerTraining(tagger, compute_class_weights(train.tag_counts(len(vocabulary))))
     metrics = run_training(procedure, train, valid, out, max_epochs=args.retrain_epochs, patience=args.retrain_patience,
                            seed=args.seed, config={"tags": vocabulary, "source": "exported representations",
-                                    "export_neighbours": neighbours})
+                                    "export_neighbours": neighbours, "export_pseudonymization": scheme})
     return tagger, metrics
 
 
