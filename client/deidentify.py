@@ -6,6 +6,8 @@ The representer runs without noise here: nothing leaves the institution, and the
 then always gets the same spans. Optionally the high-precision pattern layer
 (`client.patterns`: dates, phone numbers, ages over 89, IDs, e-mail, URLs) runs on each note's
 raw text and its spans are merged with the tagger's (`client.patterns.merge_spans`).
+`PhiFinder` bundles a verified pipeline, its embeddings and the pattern layer for callers that
+hold texts rather than documents (the Presidio and spaCy integrations, `client.integrations`).
 """
 
 from __future__ import annotations
@@ -14,20 +16,22 @@ import random
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
 from tqdm import tqdm
 
 from client.inference import apply_to_sentences, built_once, compile_pipeline
-from client.patterns import Pattern, with_patterns
+from client.patterns import DEFAULT_PATTERNS, Pattern, with_patterns
 from client.surrogates import redacted_text, surrogate_text
-from corpus.document import Document
+from corpus.document import Document, Span
 from corpus.errors import CorpusError
 from corpus.formats import iter_corpus, write_corpus
 from corpus.formats._common import input_files, output_files, read_text
 from corpus.prepare import prepare_text
-from representer.bundle import Bundle
+from representer import keys
+from representer.bundle import Bundle, open_bundle
 from representer.dataset import SentenceData, predicted_documents
 
 OUTPUT_FORMATS = ("brat", "i2b2", "json", "text")
@@ -58,26 +62,75 @@ def find_phi(documents: Iterable[Document], pipeline: Bundle, embeddings, *, pat
                                                                 pipeline.load_tagger(), embeddings.dim))
     with tqdm(desc="de-identifying", unit=" notes", disable=not progress) as bar:
         for chunk, sentences, data in _prepared(documents, embeddings, chunk_documents):
-            found = predicted_documents(chunk, sentences, apply_to_sentences(tag, data), pipeline.tags,
-                                        pipeline.scheme)
+            predictions = apply_to_sentences(tag, data) if data is not None else []
+            found = predicted_documents(chunk, sentences, predictions, pipeline.tags, pipeline.scheme)
             yield from (with_patterns(document, patterns) for document in found) if patterns else found
             bar.update(len(chunk))
 
 
-def _prepared(documents: Iterable[Document], embeddings, size: int) -> Iterator[tuple[list, list, SentenceData]]:
-    """(documents, their sentences, the sentences as model input) for `size` documents at a time."""
+def _prepared(documents: Iterable[Document], embeddings,
+              size: int) -> Iterator[tuple[list, list, SentenceData | None]]:
+    """(documents, their sentences, the sentences as model input, None when a chunk of blank
+    notes has none) for `size` documents at a time."""
     iterator = iter(documents)
     while chunk := list(islice(iterator, size)):
         sentences = [prepare_text(document.text) for document in chunk]
-        yield chunk, sentences, SentenceData.from_sentences([s for document in sentences for s in document], embeddings)
+        flat = [sentence for document in sentences for sentence in document]
+        yield chunk, sentences, SentenceData.from_sentences(flat, embeddings) if flat else None
+
+
+@dataclass(frozen=True, eq=False)
+class PhiFinder:
+    """A verified published pipeline with its embeddings and pattern layer, finding PHI spans
+    in raw texts: what the Presidio recognizer and the spaCy component
+    (`client.integrations`) wrap.
+
+    Args:
+        pipeline: the verified pipeline bundle (`representer.bundle.open_bundle`).
+        embeddings: its embeddings (`pipeline.load_embeddings()`).
+        patterns: the pattern layer merged with the tagger's spans (none: the tagger alone).
+    """
+
+    pipeline: Bundle
+    embeddings: object
+    patterns: Sequence[Pattern] = DEFAULT_PATTERNS
+
+    @classmethod
+    def open(cls, pipeline: str | Path, provider_key: str | Path, *, embeddings: str | None = None,
+             patterns: bool = True) -> PhiFinder:
+        """The pipeline at `pipeline` (folder or .tar) once its signature verifies with the pinned
+        public key in the PEM file `provider_key`, with its embeddings (by the manifest's spec,
+        or `embeddings`) and, unless `patterns` is false, the default pattern layer."""
+        bundle = open_bundle(pipeline, keys.load_public_key(provider_key, keys.SIGNING))
+        return cls(bundle, bundle.load_embeddings(embeddings), DEFAULT_PATTERNS if patterns else ())
+
+    @property
+    def labels(self) -> frozenset[str]:
+        """Every label its spans can have: the pipeline's tag labels and the patterns' types."""
+        return frozenset({tag.partition("-")[2] for tag in self.pipeline.tags if tag != "O"}
+                         | {pattern.label for pattern in self.patterns})
+
+    def find(self, documents: Iterable[Document], *, chunk_documents: int = CHUNK_DOCUMENTS,
+             progress: bool = False) -> Iterator[Document]:
+        """Each document with the PHI spans found in it (`find_phi`)."""
+        return find_phi(documents, self.pipeline, self.embeddings, patterns=self.patterns,
+                        chunk_documents=chunk_documents, progress=progress)
+
+    def spans(self, texts: Iterable[str], chunk_documents: int = CHUNK_DOCUMENTS) -> Iterator[tuple[Span, ...]]:
+        """The PHI spans of each text, in order, with character offsets into it."""
+        documents = (Document(str(number), text) for number, text in enumerate(texts))
+        for document in self.find(documents, chunk_documents=chunk_documents):
+            yield document.spans
 
 
 def write_deidentified(documents: Iterable[Document], out: str | Path, fmt: str, *, surrogates: bool = False,
-                       rng: random.Random | None = None) -> int:
+                       rng: random.Random | None = None, labels: Iterable[str] = ()) -> int:
     """Write documents with found PHI to `out`, atomically: spans in a corpus format (brat,
     i2b2, json; `out` as that format expects), or ("text") a folder of `<id>.txt` notes with
-    each PHI span replaced by `[**CATEGORY**]` or, with `surrogates`, a surrogate. Returns
-    the number of documents."""
+    each PHI span replaced by `[**CATEGORY**]` or, with `surrogates`, a surrogate. For brat,
+    the folder also gets BRAT's annotation.conf and visual.conf, with `labels` (those the
+    pipeline can give, `PhiFinder.labels`) among the types a reviewer can choose. Returns the
+    number of documents."""
     if fmt not in OUTPUT_FORMATS:
         raise CorpusError(f"unknown output format {fmt!r}; choose one of: {', '.join(OUTPUT_FORMATS)}")
     count = 0
@@ -88,7 +141,7 @@ def write_deidentified(documents: Iterable[Document], out: str | Path, fmt: str,
             yield document
 
     if fmt != "text":
-        write_corpus(counted(), out, fmt)
+        write_corpus(counted(), out, fmt, **({"types": labels} if fmt == "brat" else {}))
         return count
     rng = rng or random.SystemRandom()
     out = Path(out)

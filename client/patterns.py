@@ -58,7 +58,8 @@ class Pattern:
         name: what the pattern finds, unique in the catalog.
         label: the i2b2 2014 type of its spans (a source type of `corpus.categories`).
         regex: the span is the first of the regex's groups named "phi..." that took part in the
-            match (alternatives name theirs phi, phi2, ...), else the whole match.
+            match (alternatives name theirs phi, phi2, ...), else the whole match, less any
+            whitespace at its edges.
         not_after: refuse a match whose preceding CONTEXT characters match this (anchor it with `$`).
         not_before: refuse a match whose following CONTEXT characters start with this.
         default: part of the default pattern set.
@@ -82,6 +83,8 @@ class Pattern:
                 continue
             if self.not_before is not None and self.not_before.match(text, end, end + CONTEXT):
                 continue
+            phi = text[start:end]  # without the whitespace a regex may take at its edges ("555-1234   ")
+            start, end = start + len(phi) - len(phi.lstrip()), end - len(phi) + len(phi.rstrip())
             yield Span(start, end, self.label, text[start:end])
 
 

@@ -85,6 +85,7 @@ def _build_table() -> dict[str, PhiType]:
 
 PHI_TYPES: dict[str, PhiType] = _build_table()
 I2B2_CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(c for c, _, _ in _I2B2_2014))
+I2B2_TYPES: tuple[str, ...] = tuple(t for _, t, _ in _I2B2_2014)
 
 
 def phi_type(source_type: str) -> PhiType:

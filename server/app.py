@@ -27,7 +27,7 @@ from client.identity import check_institution_id
 from client.signed_requests import INSTITUTION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from client.transport import CONTENT_TYPE
 from representer import keys
-from server import dashboard, views
+from server import dashboard, metrics, views
 from server.audits import record_audit
 from server.auth import AuthError, check_admin_authorization, check_signed_request, load_ed25519_public_key
 from server.database import Audit, Contribution, Institution, Pipeline, RunEpoch, TrainingRun
@@ -179,8 +179,8 @@ class AuthenticatedFirstRoute(APIRoute):
 
 Admin = [Depends(require_admin)]
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}}
-api = APIRouter(prefix="/api", route_class=AuthenticatedFirstRoute,
-                responses={429: {**refusals(429)[429], "headers": RETRY_AFTER}})  # any route (server/limits.py)
+TOO_MANY = {429: {**refusals(429)[429], "headers": RETRY_AFTER}}  # any route may answer it (server/limits.py)
+api = APIRouter(prefix="/api", route_class=AuthenticatedFirstRoute, responses=TOO_MANY)
 
 
 @api.get("/health", tags=["public"])
@@ -431,9 +431,12 @@ def create_app(data_dir: str | Path) -> FastAPI:
                   description="Institutions upload encrypted, signed contributions; the coordinator trains and "
                               "publishes the pooled tagger. See docs/server.md.")
     app.state.server = state
+    app.state.metrics = metrics.ServerMetrics(state)
     app.include_router(api)
     app.include_router(dashboard.router)
+    app.include_router(metrics.router, responses=TOO_MANY)
     app.add_middleware(RateLimits, state=state)
+    app.add_middleware(metrics.RequestMetrics, metrics=app.state.metrics)  # outermost: sees the 429s too
 
     @app.exception_handler(Refused)
     async def refused(request: Request, error: Refused) -> JSONResponse:

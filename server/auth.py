@@ -1,6 +1,6 @@
-"""Who may do what: the coordinator's admin token and the dashboard's viewer token (only their
-SHA-256 is stored), institution requests signed with their Ed25519 key, and Ed25519-signed
-audit reports."""
+"""Who may do what: the coordinator's admin token, the dashboard's viewer token and the metrics
+token of Prometheus (only their SHA-256 is stored), institution requests signed with their
+Ed25519 key, and Ed25519-signed audit reports."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class AuthError(ValueError):
 
 
 def new_token() -> tuple[str, str]:
-    """A fresh token (admin or viewer) and the SHA-256 (hex) to store instead of it."""
+    """A fresh token (admin, viewer or metrics) and the SHA-256 (hex) to store instead of it."""
     token = secrets.token_urlsafe(32)
     return token, token_sha256(token)
 
@@ -44,6 +44,16 @@ def check_admin_authorization(authorization: str | None, stored_sha256: str) -> 
         raise AuthError("this route needs the admin token: Authorization: Bearer <token>")
     if not _is_one_of(token.strip(), [stored_sha256]):
         raise AuthError("the admin token is wrong")
+
+
+def check_metrics_authorization(authorization: str | None, stored_sha256s: list[str]) -> None:
+    """Refuse unless `authorization` is `Bearer <token>` (what Prometheus sends) with one of the
+    tokens whose hashes are `stored_sha256s`."""
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise AuthError("/metrics needs the metrics or admin token: Authorization: Bearer <token>")
+    if not _is_one_of(token.strip(), stored_sha256s):
+        raise AuthError("the token is wrong")
 
 
 def check_viewer_authorization(authorization: str | None, stored_sha256s: list[str]) -> None:

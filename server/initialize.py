@@ -53,6 +53,12 @@ def rotate_viewer_token(data_dir: str | Path) -> str:
     return _rotate_token(data_dir, "viewer_token_sha256")
 
 
+def rotate_metrics_token(data_dir: str | Path) -> str:
+    """Create or replace the token that may read `/metrics` (Prometheus; a running server refuses
+    the old one at once); returns the new token, which is stored nowhere (only its SHA-256 is)."""
+    return _rotate_token(data_dir, "metrics_token_sha256")
+
+
 def _rotate_token(data_dir: str | Path, field: str) -> str:
     layout = Layout(Path(data_dir))
     settings = Settings.load(layout)

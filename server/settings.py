@@ -1,6 +1,6 @@
 """The server's data directory (docs/server.md, Data directory) and its settings file
 `server.json`: provider key fingerprint, upload and request rate limits, and the hashes of the
-admin token and of the dashboard's viewer token."""
+admin token, of the dashboard's viewer token and of the metrics token (Prometheus)."""
 
 from __future__ import annotations
 
@@ -87,6 +87,7 @@ class Settings:
     provider_fingerprint: str
     admin_token_sha256: str
     viewer_token_sha256: str | None = None  # until `deidpool server rotate-viewer-token` makes one
+    metrics_token_sha256: str | None = None  # until `deidpool server rotate-metrics-token` makes one
     max_upload_bytes: int = MAX_UPLOAD_BYTES
     max_age_seconds: int = MAX_AGE_SECONDS
     min_neighbours: int = MIN_NEIGHBOURS
@@ -119,8 +120,9 @@ class Settings:
         for name in ("provider_fingerprint", "admin_token_sha256"):
             if not isinstance(values.get(name), str):
                 raise SettingsError(f"{path}: {name} is missing or not a string")
-        if not isinstance(values.get("viewer_token_sha256", ""), str | None):
-            raise SettingsError(f"{path}: viewer_token_sha256 is not a string")
+        for name in ("viewer_token_sha256", "metrics_token_sha256"):
+            if not isinstance(values.get(name, ""), str | None):
+                raise SettingsError(f"{path}: {name} is not a string")
         for name in ("max_upload_bytes", "max_age_seconds", "min_neighbours", "institution_requests_per_minute",
                      "institution_request_burst", "address_requests_per_minute", "address_request_burst"):
             if not isinstance(values.get(name, 1), int) or values.get(name, 1) < 1:

@@ -48,6 +48,12 @@ class ServerState:
         settings = Settings.load(self.layout)
         return [sha256 for sha256 in (settings.viewer_token_sha256, settings.admin_token_sha256) if sha256]
 
+    def metrics_token_sha256s(self) -> list[str]:
+        """The hashes of the tokens that may read `/metrics`, as server.json holds them now: the
+        metrics token's (once one was made) and the admin token's."""
+        settings = Settings.load(self.layout)
+        return [sha256 for sha256 in (settings.metrics_token_sha256, settings.admin_token_sha256) if sha256]
+
     def close(self) -> None:
         """Close the database connections."""
         self.sessions.kw["bind"].dispose()

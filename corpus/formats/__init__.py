@@ -2,7 +2,7 @@
 
 Every format module exposes `read(path, *, strict, split, overlaps) -> Iterator[Document]`
 (`overlaps`: accept overlapping spans, as in predictions to be scored) and
-`write(documents, path) -> None`. `write_corpus` makes the output appear atomically.
+`write(documents, path, **options) -> None`. `write_corpus` makes the output appear atomically.
 """
 
 from __future__ import annotations
@@ -48,16 +48,17 @@ def read_corpus(path: str | Path, fmt: str, *, split: str | None = None, strict:
     return list(iter_corpus(path, fmt, split=split, strict=strict, overlaps=overlaps))
 
 
-def write_corpus(documents: Iterable[Document], path: str | Path, fmt: str) -> None:
+def write_corpus(documents: Iterable[Document], path: str | Path, fmt: str, **options) -> None:
     """Write `documents` to `path` (file or folder, as the format needs) atomically: the
     format writes into a temporary sibling that replaces `path` only once it is complete,
-    so a failure leaves whatever was at `path` untouched."""
+    so a failure leaves whatever was at `path` untouched. `options` go to the format's writer
+    (brat: `types`, labels to configure in annotation.conf beside those the documents use)."""
     module, path = _module(fmt), Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         target = staging / path.name
-        module.write(documents, target, **({"root": "MEDDOCAN"} if fmt == "meddocan" else {}))
+        module.write(documents, target, **({"root": "MEDDOCAN"} if fmt == "meddocan" else {}), **options)
         if path.is_dir() and target.is_dir():
             shutil.rmtree(path)
         target.replace(path)

@@ -215,7 +215,9 @@ def deidentify(
     notes: Path = typer.Option(..., "--notes", help="Unlabeled notes: a .txt file or folder, or --notes-format's."),
     notes_format: str = typer.Option("text", "--notes-format", help="text, or any corpus format (spans ignored)."),
     out: Path = typer.Option(..., "--out", help="Output folder (a .jsonl file for --format json)."),
-    fmt: str = typer.Option(..., "--format", help="brat, i2b2, json (PHI spans) or text (notes with PHI replaced)."),
+    fmt: str = typer.Option(..., "--format", help="brat, i2b2, json (PHI spans; brat with BRAT's annotation.conf "
+                                                  "and visual.conf, ready for review) or text (notes with PHI "
+                                                  "replaced)."),
     surrogate: bool = typer.Option(False, "--surrogate/--redact", help="For text: consistent surrogates instead "
                                                                        "of [**CATEGORY**] markers."),
     embeddings: str | None = typer.Option(None, "--embeddings", help=_EMBEDDINGS_HELP),
@@ -225,7 +227,7 @@ def deidentify(
                                   "tagger alone."),
 ) -> None:
     """Find PHI in unlabeled notes with a published pipeline, and write spans or de-identified notes."""
-    from client.deidentify import OUTPUT_FORMATS, find_phi, read_notes, write_deidentified
+    from client.deidentify import OUTPUT_FORMATS, PhiFinder, read_notes, write_deidentified
     from client.patterns import DEFAULT_PATTERNS
 
     if fmt not in OUTPUT_FORMATS:
@@ -234,9 +236,9 @@ def deidentify(
         raise typer.BadParameter("--surrogate applies to --format text only", param_hint="--surrogate")
     with clean_errors():
         pipeline, vectors = _open_bundle(pipeline_path, provider_key, embeddings)
-        found = find_phi(read_notes(notes, notes_format), pipeline, vectors,
-                         patterns=DEFAULT_PATTERNS if patterns else (), progress=True)
-        count = write_deidentified(found, out, fmt, surrogates=surrogate)
+        finder = PhiFinder(pipeline, vectors, DEFAULT_PATTERNS if patterns else ())
+        found = finder.find(read_notes(notes, notes_format), progress=True)
+        count = write_deidentified(found, out, fmt, surrogates=surrogate, labels=finder.labels)
     typer.echo(f"de-identified {count} notes to {out} ({fmt})")
 
 

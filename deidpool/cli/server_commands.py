@@ -1,8 +1,9 @@
-"""`deidpool server ...`: create a pooling server's data directory, run the server (with its
-worker beside it), or run a worker alone."""
+"""`deidpool server ...`: create a pooling server's data directory, replace its tokens, run the
+server (with its worker beside it), or run a worker alone."""
 
 from __future__ import annotations
 
+import enum
 import signal
 import subprocess
 import sys
@@ -15,7 +16,18 @@ from deidpool.cli.client_commands import clean_errors
 server_app = typer.Typer(no_args_is_help=True, help="The pooling server: data directory, HTTP API, training worker.")
 
 _DATA_DIR_HELP = "The server's data directory (created by `deidpool server init`)."
+_LOG_FORMAT_HELP = ("Log lines as plain text, or one JSON object per line (time, level, logger, message, request "
+                    "fields).")
 _PR_SET_PDEATHSIG = 1
+
+
+class LogFormat(str, enum.Enum):  # server.logs.FORMATS, without importing the server here
+    text = "text"
+    json = "json"
+
+
+def _log_format_option():
+    return typer.Option(LogFormat.text, "--log-format", envvar="DEIDPOOL_LOG_FORMAT", help=_LOG_FORMAT_HELP)
 
 
 def _end_with_parent() -> None:
@@ -68,6 +80,17 @@ def rotate_viewer_token(data_dir: Path = typer.Option(..., "--data-dir", help=_D
                                 "any user name")
 
 
+@server_app.command("rotate-metrics-token")
+def rotate_metrics_token(data_dir: Path = typer.Option(..., "--data-dir", help=_DATA_DIR_HELP)) -> None:
+    """Create or replace the token Prometheus reads /metrics with and print it once; a running server
+    refuses the old one at once. It opens /metrics only, never an API route or the dashboard."""
+    from server.initialize import rotate_metrics_token
+
+    with clean_errors():
+        token = rotate_metrics_token(data_dir)
+    _echo_token("metrics", token, "in the file of Prometheus's scrape config `authorization: credentials_file`")
+
+
 def _echo_admin_token(token: str) -> None:
     _echo_token("admin", token, "e.g. in a password manager, or DEIDPOOL_ADMIN_TOKEN")
 
@@ -84,21 +107,27 @@ def run(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port to listen on."),
     worker: bool = typer.Option(True, "--worker/--no-worker", help="Start a training worker process beside it."),
+    log_format: LogFormat = _log_format_option(),
 ) -> None:
-    """Serve the HTTP API (OpenAPI at /docs) with Uvicorn."""
+    """Serve the HTTP API (OpenAPI at /docs, Prometheus metrics at /metrics) with Uvicorn."""
+    import logging
+
     import uvicorn
 
     from server.app import create_app
+    from server.logs import configure_logging
 
+    configure_logging(log_format.value)
     with clean_errors():
         app = create_app(data_dir)
     process = None
     if worker:
-        process = subprocess.Popen([sys.executable, "-m", "deidpool", "server", "worker", "--data-dir", str(data_dir)],
+        process = subprocess.Popen([sys.executable, "-m", "deidpool", "server", "worker", "--data-dir", str(data_dir),
+                                    "--log-format", log_format.value],
                                    preexec_fn=_end_with_parent if sys.platform == "linux" else None)
-        typer.echo(f"started training worker (pid {process.pid})")
-    try:
-        uvicorn.run(app, host=host, port=port)
+        logging.getLogger("deidpool.server").info("started training worker (pid %d)", process.pid)
+    try:  # logging as configured above; the access lines come from server.metrics.RequestMetrics
+        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
     finally:
         if process is not None:
             process.terminate()
@@ -112,13 +141,12 @@ def run(
 def worker(
     data_dir: Path = typer.Option(..., "--data-dir", help=_DATA_DIR_HELP),
     once: bool = typer.Option(False, "--once", help="Train at most one waiting run, then exit."),
+    log_format: LogFormat = _log_format_option(),
 ) -> None:
     """Claim and train queued pooled training runs (resuming a crashed worker's)."""
-    import logging
-
+    from server.logs import configure_logging
     from server.worker import run_worker
 
-    logging.basicConfig(format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
-    logging.getLogger("server").setLevel(logging.INFO)
+    configure_logging(log_format.value)
     with clean_errors():
         run_worker(data_dir, once=once)

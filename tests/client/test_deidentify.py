@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from client.deidentify import find_phi, read_notes, write_deidentified
+from client.deidentify import PhiFinder, find_phi, read_notes, write_deidentified
+from client.patterns import DEFAULT_PATTERNS
 from corpus.document import Document
 from corpus.errors import CorpusError
 from corpus.formats import read_corpus
@@ -36,6 +37,23 @@ def test_the_pipeline_is_loaded_once_per_bundle(found, pipeline, embeddings, mon
 
     monkeypatch.setattr(Bundle, "load_tagger", lambda self: pytest.fail("pipeline loaded again"))
     assert [d.spans for d in find_phi(found[:2], pipeline, embeddings)] == [d.spans for d in found[:2]]
+
+
+def test_blank_notes_have_no_spans(pipeline, embeddings, documents):
+    notes = [Document("a", ""), Document("b", " \n"), Document("c", documents[0].text)]
+    found = list(find_phi(notes, pipeline, embeddings, chunk_documents=2))
+    assert [d.spans for d in found[:2]] == [(), ()] and found[2].spans
+
+
+def test_the_finder_verifies_the_pipeline_and_finds_what_find_phi_finds(pipeline_path, key_files, pipeline, embeddings,
+                                                                        documents):
+    finder = PhiFinder.open(pipeline_path, key_files.provider.public)
+    texts = [d.text for d in documents[:3]]
+    expected = find_phi([Document(str(i), t) for i, t in enumerate(texts)], pipeline, embeddings,
+                        patterns=DEFAULT_PATTERNS)
+    assert list(finder.spans(texts, chunk_documents=2)) == [d.spans for d in expected]
+    assert finder.labels == {tag[2:] for tag in pipeline.tags if tag != "O"} | {p.label for p in DEFAULT_PATTERNS}
+    assert PhiFinder.open(pipeline_path, key_files.provider.public, patterns=False).patterns == ()
 
 
 def test_reading_text_notes_and_corpus_formats(tmp_path, documents, notes_dir):

@@ -111,6 +111,12 @@ def test_clock_times_are_not_in_the_default_set():
     assert find_patterns("Time: 3:15pm", [BY_NAME["time_of_day"]])[0].text == "3:15pm"
 
 
+def test_spans_never_start_or_end_with_whitespace():
+    text = "Tel 263-8235   Fax 234-9521"
+    assert [(s.text, s.source_type) for s in find_patterns(text)] == [("263-8235", "PHONE"), ("234-9521", "FAX")]
+    assert find_patterns(text)[0].start == 4
+
+
 def _span(text, start, end, label):
     return Span(start, end, label, text[start:end])
 

@@ -2,6 +2,7 @@
 bad input (each must name the file and the line or tag), and of `deidpool corpus convert`."""
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -9,7 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from corpus import CorpusError, Document, Span
+from corpus.categories import I2B2_CATEGORIES, I2B2_TYPES, PHI_TYPES
 from corpus.errors import CorpusWarning
+from corpus.formats import brat as brat_format
 from corpus.formats import read_corpus, write_corpus
 from deidpool.cli import app
 
@@ -423,3 +426,51 @@ def test_brat_writer_renames_ids_that_are_not_text_bound_ids(tmp_path):
     doc = Document("d", "Smith and Jones", (Span(0, 5, "PATIENT", "Smith", id="P0"), Span(10, 15, "PATIENT", "Jones", id="T1")))
     write_corpus([doc], tmp_path / "out", "brat")
     assert (tmp_path / "out" / "d.ann").read_text().splitlines() == ["T2\tPATIENT 0 5\tSmith", "T1\tPATIENT 10 15\tJones"]
+
+
+# -- BRAT configuration beside the notes -----------------------------------------------
+
+def _brat_entities(conf: str) -> dict[str, str | None]:
+    """entity type -> its parent (None at the top), parsed as BRAT's projectconfig does: the
+    [entities] section, '#' comments and '---' separators skipped, depth = indent length."""
+    section, parents, last_at_depth = None, {}, {}
+    for line in conf.split("\n"):
+        if line.startswith("["):
+            section = line.strip("[]")
+            continue
+        if section != "entities" or not line.strip() or line.lstrip().startswith("#") or set(line.strip()) == {"-"}:
+            continue
+        name = line.strip()
+        depth = len(line) - len(line.lstrip())
+        assert re.fullmatch(r"[A-Za-z0-9_-]+", name), f"BRAT cannot store the type {name!r}"
+        assert name not in parents, f"{name} is configured twice"
+        assert depth == 0 or depth - 1 in last_at_depth, f"{name} has no parent"
+        parents[name] = last_at_depth[depth - 1] if depth else None
+        last_at_depth[depth] = name
+    return parents
+
+
+def test_brat_output_is_a_collection_configured_with_the_phi_types(tmp_path):
+    write_corpus(DOCUMENTS, tmp_path / "out", "brat", types=["NICKNAME", "FECHAS"])
+    conf = (tmp_path / "out" / "annotation.conf").read_text(encoding="utf-8")
+    assert conf.index("[entities]") < conf.index("[relations]") < conf.index("[events]") < conf.index("[attributes]")
+    parents = _brat_entities(conf)
+    assert {name for name, parent in parents.items() if parent is None} == set(I2B2_TYPES) | {"NICKNAME"}
+    assert {name: parent for name, parent in parents.items() if parent} == {
+        "HCPName": "DOCTOR", "Date": "DATE", "Phone": "PHONE", "RelativeProxyName": "PATIENT",
+        "Location": "LOCATION-OTHER", "FECHAS": "DATE"}
+    drawn = re.findall(r"^(\S+)\tbgColor:(#[0-9a-f]{6})$", (tmp_path / "out" / "visual.conf").read_text(), re.MULTILINE)
+    assert {name for name, _ in drawn} == set(parents)
+    colours = dict(drawn)
+    assert colours["RelativeProxyName"] == colours["PATIENT"] == colours["DOCTOR"] != colours["DATE"]
+    assert read_corpus(tmp_path / "out", "brat") == DOCUMENTS  # the .conf files are no notes
+
+
+def test_brat_configuration_follows_the_category_table():
+    colours = dict(re.findall(r"^(\S+)\tbgColor:(\S+)$", brat_format.visual_conf(PHI_TYPES), re.MULTILINE))
+    assert len({colours[type_] for type_ in I2B2_TYPES}) == len(I2B2_CATEGORIES), "one colour per category"
+    parents = _brat_entities(brat_format.annotation_conf(PHI_TYPES))
+    assert set(parents) == set(PHI_TYPES)
+    for name, parent in parents.items():
+        assert (parent or name) == PHI_TYPES[name].type
+    assert brat_format.annotation_conf(["PTName", "Age"]) == brat_format.annotation_conf(["Age", "PTName", "Age"])

@@ -28,6 +28,7 @@ from server.database import SUCCEEDED, TrainingRun
 from .conftest import contribution_file, upload
 
 runner = CliRunner()
+TENSORFLOW_LINE = re.compile(r"WARNING: All log messages before absl|[IWEF]\d{4} |To enable the following instructions")
 SERVER = "http://testserver"
 
 
@@ -121,8 +122,10 @@ def test_a_wrong_or_missing_token_is_refused_without_echoing_it(served):
     assert _run("coordinator", "runs", "--server", SERVER).exit_code != 0
 
 
-def test_server_run_starts_and_stops_the_worker(tmp_path, key_files, monkeypatch):
+def test_server_run_starts_and_stops_the_worker_and_sets_up_its_logs(tmp_path, key_files, monkeypatch):
     import uvicorn
+
+    from server import logs
 
     assert _run("server", "init", "--data-dir", tmp_path, "--provider-key", key_files.provider.public).exit_code == 0
     events = []
@@ -140,11 +143,20 @@ def test_server_run_starts_and_stops_the_worker(tmp_path, key_files, monkeypatch
             events.append(("wait",))
 
     monkeypatch.setattr(subprocess, "Popen", Worker)
-    monkeypatch.setattr(uvicorn, "run", lambda app, host, port: events.append(("serve", host, port)))
-    result = _run("server", "run", "--data-dir", tmp_path, "--port", "8123")
+    monkeypatch.setattr(logs, "configure_logging", lambda log_format: events.append(("logs", log_format)))
+    monkeypatch.setattr(uvicorn, "run", lambda app, host, port, **kw: events.append(("serve", host, port, kw)))
+    result = _run("server", "run", "--data-dir", tmp_path, "--port", "8123", "--log-format", "json")
     assert result.exit_code == 0, result.output
-    assert events == [("start", ["-m", "deidpool", "server", "worker", "--data-dir", str(tmp_path)]),
-                      ("serve", "127.0.0.1", 8123), ("terminate",), ("wait",)]
+    worker = ["-m", "deidpool", "server", "worker", "--data-dir", str(tmp_path), "--log-format", "json"]
+    access_lines_by_the_app = {"log_config": None, "access_log": False}  # server.metrics.RequestMetrics writes them
+    assert events == [("logs", "json"), ("start", worker), ("serve", "127.0.0.1", 8123, access_lines_by_the_app),
+                      ("terminate",), ("wait",)]
+    events.clear()
+    assert runner.invoke(cli, ["server", "run", "--data-dir", str(tmp_path), "--no-worker"],
+                         env={"DEIDPOOL_LOG_FORMAT": "json"}).exit_code == 0
+    assert events[0] == ("logs", "json")
+    refused = _run("server", "worker", "--data-dir", tmp_path, "--log-format", "xml")
+    assert refused.exit_code == 2 and "--log-format" in refused.output
 
 
 def _token(result) -> str:
@@ -158,8 +170,8 @@ def test_server_run_serves_http_and_honours_a_rotated_admin_token_at_once(tmp_pa
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen([sys.executable, "-m", "deidpool", "server", "run", "--data-dir", str(tmp_path),
-                                "--port", str(port), "--no-worker"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               env={**os.environ, "DATABASE_URL": ""})
+                                "--port", str(port), "--no-worker", "--log-format", "json"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, env={**os.environ, "DATABASE_URL": ""})
     try:
         for _ in range(200):
             try:
@@ -184,6 +196,9 @@ def test_server_run_serves_http_and_honours_a_rotated_admin_token_at_once(tmp_pa
         process.terminate()
         output = process.communicate(timeout=30)[0].decode()
     assert "admin token" not in output.lower() and not any(token in output for token in tokens)
+    lines = [json.loads(line) for line in output.splitlines() if not TENSORFLOW_LINE.match(line)]  # JSON only
+    assert {"Uvicorn running on http://127.0.0.1:%d (Press CTRL+C to quit)" % port, "GET /api/institutions 401"} <= \
+        {line["message"] for line in lines}
 
 
 def test_the_viewer_token_opens_the_dashboard_only_and_is_replaced_at_once(served):
@@ -201,6 +216,23 @@ def test_the_viewer_token_opens_the_dashboard_only_and_is_replaced_at_once(serve
 
     assert (status("/", viewers[0]), status("/", viewers[1]), status("/api/runs", viewers[1])) == (401, 200, 401)
     assert status("/api/runs", token) == 200  # the admin token stays
+
+
+def test_the_metrics_token_opens_metrics_only_and_is_replaced_at_once(served):
+    data_dir, token, client = served
+    tokens = []
+    for _ in range(2):
+        result = _run("server", "rotate-metrics-token", "--data-dir", data_dir)
+        assert result.exit_code == 0 and "shown only once" in result.output, result.output
+        tokens.append(re.search(r"metrics token: (\S+)", result.output).group(1))
+    assert json.loads((data_dir / "server.json").read_text())["metrics_token_sha256"] == \
+        hashlib.sha256(tokens[1].encode()).hexdigest()
+
+    def status(path, bearer):
+        return client.get(path, headers={"Authorization": f"Bearer {bearer}"}).status_code
+
+    assert [status("/metrics", tokens[0]), status("/metrics", tokens[1]), status("/api/runs", tokens[1]),
+            status("/", tokens[1]), status("/metrics", token)] == [401, 200, 401, 401, 200]
 
 
 def test_rotating_the_admin_token_of_a_missing_data_dir_is_a_clean_error(tmp_path):

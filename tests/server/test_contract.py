@@ -45,6 +45,7 @@ def test_every_route_declares_the_statuses_its_kind_implies(api):
                 response = operation["responses"][str(status)]
                 assert response["description"] and response["content"]["application/json"]["schema"] == REFUSAL, label
     assert "HTTPValidationError" not in api.app.openapi()["components"]["schemas"]
+    assert set(operations["GET /metrics"]["responses"]["200"]["content"]) == {"text/plain"}  # Prometheus text format
 
 
 def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files, tmp_path, monkeypatch):
@@ -99,6 +100,8 @@ def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files,
     expect("GET /api/audits", 200, api.get("/api/audits"))
     expect("GET /api/pipelines/latest", 404, api.get("/api/pipelines/latest"))
     expect("GET /api/pipelines/latest/bundle", 404, api.get("/api/pipelines/latest/bundle"))
+    expect("GET /metrics", 401, api.get("/metrics"))
+    expect("GET /metrics", 200, api.get("/metrics", headers=admin))
     expect("POST /api/institutions/{institution}/disable", 200, api.post("/api/institutions/site-a/disable",
                                                                          headers=admin))
     expect("POST /api/contributions", 403, upload(api, body))
@@ -110,6 +113,7 @@ def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files,
         expect("POST /api/contributions", 413, upload(small, body))
         expect("GET /api/health", 200, small.get("/api/health"))
         expect("GET /api/health", 429, small.get("/api/health"))
+        expect("GET /metrics", 429, small.get("/metrics"))
 
     def full(limit=None):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -1,0 +1,76 @@
+"""The log output of `deidpool server run` and `deidpool server worker` (docs/server.md, Logs):
+plain text lines, or one JSON object per line (`--log-format json`) with time, level, logger and
+message, and the request fields of access lines (server/metrics.py). Credentials never reach a
+log: no code logs a request's headers or query string, and what looks like an Authorization value
+(`Bearer ...`, `Basic ...`) in a message is masked all the same."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from datetime import datetime, timezone
+from typing import TextIO
+
+FORMATS = ("text", "json")
+INFO_LOGGERS = ("server", "deidpool", "uvicorn")  # the rest (TensorFlow, Alembic, httpx) from WARNING
+REQUEST_FIELDS = "request"  # the `extra=` key of an access line's fields
+_CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}")
+
+
+def mask_credentials(text: str) -> str:
+    """`text` with what follows `Bearer ` or `Basic ` replaced by `[masked]`."""
+    return _CREDENTIALS.sub(r"\1\2[masked]", text)
+
+
+class TextFormatter(logging.Formatter):
+    def __init__(self):
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_credentials(super().format(record))
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time (UTC, ISO 8601), level, logger, message, the fields of
+    `extra={"request": {...}}` when given, and the exception's traceback when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+                "level": record.levelname, "logger": record.name, "message": mask_credentials(record.getMessage())}
+        fields = getattr(record, REQUEST_FIELDS, None)
+        if isinstance(fields, dict):
+            line.update({name: value for name, value in fields.items() if name not in line})
+        if record.exc_info:
+            line["exception"] = mask_credentials(self.formatException(record.exc_info))
+        return json.dumps(line, default=str, ensure_ascii=False)
+
+
+class _StandardError(logging.StreamHandler):
+    """Writes to sys.stderr as it is at each record (like logging.lastResort)."""
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+def configure_logging(log_format: str = "text", stream: TextIO | None = None) -> logging.Handler:
+    """Send every log record to `stream` (standard error) in `log_format` ("text" or "json"),
+    replacing the root logger's handlers; INFO and above from the server, the CLI and Uvicorn,
+    WARNING and above from everything else. Returns the handler."""
+    if log_format not in FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(FORMATS)}, got {log_format!r}")
+    handler = logging.StreamHandler(stream) if stream is not None else _StandardError()
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+    for name in INFO_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO)
+    return handler
