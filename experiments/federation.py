@@ -61,7 +61,7 @@ def run_seed(seed: int, args) -> dict:
     from representer.bundle import open_bundle, publish_pipeline, publish_run
     from representer.embeddings import load_embeddings
     from representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run
-    from server.pooled import PooledContribution, load_pooled_data, train_pooled
+    from server.pooled import PooledContribution, open_pooled_data, train_pooled
 
     folder = RUNS / f"seed-{seed}"
     cache = folder / "rows.json"
@@ -104,7 +104,7 @@ def run_seed(seed: int, args) -> dict:
     rows: dict[str, dict] = {}
     for name, members in POOLS.items():
         run_dir = folder / "taggers" / name
-        data = load_pooled_data([contributions[member] for member in members], server_key,
+        data = open_pooled_data([contributions[member] for member in members], server_key,
                                 representer_id=bundle.representer_id, num_tags=len(tags), valid_fraction=0.1, seed=seed)
         training = train_pooled(data, run_dir, tags=tags, representer_id=bundle.representer_id,
                                 contributions=list(members), max_epochs=args.tagger_epochs, patience=args.patience,

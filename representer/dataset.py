@@ -1,9 +1,10 @@
-"""Sentences as model input (per-token features, casing ids and tag ids, stored flat), the
-length-bucketed `tf.data` pipelines that batch them, and predicted tags back to documents."""
+"""Sentences as model input (per-token features, casing ids and tag ids, stored flat in memory,
+or streamed from shards too large to hold together), the length-bucketed `tf.data` pipelines
+that batch them, and predicted tags back to documents."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +16,8 @@ from corpus.tagging import decode
 BATCH_SIZE = 32
 INFERENCE_BATCH_SIZE = 128
 BUCKET_GROWTH = 1.2
+SHUFFLE_SENTENCES = 2048  # a stream's shuffle buffer, in sentences
+SHARDS_AT_ONCE = 4  # shards a shuffled stream reads in turn, one sentence from each
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,22 +83,49 @@ class SentenceData:
                    np.array([len(s.tokens) for s in sentences], dtype=np.int64), tags)
 
 
-def training_batches(data: SentenceData, seed: int | np.random.Generator,
+@dataclass(frozen=True, eq=False)
+class SentenceStream:
+    """Labeled sentences read afresh on every pass from `shards` (e.g. the contribution files
+    of a pooled run), never all in memory.
+
+    Each shard is a callable returning an iterable of (features (n_i, dim) float32, casing
+    (n_i,) int8, tags (n_i,) int32) per sentence; `count` sentences in all, `longest` tokens
+    in the longest (the length buckets need it before the first pass).
+    """
+
+    shards: tuple[Callable[[], Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]], ...]
+    count: int
+    dim: int
+    longest: int
+
+    def __len__(self):
+        return self.count
+
+
+def training_batches(data: SentenceData | SentenceStream, seed: int | np.random.Generator,
                      batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
     """One epoch of length-bucketed batches in an order shuffled by `seed` (or a generator).
 
     Sentences are shuffled, grouped into buckets of similar length and cut into batches
-    within each bucket; the batches are shuffled too.
+    within each bucket; the batches are shuffled too. A `SentenceStream` is shuffled as it
+    streams, in bounded memory: its shards in a shuffled order, SHARDS_AT_ONCE of them read
+    in turn, through a buffer of SHUFFLE_SENTENCES sentences; a bucket's batch leaves when it
+    is full (the partial ones at the end).
     """
     rng = np.random.default_rng(seed)
+    if isinstance(data, SentenceStream):
+        return _streamed(data, batch_size, rng)
     order = rng.permutation(len(data))
     buckets = np.digitize(data.lengths[order], _bucket_boundaries(data.lengths.max()))
     batches = [batch for bucket in np.unique(buckets) for batch in _chunks(order[buckets == bucket], batch_size)]
     return _batched(data, [batches[i] for i in rng.permutation(len(batches))])
 
 
-def inference_batches(data: SentenceData, batch_size: int = INFERENCE_BATCH_SIZE) -> tf.data.Dataset:
-    """Batches of sentences sorted by length (least padding); `index` restores the order."""
+def inference_batches(data: SentenceData | SentenceStream, batch_size: int = INFERENCE_BATCH_SIZE) -> tf.data.Dataset:
+    """Batches of sentences sorted by length (least padding); `index` restores the order. A
+    `SentenceStream` is read shard after shard and batched by length bucket."""
+    if isinstance(data, SentenceStream):
+        return _streamed(data, batch_size)
     return _batched(data, _chunks(np.argsort(data.lengths, kind="stable"), batch_size))
 
 
@@ -130,6 +160,32 @@ def _batched(data: SentenceData, batches: list[np.ndarray]) -> tf.data.Dataset:
 
     indices = tf.RaggedTensor.from_row_lengths(np.concatenate(batches), [len(batch) for batch in batches])
     return tf.data.Dataset.from_tensor_slices(indices).map(gather).prefetch(tf.data.AUTOTUNE)
+
+
+def _streamed(data: SentenceStream, batch_size: int, rng: np.random.Generator | None = None) -> tf.data.Dataset:
+    """The batches of `_batched` from a stream, read in order (`rng` None) or shuffled as
+    `training_batches` says; `index` numbers the sentences in the order they were read."""
+    signature = (tf.TensorSpec((None, data.dim), tf.float32), tf.TensorSpec((None,), tf.int8),
+                 tf.TensorSpec((None,), tf.int32))
+    order = np.arange(len(data.shards)) if rng is None else rng.permutation(len(data.shards))
+    sentences = tf.data.Dataset.from_tensor_slices(order).interleave(
+        lambda shard: tf.data.Dataset.from_generator(lambda i: data.shards[i](), args=(shard,),
+                                                     output_signature=signature),
+        cycle_length=1 if rng is None else SHARDS_AT_ONCE, block_length=1)
+    if rng is not None:
+        sentences = sentences.shuffle(SHUFFLE_SENTENCES, seed=int(rng.integers(2 ** 31)))
+
+    def named(index, sentence):
+        features, casing, tags = sentence
+        return {"features": features, "casing": casing, "tags": tags, "index": index, "length": tf.shape(tags)[0]}
+
+    def masked(batch):
+        return {**batch, "mask": tf.sequence_mask(batch["length"], tf.shape(batch["casing"])[1])}
+
+    bounds = _bucket_boundaries(data.longest)
+    batches = sentences.enumerate().map(named).bucket_by_sequence_length(
+        lambda sentence: sentence["length"], bounds, [batch_size] * (len(bounds) + 1))
+    return batches.map(masked).prefetch(tf.data.AUTOTUNE)
 
 
 def predicted_documents(documents: Sequence[Document], sentences: Sequence[Sequence], predictions: Sequence,

@@ -1,20 +1,24 @@
-"""The pooled tagger's training, without the database: decrypt the contributions of a run into
-training and validation sentences (each institution gives `valid_fraction` of its own
-sentences to validation), then train the BiLSTM-CRF tagger on them in a resumable run directory."""
+"""The pooled tagger's training, without the database: the sentences of a run's contributions,
+decrypted and verified chunk by chunk on every pass (so memory does not grow with the pool),
+split between training and validation (each institution gives `valid_fraction` of its own
+sentences to validation), and the BiLSTM-CRF tagger trained on them in a resumable run directory."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import keras
 import numpy as np
+import tensorflow as tf
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from client.contribution import ContributionError, ContributionSentence, iter_sentences, read_header
-from representer.dataset import SentenceData
+from client.contribution import ContributionError, ContributionHeader, ContributionSentence, iter_sentences, \
+    verify_contribution
+from representer.dataset import SentenceData, SentenceStream
 from representer.tagger import build_tagger, compute_class_weights
 from representer.training import TaggerTraining, run_training
 
@@ -33,67 +37,121 @@ class PooledContribution:
     public_key: Ed25519PublicKey
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PooledData:
-    train: SentenceData
-    valid: SentenceData
-    split: dict[str, dict[str, int]]  # institution -> {"train": sentences, "valid": sentences}
+    """The pooled sentences as streams (`SentenceData` works too), the split (institution ->
+    {"train": sentences, "valid": sentences}) and how often each tag id occurs in training.
+    `failures` collects the errors raised while streaming, which TensorFlow would bury in its own."""
+
+    train: SentenceStream | SentenceData
+    valid: SentenceStream | SentenceData
+    split: dict[str, dict[str, int]]
+    tag_counts: np.ndarray
+    failures: list[PooledDataError] = field(default_factory=list)
 
 
-def load_pooled_data(contributions: Sequence[PooledContribution], server_key: X25519PrivateKey, *,
+def open_pooled_data(contributions: Sequence[PooledContribution], server_key: X25519PrivateKey, *,
                      representer_id: str, num_tags: int, valid_fraction: float, seed: int = 0) -> PooledData:
-    """Decrypt and verify every contribution and split the sentences: per institution (in
-    id order), a seeded shuffle and the first round(`valid_fraction` x its sentences) for
-    validation, always leaving it at least one training sentence."""
+    """Verify every contribution and read it once, chunk by chunk, to check its tag ids and
+    count them. The split: per institution (in id order), its contributions' sentences one
+    after another, a seeded shuffle, and the first round(`valid_fraction` x its sentences)
+    for validation, always leaving it at least one training sentence; it depends on the
+    contributions, their order and `seed` only, so a resumed run gets the same. What stays in
+    memory is a flag per sentence."""
     if not 0 < valid_fraction < 1:
         raise PooledDataError(f"valid_fraction must be between 0 and 1, got {valid_fraction}")
     if not contributions:
         raise PooledDataError(f"there are no contributions for representer {representer_id} to train on")
-    by_institution: dict[str, list] = {}
-    dims = set()
-    for contribution in contributions:
-        dim, sentences = _read(contribution, server_key, representer_id, num_tags)
-        dims.add(dim)
-        by_institution.setdefault(contribution.institution, []).extend(sentences)
+    headers = [_verified_header(contribution, representer_id) for contribution in contributions]
+    dims = sorted({header.dim for header in headers})
     if len(dims) > 1:
-        raise PooledDataError(f"the contributions have vectors of different sizes: {sorted(dims)}")
-    rng = np.random.default_rng(seed)
-    train, valid, split = [], [], {}
-    for institution in sorted(by_institution):
-        sentences = by_institution[institution]
-        order = rng.permutation(len(sentences))
-        held = min(len(sentences) - 1, round(valid_fraction * len(sentences)))
-        valid += [sentences[i] for i in order[:held]]
-        train += [sentences[i] for i in order[held:]]
-        split[institution] = {"train": len(sentences) - held, "valid": held}
-    if not valid:
+        raise PooledDataError(f"the contributions have vectors of different sizes: {dims}")
+    held, split = _held_out(contributions, headers, valid_fraction, seed)
+    train_count, valid_count = (sum(counts[part] for counts in split.values()) for part in ("train", "valid"))
+    if not valid_count:
         raise PooledDataError(f"a validation fraction of {valid_fraction} leaves no validation sentence "
-                              f"among {len(train)}; raise valid_fraction or pool more sentences")
-    if not any(np.any(sentence.tags != 0) for sentence in valid):
+                              f"among {train_count}; raise valid_fraction or pool more sentences")
+    tag_counts, longest, valid_phi = np.zeros(num_tags, np.int64), 0, False
+    for contribution, flags in zip(contributions, held):
+        for in_valid, sentence in _sentences(contribution, server_key, flags):
+            if sentence.tags.max() >= num_tags:
+                raise PooledDataError(f"contribution {contribution.sha256} has tag ids outside the tag vocabulary "
+                                      f"of {num_tags} tags")
+            longest = max(longest, len(sentence.tags))
+            if in_valid:
+                valid_phi = valid_phi or bool(sentence.tags.any())
+            else:
+                tag_counts += np.bincount(sentence.tags, minlength=num_tags)
+    if not valid_phi:
         raise PooledDataError("the validation sentences hold no PHI: early stopping would have nothing to measure")
-    return PooledData(_sentence_data(train), _sentence_data(valid), split)
+    failures: list[PooledDataError] = []
+
+    def stream(valid: bool, count: int) -> SentenceStream:
+        shards = tuple(partial(_shard, contribution, server_key, flags, valid, failures)
+                       for contribution, flags in zip(contributions, held))
+        return SentenceStream(shards, count, dims[0], longest)
+
+    return PooledData(stream(False, train_count), stream(True, valid_count), split, tag_counts, failures)
 
 
-def _read(contribution: PooledContribution, server_key: X25519PrivateKey, representer_id: str,
-          num_tags: int) -> tuple[int, list[ContributionSentence]]:
-    """(vector size, sentences) of a contribution, verified and decrypted."""
+def _verified_header(contribution: PooledContribution, representer_id: str) -> ContributionHeader:
+    """The contribution's header, once its signature and body hash are checked and it is the
+    contribution's institution's for `representer_id`."""
     try:
-        sentences = list(iter_sentences(contribution.path, server_key, contribution.public_key))
-        header = read_header(contribution.path)
+        header = verify_contribution(contribution.path, contribution.public_key)
     except ContributionError as error:
         raise PooledDataError(f"contribution {contribution.sha256}: {error}") from None
     if header.institution != contribution.institution or header.representer_id != representer_id:
         raise PooledDataError(f"contribution {contribution.sha256} is from {header.institution} for "
                               f"{header.representer_id}, not from {contribution.institution} for {representer_id}")
-    if any(sentence.tags.max() >= num_tags for sentence in sentences):
-        raise PooledDataError(f"contribution {contribution.sha256} has tag ids outside the tag vocabulary "
-                              f"of {num_tags} tags")
-    return header.dim, sentences
+    return header
 
 
-def _sentence_data(sentences) -> SentenceData:
-    return SentenceData.from_arrays([s.vectors for s in sentences], [s.casing for s in sentences],
-                                    [s.tags for s in sentences])
+def _held_out(contributions: Sequence[PooledContribution], headers: Sequence[ContributionHeader],
+              valid_fraction: float, seed: int) -> tuple[list[np.ndarray], dict[str, dict[str, int]]]:
+    """Per contribution, a flag per sentence (true: validation), and the split's counts."""
+    members: dict[str, list[int]] = {}
+    for number, contribution in enumerate(contributions):
+        members.setdefault(contribution.institution, []).append(number)
+    rng = np.random.default_rng(seed)
+    held: list[np.ndarray] = [np.zeros(0, bool)] * len(contributions)
+    split = {}
+    for institution in sorted(members):
+        counts = [headers[number].sentences for number in members[institution]]
+        total = sum(counts)
+        valid = min(total - 1, round(valid_fraction * total))
+        flags = np.zeros(total, bool)
+        flags[rng.permutation(total)[:valid]] = True
+        for number, part in zip(members[institution], np.split(flags, np.cumsum(counts)[:-1])):
+            held[number] = part
+        split[institution] = {"train": total - valid, "valid": valid}
+    return held, split
+
+
+def _sentences(contribution: PooledContribution, server_key: X25519PrivateKey,
+               held: np.ndarray) -> Iterator[tuple[bool, ContributionSentence]]:
+    """(held out for validation, sentence) for every sentence of the contribution, verified and
+    decrypted chunk by chunk (and its count checked against the signed header at the end);
+    errors name the contribution."""
+    try:
+        for number, sentence in enumerate(iter_sentences(contribution.path, server_key, contribution.public_key)):
+            yield number < len(held) and bool(held[number]), sentence
+    except ContributionError as error:
+        raise PooledDataError(f"contribution {contribution.sha256}: {error}") from None
+
+
+def _shard(contribution: PooledContribution, server_key: X25519PrivateKey, held: np.ndarray, valid: bool,
+           failures: list[PooledDataError]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The contribution's validation (or training) sentences as `SentenceStream` tuples; an
+    error is also appended to `failures`."""
+    try:
+        for in_valid, sentence in _sentences(contribution, server_key, held):
+            if in_valid == valid:
+                yield (sentence.vectors.astype(np.float32), sentence.casing.astype(np.int8),
+                       sentence.tags.astype(np.int32))
+    except PooledDataError as error:
+        failures.append(error)
+        raise
 
 
 def train_pooled(data: PooledData, run_dir: str | Path, *, tags: Sequence[str], representer_id: str,
@@ -103,11 +161,17 @@ def train_pooled(data: PooledData, run_dir: str | Path, *, tags: Sequence[str], 
     checkpoint if there is one) and return the best epoch's metrics. Class weights and
     optimizer settings are the tagger runs' defaults. config.json records the tag
     vocabulary, the representer id, the contributions (SHA-256) and the split, so the run
-    directory says what it was trained on (and a resume on other data is refused)."""
+    directory says what it was trained on (and a resume on other data is refused). A
+    contribution that fails to read in an epoch raises its `PooledDataError`."""
     keras.utils.set_random_seed(seed)
     tagger = build_tagger(data.train.dim, len(tags), lstm_units=lstm_units)
-    procedure = TaggerTraining(tagger, compute_class_weights(data.train.tag_counts(len(tags))))
+    procedure = TaggerTraining(tagger, compute_class_weights(data.tag_counts))
     setup = {"tags": list(tags), "representer_id": representer_id, "contributions": sorted(contributions),
              "split": data.split, "train_sentences": len(data.train), "valid_sentences": len(data.valid)}
-    return run_training(procedure, data.train, data.valid, run_dir, max_epochs=max_epochs, patience=patience,
-                        seed=seed, config=setup, progress=False, on_epoch=on_epoch)
+    try:
+        return run_training(procedure, data.train, data.valid, run_dir, max_epochs=max_epochs, patience=patience,
+                            seed=seed, config=setup, progress=False, on_epoch=on_epoch)
+    except tf.errors.OpError:
+        if data.failures:
+            raise data.failures[0] from None
+        raise

@@ -2,10 +2,11 @@
 worker stopped sending heartbeats) one at a time, trains them with `server.pooled` in
 D/runs/<id>/, records every epoch in the database, and marks each run succeeded or failed.
 
-A claim is one conditional UPDATE, so two workers never train the same run. Training
-resumes from the run directory's checkpoint, and epochs are upserted, so a run taken over
-after a crash ends with each epoch recorded once. SIGTERM ends the worker at once, handing
-its run back to the queue to resume from the last checkpoint."""
+Several workers may serve one queue (one database, one data directory): a claim locks the
+run it picks and updates it only while it is still claimable (`claim_run`), so each run is
+claimed once. Training resumes from the run directory's checkpoint, and epochs are upserted,
+so a run taken over after a crash ends with each epoch recorded once. SIGTERM ends the worker
+at once, handing its run back to the queue to resume from the last checkpoint."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from server.auth import load_ed25519_public_key
 from server.database import FAILED, QUEUED, RUNNING, SUCCEEDED, Contribution, Institution, Representer, RunEpoch, \
     TrainingRun, utcnow
-from server.pooled import PooledContribution, load_pooled_data, train_pooled
+from server.pooled import PooledContribution, open_pooled_data, train_pooled
 from server.state import ServerState
 
 STALE_SECONDS = 60  # a running run without a heartbeat for this long belongs to a crashed worker
@@ -58,6 +59,7 @@ def run_worker(data_dir: str | Path, *, once: bool = False, poll_seconds: float 
         while True:
             run_id = claim_run(state.sessions, worker_id)
             if run_id is not None:
+                log.info("worker %s claimed run %d", worker_id, run_id)
                 process_run(state, run_id, worker_id)
             if once:
                 return run_id
@@ -78,21 +80,30 @@ def _stop(signum, frame):
 
 def claim_run(sessions: sessionmaker, worker_id: str) -> int | None:
     """Claim the oldest queued run, or the oldest running one whose heartbeat is older than
-    STALE_SECONDS; returns its id, or None when there is none to claim."""
+    STALE_SECONDS; returns its id, or None when there is none to claim.
+
+    The run is picked with SELECT ... FOR UPDATE SKIP LOCKED: on PostgreSQL a run that another
+    worker is claiming is locked, so it is skipped instead of waited for, and one that another
+    claim committed meanwhile is checked again and skipped. SQLite has no row locks (SQLAlchemy
+    leaves the clause out), but every transaction takes the write lock when it begins
+    (`server.database`), so claims run one after another. The UPDATE is conditional too, so
+    exclusivity does not rest on the locks alone."""
     now = utcnow()
     claimable = or_(TrainingRun.status == QUEUED,
                     (TrainingRun.status == RUNNING) & or_(TrainingRun.heartbeat.is_(None),
                                                           TrainingRun.heartbeat < now - timedelta(seconds=STALE_SECONDS)))
     with sessions.begin() as session:
-        for run_id in session.scalars(select(TrainingRun.id).where(claimable).order_by(TrainingRun.id)).all():
-            claimed = session.execute(
-                update(TrainingRun).where(TrainingRun.id == run_id, claimable)
-                .values(status=RUNNING, worker_id=worker_id, heartbeat=now, error=None))
-            if claimed.rowcount == 1:
-                session.execute(update(TrainingRun).where(TrainingRun.id == run_id, TrainingRun.started.is_(None))
-                                .values(started=now))
-                return run_id
-    return None
+        run_id = session.scalars(select(TrainingRun.id).where(claimable).order_by(TrainingRun.id).limit(1)
+                                 .with_for_update(skip_locked=True)).first()
+        if run_id is None:
+            return None
+        claimed = session.execute(update(TrainingRun).where(TrainingRun.id == run_id, claimable)
+                                  .values(status=RUNNING, worker_id=worker_id, heartbeat=now, error=None))
+        if claimed.rowcount != 1:
+            return None
+        session.execute(update(TrainingRun).where(TrainingRun.id == run_id, TrainingRun.started.is_(None))
+                        .values(started=now))
+        return run_id
 
 
 def process_run(state: ServerState, run_id: int, worker_id: str) -> None:
@@ -144,8 +155,8 @@ def _train(state: ServerState, run_id: int, worker_id: str) -> dict:
     if resumed:
         _record_epochs(state.sessions, run_id, worker_id, resumed)
         log.info("run %d: resuming after epoch %d", run_id, len(resumed))
-    log.info("run %d: loading %d contributions for representer %s", run_id, len(contributions), run.representer_id)
-    data = load_pooled_data(contributions, state.encryption_key, representer_id=run.representer_id,
+    log.info("run %d: reading %d contributions for representer %s", run_id, len(contributions), run.representer_id)
+    data = open_pooled_data(contributions, state.encryption_key, representer_id=run.representer_id,
                             num_tags=len(tags), valid_fraction=config["valid_fraction"], seed=config["seed"])
     log.info("run %d: %d training and %d validation sentences from %d institutions", run_id, len(data.train),
              len(data.valid), len(data.split))

@@ -7,7 +7,8 @@ from corpus.document import Document, Span
 from corpus.metrics import evaluate_corpus
 from corpus.prepare import prepare_document
 from corpus.tagging import tag_vocabulary
-from representer.dataset import SentenceData, inference_batches, predicted_documents, training_batches
+from representer.dataset import (SHUFFLE_SENTENCES, SentenceData, SentenceStream, inference_batches,
+                                predicted_documents, training_batches)
 
 DIM = 4
 DOCUMENTS = [
@@ -103,6 +104,47 @@ def test_inference_batches_sort_by_length_and_index_restores_order():
     np.testing.assert_array_equal(np.concatenate(restored), data.features)
     batch_lengths = np.concatenate([batch["length"] for batch in batches])
     assert list(batch_lengths) == sorted(lengths)
+
+
+def stream_of(data: SentenceData, shards: int) -> SentenceStream:
+    """The sentences of `data` in `shards` shards of consecutive sentences."""
+    cuts = np.cumsum(data.lengths)[:-1]
+    sentences = list(zip(*(np.split(column, cuts) for column in (data.features, data.casing, data.tags))))
+    parts = np.array_split(np.arange(len(sentences)), shards)
+    return SentenceStream(tuple(lambda part=part: (sentences[i] for i in part) for part in parts), len(data),
+                          data.dim, int(data.lengths.max()))
+
+
+def test_a_stream_is_batched_by_length_and_shuffled_across_shards_in_bounded_memory():
+    lengths = np.random.default_rng(0).integers(1, 41, size=3 * SHUFFLE_SENTENCES)
+    stream = stream_of(numbered(lengths), shards=12)
+
+    def numbers(seed):
+        order = []
+        for batch in training_batches(stream, seed).as_numpy_iterator():
+            time = batch["mask"].shape[1]
+            assert len(batch["length"]) <= 32 and time == batch["length"].max()
+            np.testing.assert_array_equal(batch["mask"], np.arange(time)[None] < batch["length"][:, None])
+            numbers = batch["features"][:, 0, 0].astype(int)
+            np.testing.assert_array_equal(batch["length"], lengths[numbers])
+            np.testing.assert_array_equal(batch["tags"], np.where(batch["mask"], np.arange(time) % 3, 0))
+            order.extend(numbers)
+        return order
+
+    order = numbers(3)
+    assert sorted(order) == list(range(len(lengths)))  # every sentence once
+    shard_of_first = {number * 12 // len(lengths) for number in order[:100]}
+    assert len(shard_of_first) >= 3  # the first batches mix several shards
+    assert order == numbers(np.random.default_rng(3)) and order != numbers(4)
+
+
+def test_a_stream_is_validated_shard_after_shard_by_length_bucket():
+    lengths = np.random.default_rng(2).integers(1, 30, size=200)
+    stream = stream_of(numbered(lengths), shards=3)
+    batches = list(inference_batches(stream, batch_size=16).as_numpy_iterator())
+    numbers = np.concatenate([batch["features"][:, 0, 0] for batch in batches]).astype(int)
+    assert sorted(numbers) == list(range(len(lengths))) and len(np.concatenate([b["index"] for b in batches])) == 200
+    assert all(np.ptp(batch["length"]) <= max(1, batch["length"].max() // 5) for batch in batches)  # one bucket each
 
 
 def test_predicted_documents_decode_tags_back_to_spans_for_evaluation():

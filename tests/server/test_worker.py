@@ -1,11 +1,13 @@
 """Tests of the pooled training worker: claims, epochs in the database, resume after an
-interruption (in process, and a real worker process killed with SIGKILL), failures."""
+interruption (in process, and a worker process killed with SIGKILL and taken over by
+another), failures, and several worker processes serving one queue."""
 
 import json
 import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -158,28 +160,76 @@ def test_a_failing_run_is_marked_failed_and_the_worker_goes_on(server):
     assert run_row(server, unsplittable).error == "valid_fraction must be between 0 and 1, got 1.5"
 
 
-def test_a_killed_worker_process_is_resumed_by_the_next(server):
-    """A real `deidpool server worker` killed with SIGKILL after its first recorded epoch; the
-    next worker takes the run over once its heartbeat is stale and completes it."""
-    run_id = server.queue(max_epochs=8, patience=8)
-    command = [sys.executable, "-m", "deidpool", "server", "worker", "--data-dir", str(server.root), "--once"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not epochs(server, run_id):
-        assert process.poll() is None, process.stderr.read().decode()[-3000:]
-        assert time.monotonic() < deadline, "no epoch recorded within 120 s"
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+@pytest.fixture
+def workers(server, tmp_path):
+    """Two `deidpool server worker` processes serving `server`'s queue, each logging to a file;
+    started and watching before the test, stopped with SIGTERM after it."""
+    started = []
+    for number in (1, 2):
+        log = tmp_path / f"worker-{number}.log"
+        with log.open("w") as file:
+            process = subprocess.Popen([sys.executable, "-m", "deidpool", "server", "worker", "--data-dir",
+                                        str(server.root)], stdout=subprocess.DEVNULL, stderr=file)
+        started.append(SimpleNamespace(process=process, log=log, id=f"{socket.gethostname()}:{process.pid}"))
+    try:
+        wait_for(lambda: all("watching" in worker.log.read_text() for worker in started), "both workers started",
+                 started)
+        yield started
+    finally:
+        for worker in started:
+            worker.process.terminate()
+        for worker in started:
+            worker.process.wait(timeout=60)
+
+
+def wait_for(condition, what: str, workers, seconds: float = 180) -> None:
+    """Poll `condition` until it holds; fails when a worker that was not killed exits, or after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        for worker in workers:
+            if worker.process.returncode is None:
+                assert worker.process.poll() is None, f"worker exited: {worker.log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
+        time.sleep(0.1)
+
+
+def claims(workers, run_id: int) -> list[str]:
+    """The ids of the workers whose log says they claimed `run_id`."""
+    return [worker.id for worker in workers for line in worker.log.read_text().splitlines()
+            if line.endswith(f"claimed run {run_id}")]
+
+
+def finished(server, run_ids) -> bool:
+    return all(run_row(server, run_id).status in (SUCCEEDED, FAILED) for run_id in run_ids)
+
+
+def test_two_worker_processes_train_each_queued_run_once(server, workers):
+    runs = [server.queue(max_epochs=2, patience=2) for _ in range(3)]
+    wait_for(lambda: finished(server, runs), "three finished runs", workers)
+    for run_id in runs:
+        run = run_row(server, run_id)
+        assert (run.status, run.epochs_done) == (SUCCEEDED, 2), run.error
+        assert claims(workers, run_id) == [run.worker_id]  # claimed once, by the worker that finished it
+        recorded = epochs(server, run_id)
+        assert [r["epoch"] for r in recorded] == [1, 2] and recorded == history(server, run_id)
+    assert {run_row(server, run_id).worker_id for run_id in runs} == {worker.id for worker in workers}
+
+
+def test_the_run_of_a_killed_worker_process_is_finished_by_the_other(server, workers):
+    run_id = server.queue(max_epochs=10, patience=10)
+    wait_for(lambda: epochs(server, run_id), "recorded epoch", workers)
+    owner, = (process for process in workers if process.id == run_row(server, run_id).worker_id)
+    other, = (process for process in workers if process is not owner)
+    owner.process.kill()
+    owner.process.wait()
     killed = run_row(server, run_id)
-    assert killed.status == RUNNING and 1 <= killed.epochs_done < 8
+    assert killed.status == RUNNING and 1 <= killed.epochs_done < 10
     with server.sessions.begin() as session:  # as if a minute had passed since the last heartbeat
         session.execute(update(TrainingRun).where(TrainingRun.id == run_id)
                         .values(heartbeat=utcnow() - timedelta(seconds=worker.STALE_SECONDS + 1)))
-    finished = subprocess.run(command, capture_output=True, timeout=300)
-    assert finished.returncode == 0, finished.stderr.decode()[-3000:]
-    run = run_row(server, run_id)
-    recorded = epochs(server, run_id)
-    assert run.status == SUCCEEDED and run.epochs_done == run.metrics["epochs"] == len(recorded)
-    assert [r["epoch"] for r in recorded] == list(range(1, len(recorded) + 1)) and len(recorded) == 8
-    assert recorded == history(server, run_id)
+    wait_for(lambda: finished(server, [run_id]), "finished run", workers)
+    run, recorded = run_row(server, run_id), epochs(server, run_id)
+    assert (run.status, run.worker_id, run.epochs_done) == (SUCCEEDED, other.id, 10), run.error
+    assert sorted(claims(workers, run_id)) == sorted([owner.id, other.id])
+    assert "resuming after epoch" in other.log.read_text()
+    assert [r["epoch"] for r in recorded] == list(range(1, 11)) and recorded == history(server, run_id)
