@@ -201,38 +201,24 @@ def test_server_run_serves_http_and_honours_a_rotated_admin_token_at_once(tmp_pa
         {line["message"] for line in lines}
 
 
-def test_the_viewer_token_opens_the_dashboard_only_and_is_replaced_at_once(served):
-    data_dir, token, client = served
-    viewers = []
-    for _ in range(2):
-        result = _run("server", "rotate-viewer-token", "--data-dir", data_dir)
-        assert result.exit_code == 0 and "shown only once" in result.output, result.output
-        viewers.append(re.search(r"viewer token: (\S+)", result.output).group(1))
-    assert json.loads((data_dir / "server.json").read_text())["viewer_token_sha256"] == \
-        hashlib.sha256(viewers[1].encode()).hexdigest()
-
-    def status(path, viewer):
-        return client.get(path, headers={"Authorization": f"Bearer {viewer}"}).status_code
-
-    assert (status("/", viewers[0]), status("/", viewers[1]), status("/api/runs", viewers[1])) == (401, 200, 401)
-    assert status("/api/runs", token) == 200  # the admin token stays
-
-
-def test_the_metrics_token_opens_metrics_only_and_is_replaced_at_once(served):
+@pytest.mark.parametrize("kind, page, refused", [("viewer", "/", ["/api/runs", "/metrics"]),
+                                                  ("metrics", "/metrics", ["/api/runs", "/"])])
+def test_a_read_only_token_opens_its_page_only_and_is_replaced_at_once(served, kind, page, refused):
     data_dir, token, client = served
     tokens = []
     for _ in range(2):
-        result = _run("server", "rotate-metrics-token", "--data-dir", data_dir)
+        result = _run("server", f"rotate-{kind}-token", "--data-dir", data_dir)
         assert result.exit_code == 0 and "shown only once" in result.output, result.output
-        tokens.append(re.search(r"metrics token: (\S+)", result.output).group(1))
-    assert json.loads((data_dir / "server.json").read_text())["metrics_token_sha256"] == \
+        tokens.append(re.search(rf"{kind} token: (\S+)", result.output).group(1))
+    assert json.loads((data_dir / "server.json").read_text())[f"{kind}_token_sha256"] == \
         hashlib.sha256(tokens[1].encode()).hexdigest()
 
     def status(path, bearer):
         return client.get(path, headers={"Authorization": f"Bearer {bearer}"}).status_code
 
-    assert [status("/metrics", tokens[0]), status("/metrics", tokens[1]), status("/api/runs", tokens[1]),
-            status("/", tokens[1]), status("/metrics", token)] == [401, 200, 401, 401, 200]
+    assert (status(page, tokens[0]), status(page, tokens[1])) == (401, 200)
+    assert [status(path, tokens[1]) for path in refused] == [401] * len(refused)
+    assert (status(page, token), status("/api/runs", token)) == (200, 200)  # the admin token opens it all
 
 
 def test_rotating_the_admin_token_of_a_missing_data_dir_is_a_clean_error(tmp_path):
