@@ -21,7 +21,6 @@ of the category's gold tokens by a prediction of any label, what redaction needs
 from __future__ import annotations
 
 import argparse
-import subprocess
 import tempfile
 import time
 import warnings
@@ -45,7 +44,7 @@ from corpus.i2b2_official import is_hipaa, phi_tokens  # noqa: E402
 from corpus.metrics import (COLUMN_TITLES, LEVEL, RESAMPLES, Counts, evaluate_corpus, format_score,  # noqa: E402
                             official_token_counts, score_row)
 from representer.bundle import open_bundle, publish_pipeline, publish_run  # noqa: E402
-from results_files import SCORE_COLUMNS, score_header, write_results  # noqa: E402
+from results_files import SCORE_COLUMNS, git_commit, score_header, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "physionet-deid"
@@ -145,11 +144,6 @@ def pipelines(run: Path, folder: Path):
             ("joint tagger", joint)]
 
 
-def _commit() -> str:
-    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return found.stdout.strip() or "unknown"
-
-
 def table(result: dict) -> str:
     lines = [f"# Pattern layer beside the tagger (PhysioNet `test`, {result['test_notes']} notes)", "",
              f"{result['date']}, commit {result['commit']}; taggers of `{result['run']}`; command "
@@ -214,7 +208,7 @@ def main() -> None:
             systems[name] = scores(test, alone)
             systems[f"{name} + patterns"] = scores(test, both)
             gains[name] = f1_gain(hipaa_counts(test, alone), hipaa_counts(test, both))
-    result = {"date": str(date.today()), "commit": _commit(), "run": str(args.run.relative_to(ROOT))
+    result = {"date": str(date.today()), "commit": git_commit(), "run": str(args.run.relative_to(ROOT))
               if args.run.is_relative_to(ROOT) else str(args.run),
               "command": "python experiments/pattern_layer.py", "test_notes": len(test), "train_notes": len(train),
               "default_patterns": [p.name for p in DEFAULT_PATTERNS], "systems": systems, "gains": gains,

@@ -1,11 +1,12 @@
 """Where every experiment leaves its table: printed, and written to experiments/results/ as
-<stem>.md (the Markdown table) and <stem>.json (the numbers behind it); and how a score is
-shown in those tables."""
+<stem>.md (the Markdown table) and <stem>.json (the numbers behind it); how a score is
+shown in those tables; and the commit a result was produced at."""
 
 from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 from pathlib import Path
 
 from corpus.metrics import COLUMN_TITLES, format_score
@@ -33,6 +34,12 @@ def over_seeds(rows: list[dict], key: str) -> str:
     if isinstance(values[0], (list, tuple)) or len(values) == 1:
         return " ".join(format_score(value) for value in values)
     return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def git_commit() -> str:
+    """The short hash of the checkout's HEAD, or "unknown" outside a git checkout."""
+    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=RESULTS.parent, capture_output=True, text=True)
+    return found.stdout.strip() or "unknown"
 
 
 def write_results(stem: str, table: str, data) -> None:
