@@ -1,0 +1,89 @@
+"""What each pseudonymization scheme costs the pooled tagger (issue: privacy): for one trained
+three-phase run, a fresh tagger is trained on exports of the training sentences made as
+`client export` makes them (raw, and every PHI token pseudonymized among N under `neighbours`
+and under `groups`), as the pooling server trains on contributions, and scored on PhysioNet
+`test` (official i2b2 2014 token HIPAA F1 with its bootstrap interval over notes). Seeds of the
+retraining vary the tagger's initialisation and the export's draws.
+
+    python experiments/export_schemes.py [--run runs/adversarial_reference/three-phase_N100_raw_export]
+        [--neighbours 100] [--seeds 0 1 2] [--retrain-epochs 20] [--retrain-patience 3]
+
+Retrained taggers go to <run>/export_schemes/<scheme>_seed<k> (a rerun resumes them).
+Writes results/export_schemes.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from adversarial import DATA, ROOT, load_data, retrained_predictor, retrained_tagger, sentences, test_scores  # noqa: E402
+from results_files import write_results  # noqa: E402
+
+from adversary.pseudonymize import SCHEMES  # noqa: E402
+from corpus.metrics import COLUMN_TITLES, PRIMARY, format_score  # noqa: E402
+from corpus.tagging import tag_vocabulary  # noqa: E402
+from representer.embeddings import load_glove_default  # noqa: E402
+from representer.representation import load_representer  # noqa: E402
+from representer.threads import configure_threads  # noqa: E402
+
+RAW = "raw"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", type=Path, default=ROOT / "runs" / "adversarial_reference" / "three-phase_N100_raw_export")
+    parser.add_argument("--neighbours", type=int, default=100)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--retrain-epochs", type=int, default=20)
+    parser.add_argument("--retrain-patience", type=int, default=3)
+    parser.add_argument("--tagger-units", type=int, default=128)
+    args = parser.parse_args()
+    if not DATA.is_dir():
+        sys.exit(f"PhysioNet deid not found at {DATA} (it lives in ../shared/data beside the repository)")
+    configure_threads()
+    train_docs, valid_docs, test_docs = load_data()
+    vocabulary = tag_vocabulary({span.source_type for d in train_docs + valid_docs for span in d.spans})
+    embeddings = load_glove_default()
+    representer = load_representer(args.run / "training" / "models" / "representer.keras")
+    labeled = [sentences(docs) for docs in (train_docs, valid_docs)]
+    rows = []
+    for scheme in (RAW, *SCHEMES):
+        for seed in args.seeds:
+            folder = args.run / "export_schemes" / f"{scheme}_seed{seed}"
+            settings = argparse.Namespace(**{**vars(args), "seed": seed})
+            neighbours = 1 if scheme == RAW else args.neighbours
+            tagger, metrics = retrained_tagger(folder, representer, labeled, vocabulary, embeddings, neighbours,
+                                               settings, scheme="neighbours" if scheme == RAW else scheme)
+            scores = test_scores(test_docs, retrained_predictor(representer, tagger, embeddings), vocabulary)
+            rows.append({"scheme": scheme, "neighbours": neighbours, "seed": seed, "epochs": metrics["epochs"],
+                         **scores})
+            print(f"{scheme} seed {seed}: {scores[PRIMARY]:.4f}", flush=True)
+            keras.backend.clear_session()
+    write_results("export_schemes", table(rows, args), {"run": str(args.run), "rows": rows, "command": sys.argv})
+
+
+def table(rows: list[dict], args) -> str:
+    """Per scheme: the official token HIPAA F1 per seed with its interval, and mean ± sd."""
+    run = args.run.resolve().relative_to(ROOT) if args.run.resolve().is_relative_to(ROOT) else args.run
+    lines = [f"Tagger retrained on exports of the training splits made with the representer of `{run}`, "
+             f"N = {args.neighbours}, scored on PhysioNet `test`; seeds {', '.join(map(str, args.seeds))} "
+             "(tagger initialisation and export draws).", "",
+             f"| export | {COLUMN_TITLES[PRIMARY]}, mean ± sd | per seed [95% bootstrap CI over notes] | "
+             f"{COLUMN_TITLES['token_hipaa_f1']}, mean |", "|---|---|---|---|"]
+    for scheme in dict.fromkeys(row["scheme"] for row in rows):
+        own = [row for row in rows if row["scheme"] == scheme]
+        f1 = [row[PRIMARY] for row in own]
+        spread = f" ± {np.std(f1, ddof=1):.4f}" if len(f1) > 1 else ""
+        cells = "; ".join(f"{row[PRIMARY]:.4f} {format_score(row[PRIMARY + '_interval'])}" for row in own)
+        lines.append(f"| {scheme} | {np.mean(f1):.4f}{spread} | {cells} | {np.mean([r['token_hipaa_f1'] for r in own]):.4f} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
