@@ -5,13 +5,13 @@ pipeline set-up or tracing (one note at a time, as the Presidio and spaCy wrappe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from weakref import WeakKeyDictionary
 
 import numpy as np
 import tensorflow as tf
 
-from representer.dataset import INFERENCE_BATCH_SIZE, SentenceData
+from representer.dataset import INFERENCE_BATCH_SIZE, SentenceData, padded_batches
 
 BatchFunction = Callable[[dict], tf.Tensor]
 _BUILT: WeakKeyDictionary = WeakKeyDictionary()  # bundle -> {purpose: BatchFunction}
@@ -58,20 +58,3 @@ def apply_to_sentences(function: BatchFunction, data: SentenceData,
             result[index] = output[:length]
     return result
 
-
-def padded_batches(data: SentenceData, batch_size: int = INFERENCE_BATCH_SIZE) -> Iterator[dict]:
-    """The batches of `representer.dataset.inference_batches` (sentences sorted by length, each
-    batch padded with zeros to its longest), built in NumPy: `features` (B, T, dim), `casing`
-    (B, T), `mask` (B, T) bool, `index` (B,) sentence numbers and `length` (B,)."""
-    starts = np.cumsum(data.lengths) - data.lengths
-    order = np.argsort(data.lengths, kind="stable")
-    for first in range(0, len(order), batch_size):
-        index = order[first:first + batch_size]
-        length = data.lengths[index]
-        mask = np.arange(length.max()) < length[:, None]
-        rows = (starts[index][:, None] + np.arange(mask.shape[1]))[mask]  # token rows in mask order
-        features = np.zeros(mask.shape + (data.dim,), np.float32)
-        features[mask] = data.features[rows]
-        casing = np.zeros(mask.shape, np.int8)
-        casing[mask] = data.casing[rows]
-        yield {"features": features, "casing": casing, "mask": mask, "index": index, "length": length}

@@ -3,9 +3,9 @@ batches, and calls of any size reuse one trace of the compiled function."""
 
 import numpy as np
 
-from client.inference import apply_to_sentences, compile_pipeline, compile_representer, padded_batches
+from client.inference import apply_to_sentences, compile_pipeline, compile_representer
 from corpus.prepare import prepare_text
-from representer.dataset import SentenceData, inference_batches
+from representer.dataset import SentenceData, inference_batches, padded_batches
 
 
 def sentence_data(documents, embeddings, notes: slice) -> SentenceData:
