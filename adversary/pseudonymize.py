@@ -39,14 +39,12 @@ from functools import cached_property
 import numpy as np
 from gensim.parsing.preprocessing import STOPWORDS
 
+from adversary.schemes import SCHEMES
 from corpus.casing import casing_ids
 from corpus.document import Document, Span
 from corpus.prepare import LabeledSentence, prepare_document
 from corpus.tokenize import Token
 from representer.embeddings import Embeddings
-
-
-SCHEMES = ("neighbours", "groups")
 
 
 def same_casing(replacement: str, original: str) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from adversary.schemes import EXPORT_SCHEME
 from corpus.casing import CASING
 from corpus.document import Document
 from corpus.prepare import LabeledSentence, prepare_document
@@ -109,7 +110,7 @@ def run_models(representer: Path, adversary: Path | None = None,
 
 
 def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Document], out: str | Path, *,
-              neighbours: int = 100, scheme: str = "neighbours", epochs: int = 20, adversary: Path | None = None,
+              neighbours: int = 100, scheme: str = EXPORT_SCHEME, epochs: int = 20, adversary: Path | None = None,
               p1_representer: Path | None = None, embeddings: str | None = None,
               loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
               passes: int | None = None, export_path: bool = True,

@@ -185,7 +185,7 @@ class ContributionWriter:
 
     def __init__(self, path: str | Path, *, institution: str, representer_id: str, dim: int, neighbours: int,
                  signing_key: Ed25519PrivateKey, server_key: X25519PublicKey, dtype: str = "float16",
-                 pseudonymization: str = "neighbours", chunk_bytes: int = CHUNK_BYTES):
+                 pseudonymization: str, chunk_bytes: int = CHUNK_BYTES):
         """`reidentification_bound` (the header field, see `adversary.bound`) is set on
         `bound` before `close`; it stays {} when nobody computed one."""
         if dtype not in DTYPES:

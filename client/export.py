@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from adversary.bound import reidentification_bound
 from adversary.pseudonymize import Pseudonymizer, tag_category
+from adversary.schemes import EXPORT_SCHEME
 from client.contribution import ContributionHeader, encode_sentence, write_contribution
 from client.inference import apply_to_sentences, built_once, compile_representer
 from client.shuffle import MEMORY_BYTES, ExternalShuffle
@@ -39,7 +40,7 @@ DEFAULT_NEIGHBOURS = 100
 
 def export_contribution(documents: Iterable[Document], bundle: Bundle, embeddings, out: str | Path, *,
                         institution: str, signing_key: Ed25519PrivateKey, server_key: X25519PublicKey,
-                        neighbours: int = DEFAULT_NEIGHBOURS, scheme: str = "neighbours", dtype: str = "float16",
+                        neighbours: int = DEFAULT_NEIGHBOURS, scheme: str = EXPORT_SCHEME, dtype: str = "float16",
                         chunk_sentences: int = CHUNK_SENTENCES, memory_bytes: int = MEMORY_BYTES,
                         rng: random.Random | None = None, language: str = "en",
                         progress: bool = True) -> ContributionHeader:

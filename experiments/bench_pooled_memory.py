@@ -83,7 +83,7 @@ def build_pool(folder: Path, sentences: int, lstm_units: int, seed: int) -> Path
             path = folder / "contributions" / f"{number:03d}.dpc"
             write_contribution(path, synthetic_records(rng, min(PER_CONTRIBUTION, sentences - start)),
                                institution=institution, representer_id=representer_id, dim=DIM, neighbours=100,
-                               signing_key=signing_keys[institution], server_key=server_key)
+                               pseudonymization="groups", signing_key=signing_keys[institution], server_key=server_key)
             body = path.read_bytes()
             api.post("/api/contributions", content=body, headers={
                 "Content-Type": CONTENT_TYPE, "X-Deidpool-Institution": institution,

@@ -55,7 +55,8 @@ def build_contributions(folder: Path, bundle_manifest: dict, signing_keys: dict,
                                        rng.integers(0, 5, length)) for length in rng.integers(1, 30, SENTENCES)]
             header = write_contribution(path, records, institution=institution,
                                         representer_id=bundle_manifest["representer_id"], dim=REPR_SIZE,
-                                        neighbours=100, signing_key=signing_keys[institution], server_key=server_key)
+                                        neighbours=100, pseudonymization="groups",
+                                        signing_key=signing_keys[institution], server_key=server_key)
             data = path.read_bytes()
             files.append({"path": path, "institution": institution, "sha256": hashlib.sha256(data).hexdigest(),
                           "sentences": header.sentences, "tokens": header.tokens, "bytes": len(data)})

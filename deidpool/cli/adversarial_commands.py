@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from adversary.schemes import EXPORT_SCHEME, SCHEMES
 from corpus.errors import CorpusError
 from deidpool.cli.budget import TIME_BUDGET, within_budget
 from deidpool.cli.train_commands import training_documents
@@ -121,7 +122,7 @@ def audit(
                                                       "pseudonymized among N before the representer; the verdict "
                                                       "the server's publish gate reads); representer: the bare "
                                                       "representer."),
-    pseudonymization: str = typer.Option("neighbours", "--pseudonymization",
+    pseudonymization: str = typer.Option(EXPORT_SCHEME, "--pseudonymization",
                                          help="How pairs and exports are pseudonymized: neighbours or groups (as "
                                               "`client export --pseudonymization`)."),
     epochs: int = typer.Option(20, "--epochs", min=1, help="Epochs of attack training."),
@@ -146,8 +147,8 @@ def audit(
 
     if path not in ("export", "representer"):
         raise typer.BadParameter("choose export or representer", param_hint="--path")
-    if pseudonymization not in ("neighbours", "groups"):
-        raise typer.BadParameter("choose neighbours or groups", param_hint="--pseudonymization")
+    if pseudonymization not in SCHEMES:
+        raise typer.BadParameter(f"choose one of {', '.join(SCHEMES)}", param_hint="--pseudonymization")
     kept, held_out = training_documents(data, fmt, splits, None, held_out_split, held_out_fraction, seed)
     source = {"path": str(data), "format": fmt, "splits": splits or None, "held_out_split": held_out_split,
               "held_out_fraction": None if held_out_split else held_out_fraction}

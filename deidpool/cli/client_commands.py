@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from adversary.schemes import EXPORT_SCHEME
 from client.contribution import DTYPES, PSEUDONYMIZATION_SCHEMES, ContributionError
 from client.transport import UploadError
 from corpus.errors import CorpusError
@@ -133,7 +134,7 @@ def export(
     neighbours: int = typer.Option(100, "--neighbours", "-n", min=1,
                                    help="Pseudonymize every PHI token among its N nearest embedding neighbours "
                                         "before the representer runs (recorded in the header; servers set a minimum)."),
-    pseudonymization: str = typer.Option("neighbours", "--pseudonymization",
+    pseudonymization: str = typer.Option(EXPORT_SCHEME, "--pseudonymization",
                                          help="neighbours: a PHI word becomes one of its N nearest neighbours; "
                                               "groups: one of its group of N to 2N - 1 words, shared by all of them "
                                               "(a surrogate then says nothing about which group member it replaced)."),

@@ -40,8 +40,8 @@ def _write(path, parties, sentences, dtype="float16", **options):
     institution, server = parties
     records = [encode_sentence(*sentence, dtype=dtype) for sentence in sentences]
     return write_contribution(path, records, institution="site-a", representer_id="rep-1", dim=DIM, neighbours=100,
-                              signing_key=institution, server_key=server.public_key(), dtype=dtype,
-                              **{"chunk_bytes": 1000, **options})
+                              pseudonymization="groups", signing_key=institution, server_key=server.public_key(),
+                              dtype=dtype, **{"chunk_bytes": 1000, **options})
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +145,7 @@ def test_a_header_re_signed_by_another_institution_does_not_verify_or_decrypt(wr
 # A change to each header field bound to the ciphertext (every field but the three that
 # verification checks: the format version, the signing key's hash and the ciphertext's hash).
 CHANGED = {"institution": "site-b", "representer_id": "rep-2", "dim": DIM + 1, "dtype": "float32", "neighbours": 10,
-           "pseudonymization": PSEUDONYMIZATION_SCHEMES["groups"], "nonce": "00" * 16, "sentences": 61, "tokens": 1,
+           "pseudonymization": PSEUDONYMIZATION_SCHEMES["neighbours"], "nonce": "00" * 16, "sentences": 61, "tokens": 1,
            "created": "2001-02-03T04:05:06+00:00", "reidentification_bound": {"neighbours": 100}}
 
 
@@ -230,7 +230,8 @@ def test_an_exception_inside_the_writer_block_leaves_no_file(tmp_path, parties):
     institution, server = parties
     with pytest.raises(RuntimeError):
         with ContributionWriter(tmp_path / "a.dpc", institution="site-a", representer_id="rep-1", dim=DIM,
-                                neighbours=100, signing_key=institution, server_key=server.public_key()) as writer:
+                                neighbours=100, pseudonymization="groups", signing_key=institution,
+                                server_key=server.public_key()) as writer:
             writer.add(encode_sentence(*_sentences(count=1)[0]))
             raise RuntimeError("interrupted")
     assert list(tmp_path.iterdir()) == []

@@ -131,7 +131,8 @@ def test_no_phi_token_reaches_the_representer_without_the_pseudonymizer(tmp_path
 
 
 def test_header_records_n_and_the_bound_of_the_exported_phi(tmp_path, documents, pipeline, embeddings, loaded_keys):
-    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=3)
+    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=3,
+                     scheme="neighbours")
     assert header.neighbours == 3 and header.pseudonymization.startswith("embedding-neighbours")
     bound = header.reidentification_bound
     given = [s for d in documents[:20] for s in prepare_document(d, "BIO", attrgetter("source_type"))]
@@ -141,9 +142,9 @@ def test_header_records_n_and_the_bound_of_the_exported_phi(tmp_path, documents,
     assert "DATE" in bound["categories"]
 
 
-def test_the_groups_scheme_is_recorded_and_bounded(tmp_path, documents, pipeline, embeddings, loaded_keys):
-    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=3,
-                     scheme="groups")
+def test_the_groups_scheme_is_the_default_recorded_and_bounded(tmp_path, documents, pipeline, embeddings,
+                                                              loaded_keys):
+    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=3)
     assert header.pseudonymization == "embedding-groups+number-blocks/1"
     assert header.reidentification_bound["overall"]["hidden"] > 0
     with pytest.raises(ValueError, match="unknown pseudonymization scheme 'clusters'"):

@@ -17,7 +17,8 @@ def contribution_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("upload") / "a.dpc"
     vectors = np.ones((3, 4)) / 2
     write_contribution(path, [encode_sentence(vectors, [0, 1, 0], [2, 2, 2])] * 5, institution="site-b",
-                       representer_id="rep-1", dim=4, neighbours=100, signing_key=Ed25519PrivateKey.generate(),
+                       representer_id="rep-1", dim=4, neighbours=100, pseudonymization="groups",
+                       signing_key=Ed25519PrivateKey.generate(),
                        server_key=X25519PrivateKey.generate().public_key())
     return path
 

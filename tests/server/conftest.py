@@ -60,7 +60,8 @@ def pool(key_files, tmp_path_factory):
     def write(path, institution, sentences, representer_id=REPRESENTER):
         records = [encode_sentence(*sentence) for sentence in sentences]
         return write_contribution(path, records, institution=institution, representer_id=representer_id, dim=DIM,
-                                  neighbours=100, signing_key=institution_keys[institution], server_key=server_key.public_key())
+                                  neighbours=100, pseudonymization="groups",
+                                  signing_key=institution_keys[institution], server_key=server_key.public_key())
 
     return SimpleNamespace(dim=DIM, representer=REPRESENTER, tags=TAGS, server_key=server_key,
                            institution_keys=institution_keys, sentences=synthetic_sentences, write=write)
@@ -139,7 +140,7 @@ def contribution_file(path: Path, site, *, institution: str = "site-a", represen
     records = [encode_sentence(rng.normal(size=(length, dim)), rng.integers(0, num_tags, length),
                                rng.integers(0, 5, length)) for length in rng.integers(1, 12, sentences)]
     write_contribution(path, records, institution=institution, representer_id=representer_id or site.representer,
-                       dim=dim, neighbours=neighbours, signing_key=signing_key or site.key,
+                       dim=dim, neighbours=neighbours, pseudonymization="groups", signing_key=signing_key or site.key,
                        server_key=site.server_key, bound=bound and (lambda: bound))
     return path
 
