@@ -1,12 +1,13 @@
 """Non-private and pseudonymization baselines (issue: the models): trains each configuration,
-tests it, and writes experiments/results/baselines.{md,json} and baselines_f1_vs_n.png.
+tests it, and writes experiments/results/<results name>.{md,json} and <results name>_f1_vs_n.png
+(default name: baselines).
 
 PhysioNet: train on provider + site_a + site_b + site_c minus a fixed 10% of their patients
 (validation), test on `test`. MEDDOCAN: train minus 10% of its documents, test on dev.
 Results are appended run by run to the JSON file, so an interrupted script resumes where it
 stopped; `--only NAME` runs a single configuration.
 
-    python experiments/tagger_baselines.py [--max-epochs 15] [--patience 3] [--seeds 0 1]
+    python experiments/tagger_baselines.py [--max-epochs 15] [--patience 3] [--seeds 0 1] [--results-name NAME]
 """
 
 from __future__ import annotations
@@ -41,13 +42,16 @@ NEIGHBOURS = (2, 5, 10, 20, 50, 100)
 def configurations(seeds: list[int]) -> list[dict]:
     """Every row for the first seed (most important first); the headline rows again for the others."""
     first, *others = seeds
-    rows = [{"corpus": "physionet", "name": "GloVe + casing", "embeddings": "glove", "casing": True, "seed": first},
-            {"corpus": "physionet", "name": "GloVe", "embeddings": "glove", "casing": False, "seed": first},
-            {"corpus": "physionet", "name": "FastText + casing", "embeddings": "fasttext", "casing": True, "seed": first},
-            {"corpus": "meddocan", "name": "FastText + casing", "embeddings": "fasttext", "casing": True, "seed": first}]
+    headline = [{"corpus": "physionet", "name": "GloVe + casing", "embeddings": "glove", "casing": True},
+                {"corpus": "physionet", "name": "FastText + casing", "embeddings": "fasttext", "casing": True},
+                {"corpus": "meddocan", "name": "FastText + casing", "embeddings": "fasttext", "casing": True},
+                {"corpus": "physionet", "name": "pseudonymized N=100, groups", "embeddings": "glove", "casing": True,
+                 "neighbours": 100, "scheme": "groups"}]
+    rows = [{**row, "seed": first} for row in headline]
+    rows.insert(1, {"corpus": "physionet", "name": "GloVe", "embeddings": "glove", "casing": False, "seed": first})
     rows += [{"corpus": "physionet", "name": f"pseudonymized N={n}", "embeddings": "glove", "casing": True,
-              "neighbours": n, "seed": first} for n in NEIGHBOURS]
-    rows += [{**row, "seed": seed} for seed in others for row in rows[:4] if row["name"] != "GloVe"]
+              "neighbours": n, "scheme": "neighbours", "seed": first} for n in NEIGHBOURS]
+    rows += [{**row, "seed": seed} for seed in others for row in headline]
     for row in rows:
         row["key"] = f"{row['corpus']}/{row['name']}/seed{row['seed']}"
     return rows
@@ -80,10 +84,11 @@ def run(config: dict, data, max_epochs: int, patience: int) -> dict:
     train, valid, test = data
     spec = "glove" if config["embeddings"] == "glove" else f"fasttext:{fasttext_for(config['corpus'], train)}"
     vectors = load_embeddings(spec)
-    run_dir = RUNS / config["key"].replace("/", "_").replace(" ", "").replace("+", "-").replace("=", "")
+    run_dir = RUNS / config["key"].replace("/", "_").replace(" ", "").replace("+", "-").replace("=", "").replace(",", "")
     started = time.perf_counter()
     metrics = train_tagger_run(train, valid, run_dir, embeddings=spec, casing=config["casing"],
-                               pseudonymizer=config.get("neighbours") and Pseudonymizer(vectors, config["neighbours"]),
+                               pseudonymizer=config.get("neighbours") and Pseudonymizer(vectors, config["neighbours"],
+                                                                         config["scheme"]),
                                max_epochs=max_epochs, patience=patience,
                                seed=config["seed"], loaded_embeddings=vectors)
     train_seconds = time.perf_counter() - started
@@ -121,7 +126,8 @@ def table(results: list[dict]) -> str:
 def plot(results: list[dict], path: Path) -> None:
     """The primary F1 of the pseudonymization sweep (rows scored with it) against the non-private row."""
     scored = [r for r in results if PRIMARY in r]
-    sweep = sorted((r["neighbours"], r[PRIMARY]) for r in scored if r.get("neighbours"))
+    sweep = sorted((r["neighbours"], r[PRIMARY]) for r in scored
+                   if r.get("neighbours") and r.get("scheme", "neighbours") == "neighbours")
     reference = [r[PRIMARY] for r in scored if r["corpus"] == "physionet" and r["name"] == "GloVe + casing"]
     if not sweep:
         return
@@ -145,16 +151,19 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--only", help="run only the configurations whose key contains this text")
     parser.add_argument("--report-only", action="store_true", help="rewrite the table and plot from the JSON results")
+    parser.add_argument("--results-name", default="baselines",
+                        help="results/<name>.{md,json} and <name>_f1_vs_n.png (a rerun with another name starts afresh)")
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"reference corpora not found at {DATA} (they live in ../shared/data beside the repository)")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    results_file = RESULTS / "baselines.json"
+    results_file, table_file, plot_file = (RESULTS / f"{args.results_name}{suffix}"
+                                           for suffix in (".json", ".md", "_f1_vs_n.png"))
     results = json.loads(results_file.read_text()) if results_file.exists() else []
     done = {r["key"] for r in results}
     if args.report_only:
-        (RESULTS / "baselines.md").write_text(table(results) + "\n")
-        plot(results, RESULTS / "baselines_f1_vs_n.png")
+        table_file.write_text(table(results) + "\n")
+        plot(results, plot_file)
         return
     data = {}
     for config in configurations(args.seeds):
@@ -164,8 +173,8 @@ def main() -> None:
         print(f"== {config['key']}", flush=True)
         results.append(run(config, data[config["corpus"]], args.max_epochs, args.patience))
         results_file.write_text(json.dumps(results, indent=2) + "\n")
-        (RESULTS / "baselines.md").write_text(table(results) + "\n")
-        plot(results, RESULTS / "baselines_f1_vs_n.png")
+        table_file.write_text(table(results) + "\n")
+        plot(results, plot_file)
         print(table(results), flush=True)
 
 
