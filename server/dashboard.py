@@ -1,8 +1,9 @@
 """The HTML dashboard at `/`: institutions, contribution counts, training runs with their
 curves, published pipelines and audit verdicts, read from the database and rendered with the
 Jinja2 template `server/templates/dashboard.html` (autoescaped; no script, no resource from
-outside the page). It needs the read-only viewer token or the admin token, which a browser
-sends by HTTP Basic authentication (the token as the password of its login prompt).
+outside the page). Its route (server/routes/dashboard.py) needs the read-only viewer token or
+the admin token, which a browser sends by HTTP Basic authentication (the token as the password
+of its login prompt).
 
 Contributions appear only as counts per institution and representer; runs without their
 error messages or worker ids (the viewer token may be given to more people than the admin's)."""
@@ -10,49 +11,24 @@ error messages or worker ids (the viewer token may be given to more people than 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Request
-from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from server import charts
-from server.auth import AuthError, check_viewer_authorization
 from server.database import Audit, Contribution, Institution, Pipeline, Representer, RunEpoch, TrainingRun
-from server.errors import Refused
-from server.state import ServerState
 
 RUNS_SHOWN = 20
-POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"  # no script, no fetch
-LOGIN = 'Basic realm="deidpool dashboard", charset="UTF-8"'  # a browser asks for the token
 _templates = Environment(loader=PackageLoader("server"), autoescape=True, undefined=StrictUndefined,
                          trim_blocks=True, lstrip_blocks=True)
-router = APIRouter(include_in_schema=False)
 
 
-def require_viewer(request: Request, authorization: Annotated[str | None, Header()] = None) -> None:
-    """Refuse (401, asking a browser to log in) unless the request carries the viewer or admin token."""
-    try:
-        check_viewer_authorization(authorization, request.app.state.server.viewer_token_sha256s())
-    except AuthError as error:
-        raise Refused(401, str(error), headers={"WWW-Authenticate": LOGIN}) from None
-
-
-@router.get("/", response_class=HTMLResponse, dependencies=[Depends(require_viewer)])
-def dashboard(request: Request) -> HTMLResponse:
-    page = render_dashboard(request.app.state.server)
-    return HTMLResponse(page, headers={"Content-Security-Policy": POLICY, "X-Content-Type-Options": "nosniff",
-                                       "Cache-Control": "no-store"})
-
-
-def render_dashboard(state: ServerState) -> str:
-    with state.sessions() as session:
-        context = {"institutions": _institutions(session), "contributions": _contributions(session),
-                   "representer": session.scalars(select(Representer.id).where(Representer.current)).first(),
-                   "runs": _runs(session), "runs_shown": RUNS_SHOWN, "pipelines": _pipelines(session),
-                   "audits": _audits(session)}
+def render_dashboard(session: Session) -> str:
+    context = {"institutions": _institutions(session), "contributions": _contributions(session),
+               "representer": session.scalars(select(Representer.id).where(Representer.current)).first(),
+               "runs": _runs(session), "runs_shown": RUNS_SHOWN, "pipelines": _pipelines(session),
+               "audits": _audits(session)}
     return _templates.get_template("dashboard.html").render(chart=charts, time=_time, **context)
 
 

@@ -147,19 +147,11 @@ class RequestNonce(Base):
     expires: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
-def normalized_url(url: str) -> str:
-    """`url` with PostgreSQL URLs using the psycopg (3) driver, the one installed."""
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
-    return url
-
-
 def make_engine(url: str) -> Engine:
-    """An engine for `url`. SQLite gets WAL journaling, a busy timeout and transactions that
-    take the write lock when they begin, so that concurrent writers (uploads, the worker)
-    wait for each other instead of failing."""
-    engine = create_engine(normalized_url(url), pool_pre_ping=True)
+    """An engine for `url` (as `Layout.database_url` gives it). SQLite gets WAL journaling, a busy
+    timeout and transactions that take the write lock when they begin, so that concurrent
+    writers (uploads, the worker) wait for each other instead of failing."""
+    engine = create_engine(url, pool_pre_ping=True)
     if engine.dialect.name == "sqlite":
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(connection, record):

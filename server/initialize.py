@@ -3,7 +3,6 @@ server's keys, the pinned provider key, server.json and an up-to-date database."
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
 
@@ -34,8 +33,8 @@ def init_data_dir(data_dir: str | Path, provider_key: str | Path, force: bool = 
     token, token_sha256 = new_token()
     settings = Settings(provider_fingerprint=keys.fingerprint(provider), admin_token_sha256=token_sha256)
     if layout.settings.exists():  # keep the limits set before
-        settings = dataclasses.replace(Settings.load(layout), provider_fingerprint=settings.provider_fingerprint,
-                                       admin_token_sha256=token_sha256)
+        settings = Settings.load(layout).model_copy(update={"provider_fingerprint": settings.provider_fingerprint,
+                                                            "admin_token_sha256": token_sha256})
     settings.save(layout)
     migrate_database(layout.database_url)
     return token
@@ -63,5 +62,5 @@ def _rotate_token(data_dir: str | Path, field: str) -> str:
     layout = Layout(Path(data_dir))
     settings = Settings.load(layout)
     token, token_sha256 = new_token()
-    dataclasses.replace(settings, **{field: token_sha256}).save(layout)
+    settings.model_copy(update={field: token_sha256}).save(layout)
     return token

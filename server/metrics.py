@@ -5,29 +5,24 @@ What lives in the database (contributions and bytes stored, institutions, traini
 status, the queue, epoch times) is read when Prometheus scrapes, by `DatabaseCollector`, so
 every server process answers the same. What only a process sees (requests by route and
 status, their durations, uploads by outcome) is counted in that process by the `RequestMetrics`
-middleware, which also writes the access log. `/metrics` needs the metrics token
-(`deidpool server rotate-metrics-token`) or the admin token, as `Authorization: Bearer`."""
+middleware, which also writes the access log. The route `/metrics` (server/routes/metrics.py)
+needs the metrics token (`deidpool server rotate-metrics-token`) or the admin token, as
+`Authorization: Bearer`."""
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import Response
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, SummaryMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from server.auth import AuthError, check_metrics_authorization
 from server.database import (QUEUED, RUN_STATUSES, Contribution, Institution, Pipeline, Representer, RunEpoch,
                              TrainingRun)
-from server.errors import RefusalBody, Refused
 from server.logs import REQUEST_FIELDS
 from server.state import ServerState
 
@@ -174,30 +169,3 @@ class RequestMetrics:
             access_log.info("%s %s %d", method, path, status, extra={REQUEST_FIELDS: {
                 "method": method, "path": path, "route": route, "status": status,
                 "duration_ms": round(seconds * 1000, 2), "client": client}})
-
-
-_bearer = HTTPBearer(auto_error=False, scheme_name="MetricsToken",
-                     description="The metrics token printed by `deidpool server rotate-metrics-token`, or the admin "
-                                 "token.")
-
-
-def require_metrics_reader(request: Request,
-                           credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
-    authorization = f"{credentials.scheme} {credentials.credentials}" if credentials else None
-    try:
-        check_metrics_authorization(authorization, request.app.state.server.metrics_token_sha256s())
-    except AuthError as error:
-        raise Refused(401, str(error)) from None
-
-
-router = APIRouter(tags=["metrics"])
-
-
-@router.get("/metrics", response_class=Response, dependencies=[Depends(require_metrics_reader)],
-            responses={200: {"description": "Prometheus text exposition format.",
-                             "content": {"text/plain": {"schema": {"type": "string"}}}},
-                       401: {"model": RefusalBody, "description": "The metrics or admin token is missing or wrong."}})
-def metrics(request: Request) -> Response:
-    """Prometheus metrics: stored data, training runs and epoch times (from the database), and
-    this process's requests and uploads."""
-    return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -1,6 +1,7 @@
-"""The server's data directory (docs/server.md, Data directory) and its settings file
-`server.json`: provider key fingerprint, upload and request rate limits, and the hashes of the
-admin token, of the dashboard's viewer token and of the metrics token (Prometheus)."""
+"""The server's data directory (docs/server.md, Data directory), its database URL, and its
+settings file `server.json` (`Settings`): provider key fingerprint, upload and request rate
+limits, and the hashes of the admin token, of the dashboard's viewer token and of the metrics
+token (Prometheus)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import dataclasses
 import json
 import os
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
+from pydantic_core import ErrorDetails
 
 SETTINGS_FILE = "server.json"
 DATABASE_FILE = "deidpool.sqlite"
@@ -76,31 +80,39 @@ class Layout:
 
     @property
     def database_url(self) -> str:
-        """$DATABASE_URL, or the SQLite file in the data directory."""
-        return os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{self.root / DATABASE_FILE}"
+        """$DATABASE_URL, or the SQLite file in the data directory (`normalized_url`)."""
+        return normalized_url(os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{self.root / DATABASE_FILE}")
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
+def normalized_url(url: str) -> str:
+    """`url` with PostgreSQL URLs using the psycopg (3) driver, the one installed."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+class Settings(BaseModel):
     """The contents of server.json."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
     provider_fingerprint: str
     admin_token_sha256: str
     viewer_token_sha256: str | None = None  # until `deidpool server rotate-viewer-token` makes one
     metrics_token_sha256: str | None = None  # until `deidpool server rotate-metrics-token` makes one
-    max_upload_bytes: int = MAX_UPLOAD_BYTES
-    max_age_seconds: int = MAX_AGE_SECONDS
-    min_neighbours: int = MIN_NEIGHBOURS
-    institution_requests_per_minute: int = INSTITUTION_REQUESTS_PER_MINUTE
-    institution_request_burst: int = INSTITUTION_REQUEST_BURST
-    address_requests_per_minute: int = ADDRESS_REQUESTS_PER_MINUTE
-    address_request_burst: int = ADDRESS_REQUEST_BURST
+    max_upload_bytes: PositiveInt = MAX_UPLOAD_BYTES
+    max_age_seconds: PositiveInt = MAX_AGE_SECONDS
+    min_neighbours: PositiveInt = MIN_NEIGHBOURS
+    institution_requests_per_minute: PositiveInt = INSTITUTION_REQUESTS_PER_MINUTE
+    institution_request_burst: PositiveInt = INSTITUTION_REQUEST_BURST
+    address_requests_per_minute: PositiveInt = ADDRESS_REQUESTS_PER_MINUTE
+    address_request_burst: PositiveInt = ADDRESS_REQUEST_BURST
 
     def save(self, layout: Layout) -> None:
         temporary = layout.settings.with_suffix(".json.tmp")
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as file:
-            json.dump(dataclasses.asdict(self), file, indent=2)
+            json.dump(self.model_dump(), file, indent=2)
             file.write("\n")
         os.replace(temporary, layout.settings)
 
@@ -114,17 +126,17 @@ class Settings:
                                 "(create one with `deidpool server init`)") from None
         except (OSError, ValueError) as error:
             raise SettingsError(f"cannot read {path}: {error}") from None
-        names = [field.name for field in dataclasses.fields(cls)]
-        if not isinstance(values, dict) or set(values) - set(names):
-            raise SettingsError(f"{path}: unexpected entries; expected {', '.join(names)}")
-        for name in ("provider_fingerprint", "admin_token_sha256"):
-            if not isinstance(values.get(name), str):
-                raise SettingsError(f"{path}: {name} is missing or not a string")
-        for name in ("viewer_token_sha256", "metrics_token_sha256"):
-            if not isinstance(values.get(name, ""), str | None):
-                raise SettingsError(f"{path}: {name} is not a string")
-        for name in ("max_upload_bytes", "max_age_seconds", "min_neighbours", "institution_requests_per_minute",
-                     "institution_request_burst", "address_requests_per_minute", "address_request_burst"):
-            if not isinstance(values.get(name, 1), int) or values.get(name, 1) < 1:
-                raise SettingsError(f"{path}: {name} must be a positive integer")
-        return cls(**values)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as error:
+            problems = "; ".join(_problem(detail) for detail in error.errors())
+            raise SettingsError(f"{path}: {problems} (its entries: {', '.join(cls.model_fields)})") from None
+
+
+def _problem(detail: ErrorDetails) -> str:
+    """One problem of server.json, naming its entry."""
+    if not detail["loc"]:
+        return "unexpected entries: the file is not a JSON object"
+    if detail["type"] == "extra_forbidden":
+        return f"unexpected entry {detail['loc'][0]}"
+    return f"{detail['loc'][0]}: {detail['msg']}"

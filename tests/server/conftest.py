@@ -7,7 +7,6 @@ API: a server data directory on SQLite (and on PostgreSQL when $DEIDPOOL_TEST_PO
 set), its app in a TestClient, a registered institution and representer, and helpers that
 write contributions, upload them and snapshot everything stored."""
 
-import dataclasses
 import hashlib
 import os
 import uuid
@@ -24,9 +23,9 @@ from client.identity import create_institution_keys
 from client.transport import CONTENT_TYPE
 from representer import keys
 from server.app import create_app
-from server.database import Base, make_engine, normalized_url
+from server.database import Base, make_engine
 from server.initialize import init_data_dir
-from server.settings import Layout, Settings
+from server.settings import Layout, Settings, normalized_url
 
 from ..conftest import REPR_SIZE
 from ..conftest import TAGS as BUNDLE_TAGS
@@ -103,7 +102,7 @@ def server_dir(tmp_path, database, key_files) -> SimpleNamespace:
 
 def set_limits(server_dir, **limits) -> None:
     layout = server_dir.layout
-    dataclasses.replace(Settings.load(layout), **limits).save(layout)
+    Settings.load(layout).model_copy(update=limits).save(layout)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import io
 import logging
+import re
 import tarfile
 
 import httpx
@@ -13,16 +14,19 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from fastapi.routing import iter_route_contexts
 
 from client.transport import CONTENT_TYPE
 from representer import keys
-from server.app import BUNDLE_TYPE, MAX_JSON_BYTES
+from server.deps import BUNDLE_TYPE, MAX_JSON_BYTES
 
 from .conftest import contribution_file, stored
 
-ADMIN_ROUTES = [("GET", "/api/institutions"), ("POST", "/api/institutions"), ("POST", "/api/institutions/a/disable"),
-                ("POST", "/api/representers"), ("POST", "/api/runs"), ("GET", "/api/runs"), ("GET", "/api/runs/1"),
-                ("POST", "/api/runs/1/publish"), ("POST", "/api/audits")]
+# declared on admin routers (test_every_admin_route_needs_the_admin_token_... finds any other)
+ADMIN_ROUTES = {("GET", "/api/institutions"), ("POST", "/api/institutions"),
+                ("POST", "/api/institutions/{institution}/disable"), ("POST", "/api/institutions/{institution}/enable"),
+                ("POST", "/api/representers"), ("POST", "/api/runs"), ("GET", "/api/runs"),
+                ("GET", "/api/runs/{run_id}"), ("POST", "/api/runs/{run_id}/publish"), ("POST", "/api/audits")}
 
 
 def _pem(public_key) -> str:
@@ -43,13 +47,24 @@ def test_health_keys_and_openapi_are_public(api, server_dir, key_files):
     assert "/" not in paths
 
 
-@pytest.mark.parametrize("method, path", ADMIN_ROUTES)
+def _admin_routes(app) -> set[tuple[str, str]]:
+    """(method, path template) of every route of `app` declared on an admin router (tagged "admin")."""
+    return {(method, context.path) for context in iter_route_contexts(app.routes)
+            if "admin" in (getattr(context, "tags", None) or []) for method in context.methods}
+
+
 @pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", "Basic abc", "Bearer "])
-def test_admin_routes_need_the_admin_token(api, method, path, authorization):
+def test_every_admin_route_needs_the_admin_token_before_reading_a_body(api, authorization):
+    routes = _admin_routes(api.app)
+    assert routes >= ADMIN_ROUTES
     headers = {"Authorization": authorization} if authorization else {}
-    reply = api.request(method, path, headers=headers, json={})
-    assert reply.status_code == 401
-    assert "admin token" in reply.json()["detail"]
+    for method, template in sorted(routes):
+        path = re.sub(r"\{[^}]+\}", "1", template)
+        reply = api.request(method, path, headers=headers, json={})
+        assert reply.status_code == 401 and "admin token" in reply.json()["detail"], (method, template)
+        if method == "POST":
+            assert _post_streamed(api.app, path, {**headers, "Content-Type": "application/json"}, declare=False) \
+                == (401, 0), template
 
 
 def test_registering_institutions(api, admin, key_files):

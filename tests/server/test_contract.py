@@ -1,14 +1,16 @@
 """The OpenAPI document as the API's contract: each route declares the statuses its kind
 implies (any: 429, credentials: 401, a body: 400 and 413, a binary body: 415 and 507, ...), every
-refusal with the `{"detail": message}` model, and the statuses the server answers are among
-those declared for the route (the schemathesis test checks the same for generated requests)."""
+refusal with the `{"detail": message}` model, every success with its body (JSON: a response
+model), and the statuses the server answers are among those declared for the route (the
+schemathesis test checks the same, and the bodies, for generated requests)."""
 
 import errno
 import hashlib
 
 from fastapi.testclient import TestClient
 
-from server.app import MAX_JSON_BYTES, create_app
+from server.app import create_app
+from server.deps import MAX_JSON_BYTES
 
 from .conftest import contribution_file, set_limits, stored, upload
 
@@ -46,6 +48,23 @@ def test_every_route_declares_the_statuses_its_kind_implies(api):
                 assert response["description"] and response["content"]["application/json"]["schema"] == REFUSAL, label
     assert "HTTPValidationError" not in api.app.openapi()["components"]["schemas"]
     assert set(operations["GET /metrics"]["responses"]["200"]["content"]) == {"text/plain"}  # Prometheus text format
+
+
+def test_every_success_declares_its_body(api):
+    """A JSON 2xx answer has a response model (a named schema), a file or text its media type."""
+    document = api.app.openapi()
+    for label, operation in _operations(api.app).items():
+        for status, response in operation["responses"].items():
+            if not status.startswith("2"):
+                continue
+            assert response.get("content"), f"{label} {status} declares no body"
+            for media_type, body in response["content"].items():
+                schema = body["schema"]
+                if media_type == "application/json":
+                    reference = schema.get("items", schema)["$ref"]
+                    assert document["components"]["schemas"][reference.rsplit("/", 1)[-1]]["properties"], label
+                else:
+                    assert schema["type"] == "string", label
 
 
 def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files, tmp_path, monkeypatch):

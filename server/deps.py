@@ -1,0 +1,182 @@
+"""The routes' dependencies: the server state and a database session, who is calling (admin,
+viewer, metrics reader, institution), and request bodies read only after the credentials and
+capped in size (`AuthenticatedFirstRoute` for JSON, `receive_payload` for binary bodies)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Header, HTTPException, Request
+from fastapi.responses import Response
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from client.signed_requests import INSTITUTION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from client.transport import CONTENT_TYPE
+from server.auth import (AuthError, check_admin_authorization, check_metrics_authorization, check_signed_request,
+                         check_viewer_authorization, load_ed25519_public_key)
+from server.database import Institution
+from server.errors import Refused
+from server.nonces import use_nonce
+from server.payloads import PayloadTooLarge, StagedPayload
+from server.state import ServerState
+from server.uploads import registered_institution
+
+MAX_JSON_BYTES = 1 << 20  # the body of a JSON route (audit reports are the largest)
+BUNDLE_TYPE = "application/x-tar"
+OCTET_STREAM = "application/octet-stream"
+BUNDLE_TYPES = (BUNDLE_TYPE, OCTET_STREAM)  # the Content-Types each binary route accepts (else 415)
+CONTRIBUTION_TYPES = (CONTENT_TYPE, OCTET_STREAM)
+LOGIN = 'Basic realm="deidpool dashboard", charset="UTF-8"'  # a browser asks for the dashboard's token
+
+
+def server_state(request: Request) -> ServerState:
+    return request.app.state.server
+
+
+StateDep = Annotated[ServerState, Depends(server_state)]
+
+
+def get_session(state: StateDep) -> Iterator[Session]:
+    """A database session, closed when the route returns (before the response is sent): what the
+    route did not commit is rolled back."""
+    with state.sessions() as session:
+        yield session
+
+
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+_admin_bearer = HTTPBearer(auto_error=False, description="The admin token printed by `deidpool server init`.")
+_metrics_bearer = HTTPBearer(auto_error=False, scheme_name="MetricsToken",
+                             description="The metrics token printed by `deidpool server rotate-metrics-token`, or "
+                                         "the admin token.")
+
+
+def _authorization(credentials: HTTPAuthorizationCredentials | None) -> str | None:
+    return f"{credentials.scheme} {credentials.credentials}" if credentials else None
+
+
+def require_admin(state: StateDep,
+                  credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_admin_bearer)]) -> None:
+    try:
+        check_admin_authorization(_authorization(credentials), state.admin_token_sha256())
+    except AuthError as error:
+        raise Refused(401, str(error)) from None
+
+
+def require_metrics_reader(state: StateDep, credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                                                   Depends(_metrics_bearer)]) -> None:
+    try:
+        check_metrics_authorization(_authorization(credentials), state.metrics_token_sha256s())
+    except AuthError as error:
+        raise Refused(401, str(error)) from None
+
+
+def require_viewer(state: StateDep, authorization: Annotated[str | None, Header()] = None) -> None:
+    """Refuse (401, asking a browser to log in) unless the request carries the viewer or admin token."""
+    try:
+        check_viewer_authorization(authorization, state.viewer_token_sha256s())
+    except AuthError as error:
+        raise Refused(401, str(error), headers={"WWW-Authenticate": LOGIN}) from None
+
+
+def signed_institution(request: Request, state: StateDep,
+                       institution: Annotated[str | None, Header(alias=INSTITUTION_HEADER)] = None,
+                       timestamp: Annotated[str | None, Header(alias=TIMESTAMP_HEADER)] = None,
+                       nonce: Annotated[str | None, Header(alias=NONCE_HEADER)] = None,
+                       signature: Annotated[str | None, Header(alias=SIGNATURE_HEADER)] = None) -> Institution:
+    """The institution that signed this request, which it had not sent before (docs/server.md,
+    Signed institution requests). Its session is its own, closed before the nonce is recorded:
+    on SQLite an open transaction holds the write lock."""
+    with state.sessions() as session:
+        row = session.get(Institution, institution) if institution else None
+    if row is None:
+        raise Refused(401, f"{INSTITUTION_HEADER} ({institution or 'missing'}) is not a registered institution")
+    key = load_ed25519_public_key(row.public_key, f"the key of {row.id}")
+    try:
+        stale_after = check_signed_request(key, request.method, request.url.path, timestamp, nonce, signature)
+        use_nonce(state.sessions, row.id, nonce, stale_after)
+    except AuthError as error:
+        raise Refused(401, str(error)) from None
+    return row
+
+
+def uploading_institution(state: StateDep,
+                          institution: Annotated[str | None, Header(alias=INSTITUTION_HEADER)] = None) -> str:
+    """The X-Deidpool-Institution of an upload, refused before the body is read unless it names
+    an enabled institution (the body's signature is checked after). Its session is its own, closed
+    before the upload is stored."""
+    with state.sessions() as session:
+        return registered_institution(session, institution).id
+
+
+def _check_declared_length(request: Request, limit: int) -> None:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise Refused(413, f"the body of {int(declared):,} bytes exceeds the limit of {limit:,} bytes")
+
+
+def _capped(receive, limit: int):
+    """`receive` refusing (413) a body past `limit` bytes."""
+    received = 0
+
+    async def capped_receive():
+        nonlocal received
+        message = await receive()
+        received += len(message.get("body", b""))
+        if received > limit:  # an HTTPException: FastAPI turns other errors while reading a body into 400
+            raise HTTPException(413, f"the body exceeds the limit of {limit:,} bytes")
+        return message
+
+    return capped_receive
+
+
+class AuthenticatedFirstRoute(APIRoute):
+    """FastAPI reads and parses a JSON body before it solves dependencies. On routes with one,
+    this checks the admin token (admin routes) and caps the body at MAX_JSON_BYTES first, so
+    that an unauthenticated or oversized request is refused before its body is read. Routes
+    with binary bodies read them in the endpoint, after their dependencies (`receive_payload`)."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+        if self.body_field is None:
+            return handler
+        admin = any(depends.dependency is require_admin for depends in self.dependencies)
+
+        async def authenticated_first(request: Request) -> Response:
+            if admin:
+                require_admin(server_state(request), await _admin_bearer(request))
+            _check_declared_length(request, MAX_JSON_BYTES)
+            return await handler(Request(request.scope, _capped(request.receive, MAX_JSON_BYTES)))
+
+        return authenticated_first
+
+
+def _check_content_type(request: Request, accepted: tuple[str, ...]) -> None:
+    """415 unless the Content-Type is one of `accepted`, compared without its parameters
+    (`; charset=...` is ignored); a request without one is taken as application/octet-stream
+    (RFC 9110, 8.3)."""
+    given = request.headers.get("content-type", OCTET_STREAM)
+    if given.partition(";")[0].strip().lower() not in accepted:
+        raise Refused(415, f"Content-Type {given[:100]!r} is not accepted here: send {' or '.join(accepted)}")
+
+
+async def receive_payload(request: Request, state: ServerState, accepted: tuple[str, ...]) -> StagedPayload:
+    """The request body, of a Content-Type in `accepted` (else 415, unread), in a staged payload
+    (413 past max_upload_bytes); the caller discards it."""
+    _check_content_type(request, accepted)
+    limit = state.settings.max_upload_bytes
+    _check_declared_length(request, limit)
+    staged = state.payloads.stage(limit)
+    try:
+        async for chunk in request.stream():
+            staged.write(chunk)
+        staged.finish()
+    except PayloadTooLarge as error:
+        staged.discard()
+        raise Refused(413, str(error)) from None
+    except BaseException:
+        staged.discard()
+        raise
+    return staged

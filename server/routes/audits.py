@@ -1,0 +1,37 @@
+"""Privacy audit reports of representers: the coordinator records signed ones (admin), everyone
+reads their verdicts."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+
+from server.audits import record_audit
+from server.database import Audit
+from server.deps import SessionDep, StateDep
+from server.routes.institutions import MAX_PEM_CHARS
+from server.routes.routers import admin_router, api_router, refusals
+from server.views import AuditView, audit_view
+
+admin = admin_router("/api/audits")
+router = api_router("/api/audits")
+
+
+class AuditIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    report: dict = Field(description="The audit report (adversary.audit), with `representer_id` and `verdict`.")
+    signature: str = Field(min_length=1, max_length=200, description="Base64 Ed25519 signature of the report's "
+                                                                     "canonical JSON.")
+    signer_public_key: str = Field(min_length=1, max_length=MAX_PEM_CHARS, description="The signer's Ed25519 "
+                                                                                       "public key, PEM.")
+
+
+@admin.post("", status_code=201, responses=refusals(400, 404, 413, 422))
+def add_audit(body: AuditIn, state: StateDep) -> AuditView:
+    """Record a signed privacy audit report of a representer."""
+    return audit_view(record_audit(state, body.report, body.signature, body.signer_public_key))
+
+
+@router.get("")
+def list_audits(session: SessionDep) -> list[AuditView]:
+    return [audit_view(row) for row in session.scalars(select(Audit).order_by(Audit.id))]

@@ -1,0 +1,66 @@
+"""Pooled training runs: the coordinator queues them, follows them and publishes a succeeded one
+as a pipeline (admin)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Path
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from server.database import RunEpoch, TrainingRun
+from server.deps import SessionDep, StateDep
+from server.errors import Refused
+from server.publishing import publish_run
+from server.routes.routers import admin_router, refusals
+from server.runs import queue_run
+from server.views import PipelineView, RunView, pipeline_view, run_view
+
+RunId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Training run id.")]
+admin = admin_router("/api/runs")
+
+
+class RunIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    max_epochs: int = Field(30, ge=1, le=10_000)
+    patience: int = Field(5, ge=1, le=10_000)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    valid_fraction: float = Field(0.1, gt=0, lt=1, description="Share of each institution's sentences "
+                                                               "held out for validation.")
+
+
+class PublishIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    override_audit: bool = Field(False, description="Publish although the representer has no passing audit.")
+
+
+def run_epochs(session: Session, run_id: int) -> list[RunEpoch]:
+    return list(session.scalars(select(RunEpoch).where(RunEpoch.run_id == run_id).order_by(RunEpoch.epoch)))
+
+
+@admin.post("", status_code=202, responses=refusals(400, 409, 413, 422))
+def start_run(state: StateDep, body: RunIn = RunIn()) -> RunView:
+    """Queue a pooled training run over every accepted contribution of the current representer."""
+    return run_view(queue_run(state, body.model_dump()), [])
+
+
+@admin.get("")
+def list_runs(session: SessionDep) -> list[RunView]:
+    runs = session.scalars(select(TrainingRun).order_by(TrainingRun.id)).all()
+    return [run_view(run, run_epochs(session, run.id)) for run in runs]
+
+
+@admin.get("/{run_id}", responses=refusals(404, 422))
+def get_run(run_id: RunId, session: SessionDep) -> RunView:
+    run = session.get(TrainingRun, run_id)
+    if run is None:
+        raise Refused(404, f"no training run {run_id}")
+    return run_view(run, run_epochs(session, run_id))
+
+
+@admin.post("/{run_id}/publish", status_code=201, responses=refusals(400, 404, 409, 413, 422, 507))
+def publish(run_id: RunId, state: StateDep, body: PublishIn = PublishIn()) -> PipelineView:
+    """Publish a succeeded run as a server-signed pipeline (needs a passing audit, or override_audit)."""
+    return pipeline_view(publish_run(state, run_id, body.override_audit))
