@@ -154,6 +154,7 @@ class Pseudonymizer:
         self.embeddings = embeddings
         self.neighbours = neighbours
         self.scheme = scheme
+        self._word_candidates: dict[str, tuple[str, ...]] = {}  # pairs and exports draw for the same words again
 
     def replaceable(self, word: str) -> bool:
         """Whether `word` would be replaced: a number (its surrogates need no vocabulary), or a
@@ -171,9 +172,10 @@ class Pseudonymizer:
             return [word]
         if _is_number(word):
             return (number_block if self.scheme == "groups" else number_candidates)(word, category)
-        if self.scheme == "groups":
-            return self._group(word)
-        return self.embeddings.neighbours(word, self.neighbours)
+        if word not in self._word_candidates:
+            self._word_candidates[word] = tuple(self._group(word) if self.scheme == "groups"
+                                                else self.embeddings.neighbours(word, self.neighbours))
+        return self._word_candidates[word]
 
     def replaceable_rows(self) -> np.ndarray:
         """(neighbour_rows,) bool: which rows of the neighbour vocabulary `replaceable` holds for
