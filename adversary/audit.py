@@ -2,7 +2,8 @@
 adversaries, inversion (A1) and lookup (A2) attacks, each also run on the positive controls
 (raw embeddings, the representer after P1), the partner-only floor (an adversary that reads
 only the partner text the target shares and must stay at chance), with a verdict and a
-JSON/Markdown/PNG report."""
+JSON/Markdown/PNG report; on the export path, beside the inversion, the re-identification bound
+(`adversary.bound`) of the tokens it is scored on."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import json
 import math
 from pathlib import Path
 
+from adversary.bound import reidentification_bound
 from adversary.inversion import context_only_inversion, frequency_baseline, inversion_attack
 from adversary.lookup import lookup_attack
 from adversary.models import DEFAULT_UNITS, PartnerOnlyProbe
 from adversary.pairs import PairSource
 from adversary.procedures import AdversaryTraining, automatic_passes, build_adversary
+from adversary.pseudonymize import tag_category
 from representer.dataset import BATCH_SIZE
 from representer.noise import noise_free_copy
 from representer.training import _write_config, _write_json, run_training
@@ -124,7 +127,9 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     fresh T1/T2 (and the trained `adversary`, continued, when given), on the target and on the
     positive controls (raw embeddings, `p1_representer` when given), and the partner-only floor
     `FLOOR`; the inversion attack A1 (scored on the hidden PHI tokens, beside its two baselines)
-    and the lookup attack A2 on the target and the controls. out_dir gets config.json,
+    and the lookup attack A2 on the target and the controls. On the export path the report's
+    "bound" is `reidentification_bound` of the hidden PHI tokens of `test` (those the inversion
+    is scored on), under `test`'s pseudonymizer. out_dir gets config.json,
     metrics.json (the report), history.json (held-out accuracies per epoch), report.md,
     accuracy.png, one run_training folder per adversary attack under attacks/ and one inverter
     checkpoint per inversion under inversion/ (checkpoints: an interrupted audit resumes).
@@ -187,11 +192,20 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
               "chance_bound": CHANCE_BOUND, "control_threshold": CONTROL_THRESHOLD, "attacks": results,
               "lookup": lookup, "inversion": inversion, "inversion_baselines": baselines,
               "one_over_n": 1 / test.pseudonymizer.neighbours}
+    if export_path:  # the bare path pseudonymizes nothing
+        report["bound"] = reidentification_bound(hidden_phi(test), test.pseudonymizer)
     _write_json(out_dir / "history.json", history)
     _write_json(out_dir / "metrics.json", report)
     (out_dir / "report.md").write_text(format_report(report))
     plot_accuracy(history, out_dir / "accuracy.png")
     return report
+
+
+def hidden_phi(pairs: PairSource) -> list[tuple[str, str]]:
+    """(word, category) of every hidden PHI token of `pairs` (`PairSource.positions`): the tokens
+    the inversion attack is scored on."""
+    return [(sentence.tokens[i].text, tag_category(sentence.tags[i]))
+            for sentence, positions in zip(pairs.sentences, pairs.positions) for i in positions]
 
 
 def _dim(representer, embedding_dim: int) -> int:
@@ -246,6 +260,15 @@ def format_report(report: dict) -> str:
     rows = {**report["inversion"], **{f"baseline: {name}": r for name, r in report["inversion_baselines"].items()}}
     lines += [f"| {name} | {r['tokens']} | {_share(r['top1'])} | {_share(r['top10'])} |" for name, r in rows.items()]
     lines += ["", f"For reference only, not a chance level: 1/N = {report['one_over_n']:.4f}."]
+    if "bound" in report:
+        bound = report["bound"]["overall"]
+        within = report["inversion"]["target"]["top1"] <= bound["mean_success"]["empirical"]
+        lines += ["", f"Re-identification bound over the same {bound['hidden']} hidden PHI tokens (adversary.bound): "
+                  "mean success of the best attacker that learns each token's surrogate exactly, its category and "
+                  "casing, under each prior.", "", "| prior | mean success |", "|---|---|"]
+        lines += [f"| {prior} | {_share(bound['mean_success'][prior])} |" for prior in report["bound"]["priors"]]
+        lines += ["", "The inversion's top-1 is within the bound when it is at most the empirical-prior mean (the "
+                  f"export's own PHI distribution): the target's is {'within' if within else 'NOT within'} it."]
     return "\n".join(lines) + "\n"
 
 

@@ -14,6 +14,16 @@ for two priors: "uniform" (success = mean over s of 1/|R(s)|) and "frequency"
 since wordfreq returns the total of every number of that width for it; a word unknown to
 wordfreq gets `FREQUENCY_FLOOR`, so unknown words tie below known ones and share guesses).
 
+A third prior, "empirical", is the export's own PHI: pi(o) is o's share of the export's hidden
+PHI tokens of its category and of the casing shape its surrogate shows (all capitals,
+capitalized, neither; numbers: of its digit count), and R(s) holds only those originals. Its
+attacker weighs o' in R(s) by the exact posterior pi(o') / |C(o')| (the other priors compare
+pi alone; the same under the groups scheme, whose R(s) share one candidate set). It is the best
+attacker that learns only a token's surrogate, category and casing, on this very export: none
+does better on its tokens on average, the guess of a category's most frequent training PHI word
+included. It is computed from the export's own PHI: an aggregate number per category that
+names no token.
+
 Possible originals. Restricting them only raises each original's success (its competitors in
 R(s) can only drop out), so the restrictions below make the bound conservative:
 - words: the rows of the neighbour vocabulary (the first `embeddings.neighbour_vocab`; their
@@ -40,7 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from importlib.metadata import version
@@ -48,10 +58,10 @@ from importlib.metadata import version
 import numpy as np
 from wordfreq import word_frequency
 
-from adversary.pseudonymize import NumberCandidates, Pseudonymizer, number_block, number_candidates
+from adversary.pseudonymize import NumberCandidates, Pseudonymizer, number_block, number_candidates, same_casing
 from representer.embeddings import Embeddings
 
-PRIORS = ("uniform", "frequency")
+PRIORS = ("uniform", "frequency", "empirical")
 FREQUENCY_FLOOR = 1e-12  # the frequency of a word wordfreq does not know (its lists stop at 1e-8)
 ENUMERATED_WIDTH = 4  # numbers up to this many digits are enumerated one by one
 
@@ -59,14 +69,16 @@ ENUMERATED_WIDTH = 4  # numbers up to this many digits are enumerated one by one
 def token_success(tokens: Iterable[tuple[str, str]], pseudonymizer: Pseudonymizer, *,
                   language: str = "en") -> dict[tuple[str, str], dict[str, float] | None]:
     """The best attacker's success on each distinct (word, category) token, by prior name
-    (None for a token that is not hidden)."""
-    candidates = {token: pseudonymizer.candidates(*token) for token in dict.fromkeys(tokens)}
+    (None for a token that is not hidden). `tokens` come as often as they occur (or as a
+    Counter of them): the empirical prior counts them."""
+    occurrences = Counter(tokens)
+    candidates = {token: pseudonymizer.candidates(*token) for token in occurrences}
     hidden = {token: found for token, found in candidates.items() if len(found) > 1}
     numbers = {token: found for token, found in hidden.items() if isinstance(found, NumberCandidates)}
     words = {token: found for token, found in hidden.items() if token not in numbers}
     frequency = _Frequency(language)
-    success = {**_word_success(words, pseudonymizer, frequency),
-               **_number_success(numbers, frequency, pseudonymizer.scheme)}
+    success = {**_word_success(words, occurrences, pseudonymizer, frequency),
+               **_number_success(numbers, occurrences, frequency, pseudonymizer.scheme)}
     return {token: success.get(token) for token in candidates}
 
 
@@ -93,15 +105,17 @@ def reidentification_bound(tokens: Iterable[tuple[str, str]], pseudonymizer: Pse
 
 
 def format_bound(report: dict) -> str:
-    """A Markdown table of `reidentification_bound`'s report, one row per category and overall."""
-    head = ["category", "tokens", "hidden", "not hidden", *(f"{what} {prior}" for prior in PRIORS
+    """A Markdown table of `reidentification_bound`'s report, one row per category and overall,
+    with the priors the report has (a report made before the empirical prior lacks it)."""
+    priors = report["priors"]
+    head = ["category", "tokens", "hidden", "not hidden", *(f"{what} {prior}" for prior in priors
                                                            for what in ("mean", "worst"))]
     lines = [f"Re-identification bound, N = {report['neighbours']} (1/N = {report['overall']['one_over_n']:.4f}), "
              f"success of the best attacker on hidden tokens:", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, summary in [*report["categories"].items(), ("overall", report["overall"])]:
         cells = [name, summary["occurrences"], summary["hidden"], summary["not_hidden"],
-                 *(_cell(summary[key][prior]) for prior in PRIORS for key in ("mean_success", "worst_success"))]
+                 *(_cell(summary[key][prior]) for prior in priors for key in ("mean_success", "worst_success"))]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines)
 
@@ -159,20 +173,22 @@ def vocabulary_entry(word: str, embeddings: Embeddings) -> str:
     return word if not embeddings.lowercase and word in embeddings.kv.key_to_index else word.lower()
 
 
-def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Pseudonymizer,
+def _word_success(words: dict[tuple[str, str], Sequence[str]], occurrences: Counter, pseudonymizer: Pseudonymizer,
                   frequency: _Frequency) -> dict[tuple[str, str], dict[str, float]]:
     """Success of each hidden word token, against the neighbour vocabulary's rows and the
-    export's own words as possible originals. Only the surrogates the export's words draw
-    from matter, so only the (original, surrogate) pairs that end in one are formed."""
+    export's own words as possible originals (the empirical prior: the export's words of the
+    token's category and casing shape). Only the surrogates the export's words draw from
+    matter, so only the (original, surrogate) pairs that end in one are formed."""
     if not words:
         return {}
     embeddings = pseudonymizer.embeddings
     table = pseudonymizer.candidate_table()
     vocabulary = embeddings.kv.index_to_key[:len(table)]
     ids = {word: row for row, word in enumerate(vocabulary)}  # then the export's words outside it
+    originals = {}  # token -> original id
     own = {}  # original id -> candidate ids, for the export's words
-    for (word, _), found in words.items():
-        original = ids.setdefault(vocabulary_entry(word, embeddings), len(ids))
+    for token, found in words.items():
+        original = originals[token] = ids.setdefault(vocabulary_entry(token[0], embeddings), len(ids))
         if original not in own:
             own[original] = np.array([ids.setdefault(vocabulary_entry(w, embeddings), len(ids)) for w in found],
                                      dtype=np.int32)
@@ -190,11 +206,32 @@ def _word_success(words: dict[tuple[str, str], Sequence[str]], pseudonymizer: Ps
     result: dict[tuple[str, str], dict[str, float]] = {token: {} for token in words}
     for name, prior in _priors(np.concatenate([rows_frequency, outside])).items():
         best, ties = _bayes(orig, surr, prior, len(ids))
-        for token in words:
-            original = ids[vocabulary_entry(token[0], embeddings)]
-            found = own[original]
-            result[token][name] = float(np.mean((prior[original] == best[found]) / ties[found]))
+        for token, original in originals.items():
+            result[token][name] = _success(prior, best, ties, original, own[original])
+    for tokens in _classes(words, lambda token: same_casing("ab", token[0])):  # the casing shape it shows
+        counts = Counter()
+        for token in tokens:
+            counts[originals[token]] += occurrences[token]
+        members, sizes = list(counts), [len(own[original]) for original in counts]
+        prior = np.zeros(len(ids))
+        prior[members] = np.divide(list(counts.values()), sizes)  # the posterior, up to a factor
+        best, ties = _bayes(np.repeat(members, sizes), np.concatenate([own[o] for o in members]), prior, len(ids))
+        for token in tokens:
+            result[token]["empirical"] = _success(prior, best, ties, originals[token], own[originals[token]])
     return result
+
+
+def _success(prior: np.ndarray, best: np.ndarray, ties: np.ndarray, original: int, found: np.ndarray) -> float:
+    """The success of `original`, drawing uniformly from the surrogates `found`, given `_bayes`'s answer."""
+    return float(np.mean((prior[original] == best[found]) / ties[found]))
+
+
+def _classes(tokens: Iterable[tuple[str, str]], shape: Callable[[tuple[str, str]], object]) -> list[list]:
+    """The tokens by category and `shape`: the classes of the empirical prior."""
+    classes = defaultdict(list)
+    for token in tokens:
+        classes[token[1], shape(token)].append(token)
+    return list(classes.values())
 
 
 def _vocabulary_frequencies(embeddings: Embeddings, vocabulary: Sequence[str], language: str) -> np.ndarray:
@@ -209,37 +246,58 @@ def _vocabulary_frequencies(embeddings: Embeddings, vocabulary: Sequence[str], l
     return np.where(found == 0, FREQUENCY_FLOOR, found)
 
 
-def _number_success(numbers: dict[tuple[str, str], NumberCandidates], frequency: _Frequency,
+def _number_success(numbers: dict[tuple[str, str], NumberCandidates], occurrences: Counter, frequency: _Frequency,
                     scheme: str) -> dict[tuple[str, str], dict[str, float]]:
-    """Success of each hidden number token, against every number of its width and category."""
+    """Success of each hidden number token, against every number of its width and category
+    (the empirical prior: the export's numbers of its width and category)."""
     candidates = number_block if scheme == "groups" else number_candidates
     result = {}
     for token, found in numbers.items():
         bounds, bayes = _number_bayes(found.width, token[1], frequency.language, ENUMERATED_WIDTH, candidates)
-        segments = slice(*np.searchsorted(bounds, [found.values.start, found.values.stop]))
-        lengths = np.diff(bounds)[segments]
         own = {"uniform": 1.0, "frequency": frequency(token[0])}
-        result[token] = {name: float(np.sum(lengths * (own[name] == best[segments]) / ties[segments]) / len(found))
+        result[token] = {name: _segment_success(bounds, best, ties, found, own[name])
                          for name, (best, ties) in bayes.items()}
+    for tokens in _classes(numbers, lambda token: len(token[0])):
+        bounds, orig, surr = _segments([numbers[token].values for token in tokens])
+        prior = np.array([occurrences[token] / len(numbers[token]) for token in tokens])  # the posterior's
+        best, ties = _bayes(orig, surr, prior, len(bounds))
+        for token, own in zip(tokens, prior):
+            result[token]["empirical"] = _segment_success(bounds, best, ties, numbers[token], own)
     return result
+
+
+def _segment_success(bounds: np.ndarray, best: np.ndarray, ties: np.ndarray, found: NumberCandidates,
+                     own: float) -> float:
+    """The success of a number of prior `own`, drawing uniformly from `found`, given `_bayes`'s
+    answer over the surrogate segments [bounds[i], bounds[i + 1])."""
+    segments = slice(*np.searchsorted(bounds, [found.values.start, found.values.stop]))
+    lengths = np.diff(bounds)[segments]
+    return float(np.sum(lengths * (own == best[segments]) / ties[segments]) / len(found))
 
 
 @lru_cache(maxsize=None)
 def _number_bayes(width: int, category: str, language: str, enumerated_width: int,
                   candidates: Callable[[str, str], NumberCandidates]
                   ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """The surrogate segments [bounds[i], bounds[i + 1]) of the numbers of `width` digits in
-    `category` and, by prior, `_bayes` over them; the same for every export, so kept."""
+    """The surrogate segments of the numbers of `width` digits in `category` (`_segments`) and,
+    by prior, `_bayes` over them; the same for every export, so kept."""
     blocks = number_blocks(width, category, _Frequency(language), enumerated_width, candidates)
     counts, ranges, frequencies = zip(*blocks)
+    bounds, orig, surr = _segments(ranges)
+    return bounds, {name: _bayes(orig, surr, prior, len(bounds), np.array(counts, dtype=float))
+                    for name, prior in _priors(frequencies).items()}
+
+
+def _segments(ranges: Sequence[range]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The segments [bounds[i], bounds[i + 1]) that the value `ranges` cut, and the pairs
+    (range, segment) of every segment each range covers."""
     starts, stops = np.array([r.start for r in ranges]), np.array([r.stop for r in ranges])
     bounds = np.unique(np.concatenate([starts, stops]))
     first, last = np.searchsorted(bounds, starts), np.searchsorted(bounds, stops)
-    covered = last - first  # block b covers segments first[b] .. last[b] - 1
-    orig = np.repeat(np.arange(len(counts)), covered)
+    covered = last - first  # range i covers segments first[i] .. last[i] - 1
+    orig = np.repeat(np.arange(len(ranges)), covered)
     surr = np.repeat(first - np.cumsum(covered) + covered, covered) + np.arange(covered.sum())
-    return bounds, {name: _bayes(orig, surr, prior, len(bounds), np.array(counts, dtype=float))
-                    for name, prior in _priors(frequencies).items()}
+    return bounds, orig, surr
 
 
 def number_blocks(width: int, category: str, frequency: _Frequency, enumerated_width: int,

@@ -1,7 +1,8 @@
 """The computed re-identification bound of pseudonymize-then-represent exports (adversary.bound)
 of PhysioNet's `test` split and of all its training splits, per PHI category, for N = 10, 100
 and 500 with GloVe: the best attacker's success at naming an original PHI token from an exactly
-recovered surrogate, under a uniform and a word-frequency prior. Writes
+recovered surrogate, under a uniform, a word-frequency and the export's own (empirical) prior
+(the training splits pooled as one export). Writes
 experiments/results/reidentification_bound.md and .json (reidentification_bound_groups.* with
 `--pseudonymization groups`)."""
 
@@ -32,11 +33,12 @@ def phi_tokens(splits: list[str]) -> list[tuple[str, str]]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| data | N | category | PHI tokens | hidden | mean uniform | mean frequency | worst uniform | "
-             "worst frequency | 1/N |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    head = ["data", "N", "category", "PHI tokens", "hidden",
+            *(f"{what} {p}" for what in ("mean", "worst") for p in PRIORS), "1/N"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---:|---|" + "---:|" * (len(head) - 3)]
     for row in rows:
         for name, summary in [*row["bound"]["categories"].items(), ("all", row["bound"]["overall"])]:
-            cells = [summary["mean_success"][p] for p in PRIORS] + [summary["worst_success"][p] for p in PRIORS]
+            cells = [summary[f"{what}_success"][p] for what in ("mean", "worst") for p in PRIORS]
             lines.append(f"| {row['data']} | {row['neighbours']} | {name} | {summary['occurrences']:,} | "
                          f"{summary['hidden']:,} | " + " | ".join("-" if c is None else f"{c:.4f}" for c in cells)
                          + f" | {1 / row['neighbours']:.4f} |")

@@ -4,6 +4,7 @@ an audit whose fake partners give themselves away, which the partner-only floor 
 
 import json
 import random
+from collections import Counter
 
 import keras
 import numpy as np
@@ -13,7 +14,8 @@ from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
 from adversary.audit import (BROKEN, CHANCE, FLOOR, INCONCLUSIVE, SHARED_TEXT, attack_result, attacker_reference,
-                             chance_verdict, overall_verdict, raw_embeddings, run_audit, wilson_interval)
+                             chance_verdict, hidden_phi, overall_verdict, raw_embeddings, run_audit,
+                             wilson_interval)
 from adversary.inversion import vocabulary_ranks
 from adversary.lookup import lookup_attack, one_fake_per_sentence
 from adversary.pairs import PairSource
@@ -199,6 +201,13 @@ def test_audit_report_files_and_structure(audited):
     assert "| raw/fresh | t2 |" in markdown and f"| {FLOOR} | combined |" in markdown
     assert report["verdict_reason"] in markdown and "baseline: context-only" in markdown
     assert "For reference only, not a chance level: 1/N = 0.5000" in markdown
+    bound = report["bound"]  # the export path: the bound of the tokens the inversion is scored on
+    assert bound["neighbours"] == 2 and bound["overall"]["hidden"] == bound["overall"]["occurrences"] == hidden
+    assert set(bound["overall"]["mean_success"]) == {"uniform", "frequency", "empirical"}
+    assert f"Re-identification bound over the same {hidden} hidden PHI tokens" in markdown
+    assert f"| empirical | {bound['overall']['mean_success']['empirical']:.3f} |" in markdown
+    within = report["inversion"]["target"]["top1"] <= bound["overall"]["mean_success"]["empirical"]
+    assert f"the target's is {'within' if within else 'NOT within'} it." in markdown
 
 
 def test_attacks_succeed_on_raw_embeddings_in_an_easy_setting(audited):
@@ -274,6 +283,7 @@ def test_implausible_fake_partners_make_the_audit_inconclusive(embeddings, tmp_p
     assert report["lookup"]["target"]["rate"] == 0.5  # one output for every sentence: every distance ties
     assert report["verdict"] == INCONCLUSIVE and "partner-only floor" in report["verdict_reason"]
     assert "partner-only floor" in (tmp_path / "report.md").read_text()
+    assert "bound" not in report and "Re-identification bound" not in (tmp_path / "report.md").read_text()
 
 
 def test_on_the_export_path_the_floor_reads_the_shared_partner_text(embeddings, tmp_path):
@@ -323,3 +333,10 @@ def test_the_export_path_audit_tells_a_leaky_export_from_a_pseudonymized_one(tmp
         # the target shares the pseudonymized text itself, and a surrogate is a uniform draw from a whole clique
         assert report["lookup"][SHARED_TEXT] == report["lookup"]["target"]
         assert report["lookup"][SHARED_TEXT]["verdict"] == CHANCE
+        # Every (capitalized) name or city may have been any of its category's three: the best
+        # surrogate-only attacker names the category's most frequent one among the held-out tokens.
+        counts = Counter(hidden_phi(sources[1]))
+        categories = {category for _, category in counts}
+        most = sum(max(n for (_, c), n in counts.items() if c == category) for category in categories)
+        assert report["bound"]["overall"]["occurrences"] == report["inversion"]["target"]["tokens"]
+        assert report["bound"]["overall"]["mean_success"]["empirical"] == pytest.approx(most / counts.total())

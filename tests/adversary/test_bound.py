@@ -1,6 +1,9 @@
 """Tests of adversary.bound: the re-identification bound worked out by hand on a toy neighbour
-graph and on number ranges, checked against brute force, and the same from cold and warm caches."""
+graph and on number ranges, checked against brute force, the empirical prior against every guess
+rule, and the same from cold and warm caches."""
 
+import itertools
+from collections import Counter
 from importlib.metadata import version
 
 import numpy as np
@@ -9,7 +12,7 @@ from gensim.models import KeyedVectors
 
 from adversary import bound
 from adversary.bound import format_bound, reidentification_bound, token_success
-from adversary.pseudonymize import Pseudonymizer
+from adversary.pseudonymize import Pseudonymizer, same_casing
 from representer.embeddings import Embeddings
 
 # Words at angles (degrees) on the unit circle, so that with N = 2 each word's candidates are
@@ -49,7 +52,7 @@ def test_toy_graph_by_hand(toy):
               ("xyzzyq", "CITY"), ("Rennes", "NAME"), ("brest", "NAME"), ("zqxw", "NAME"), ("rome", "NAME"),
               (",", "NAME")]
     report = reidentification_bound(tokens, toy)
-    assert report["neighbours"] == 2 and report["priors"] == ["uniform", "frequency"]
+    assert report["neighbours"] == 2 and report["priors"] == ["uniform", "frequency", "empirical"]
     city, name, overall = report["categories"]["CITY"], report["categories"]["NAME"], report["overall"]
     assert (city["occurrences"], city["hidden"], city["not_hidden"]) == (6, 4, 2)  # "and", "xyzzyq" stay
     assert (name["occurrences"], name["hidden"], name["not_hidden"]) == (5, 4, 1)  # "," stays
@@ -69,7 +72,13 @@ def test_toy_graph_by_hand(toy):
     assert success(report, "CITY", "mean", "frequency") == pytest.approx((1 + 1 + 0 + 1 / 2) / 4)
     assert success(report, "CITY", "worst", "frequency") == 1.0
     assert success(report, "NAME", "mean", "frequency") == pytest.approx((0 + 1 + 1 / 2 + 1 / 2) / 4)
-    assert report["overall"]["mean_success"] == pytest.approx({"uniform": 25 / 48, "frequency": 9 / 16})
+    # Empirical: by category and casing shape, CITY "Paris" and "Lyon" tie at either surrogate
+    # (1/2 each), CITY "paris" and "nantes" (1 + 1/2) / 2 each (both can become lyon); every NAME
+    # token is alone in its shape or among originals its surrogates cannot come from: 1.
+    assert success(report, "CITY", "mean", "empirical") == pytest.approx(5 / 8)
+    assert success(report, "NAME", "mean", "empirical") == 1.0
+    assert report["overall"]["mean_success"] == pytest.approx({"uniform": 25 / 48, "frequency": 9 / 16,
+                                                               "empirical": 13 / 16})
 
 
 def test_word_outside_neighbour_vocabulary_joins_the_possible_originals(toy):
@@ -91,12 +100,16 @@ def test_numbers_by_hand(toy):
     # wordfreq ranks 2-digit numbers by first digit (1 highest): the guess is one of 10..19 in R(s).
     assert found["14", "DATE"]["frequency"] == pytest.approx((3 / 10 + 19 / 7) / 22)
     assert found["25", "DATE"]["frequency"] == 0.0
+    # Empirical (each once): 07 draws one of 12 surrogates, 14 and 25 one of 22, so 10..12 say
+    # 07 (1/12 > 1/22) and 14 and 25 tie on 13..31: 19/2 of their 22 surrogates.
+    assert found["14", "DATE"]["empirical"] == pytest.approx(19 / 44)
+    assert found["07", "DATE"]["empirical"] == 1.0
     # "07" draws from 01..12; R(s) = {00, ..., 09} for s < 10, all ten equally frequent (wordfreq's
     # total for "00" is not taken as its frequency).
     assert found["07", "DATE"]["uniform"] == pytest.approx((9 / 10 + 3 / 100) / 12)
     assert found["07", "DATE"]["frequency"] == pytest.approx((9 / 10) / 12)
     # An age over 89 draws from 90..99, the candidates of exactly the ten ages 90..99.
-    assert found["95", "AGE"] == pytest.approx({"uniform": 0.1, "frequency": 0.1})
+    assert found["95", "AGE"] == pytest.approx({"uniform": 0.1, "frequency": 0.1, "empirical": 1.0})
 
 
 def brute_force(pseudonymizer: Pseudonymizer, word: str, category: str) -> dict[str, float]:
@@ -119,7 +132,7 @@ def brute_force(pseudonymizer: Pseudonymizer, word: str, category: str) -> dict[
 @pytest.mark.parametrize("token", [("7", "DATE"), ("0", "DATE"), ("123", "ID"), ("042", "AGE"), ("120", "AGE"),
                                    ("59", "DATE")])
 def test_numbers_against_brute_force(toy, token):
-    assert token_success([token], toy)[token] == pytest.approx(brute_force(toy, *token))
+    assert token_success([token], toy)[token] == pytest.approx({**brute_force(toy, *token), "empirical": 1.0})
 
 
 def test_wide_numbers_analytic_equals_enumeration(toy, monkeypatch):
@@ -153,19 +166,24 @@ def test_nothing_hidden_needs_no_neighbour_table(toy, monkeypatch):
     monkeypatch.setattr(Embeddings, "neighbour_table", fail)
     report = reidentification_bound([("paris", "CITY"), ("14", "DATE")], Pseudonymizer(toy.embeddings, 1))
     assert report["overall"] | {"one_over_n": 1.0} == {
-        "occurrences": 2, "hidden": 0, "not_hidden": 2, "mean_success": {"uniform": None, "frequency": None},
-        "worst_success": {"uniform": None, "frequency": None}, "one_over_n": 1.0}
+        "occurrences": 2, "hidden": 0, "not_hidden": 2,
+        "mean_success": {"uniform": None, "frequency": None, "empirical": None},
+        "worst_success": {"uniform": None, "frequency": None, "empirical": None}, "one_over_n": 1.0}
     assert reidentification_bound([], toy)["categories"] == {}
 
 
 def test_format_bound(toy):
-    text = format_bound(reidentification_bound([("paris", "CITY"), ("and", "NAME")], toy))
-    lines = text.splitlines()
+    report = reidentification_bound([("paris", "CITY"), ("and", "NAME")], toy)
+    lines = format_bound(report).splitlines()
     assert "N = 2" in lines[0]
     assert lines[2].startswith("| category | tokens | hidden | not hidden | mean uniform | worst uniform |")
-    assert lines[4] == "| CITY | 1 | 1 | 0 | 0.417 | 0.417 | 1 | 1 |"
-    assert lines[5] == "| NAME | 1 | 0 | 1 | - | - | - | - |"
+    assert lines[2].endswith("| mean empirical | worst empirical |")
+    assert lines[4] == "| CITY | 1 | 1 | 0 | 0.417 | 0.417 | 1 | 1 | 1 | 1 |"
+    assert lines[5] == "| NAME | 1 | 0 | 1 | - | - | - | - | - | - |"
     assert lines[6].startswith("| overall | 2 | 1 | 1 | 0.417 |")
+    # A report made before the empirical prior (an older export's header) has the columns it has.
+    older = {**report, "priors": ["uniform", "frequency"]}
+    assert format_bound(older).splitlines()[4] == "| CITY | 1 | 1 | 0 | 0.417 | 0.417 | 1 | 1 |"
 
 
 def word_brute_force(pseudonymizer: Pseudonymizer, tokens: list[tuple[str, str]]) -> dict:
@@ -192,8 +210,106 @@ def test_words_against_brute_force(toy):
     tokens = [("Paris", "CITY"), ("lyon", "CITY"), ("Nantes", "CITY"), ("Dijon", "CITY"), ("rennes", "NAME"),
               ("zqxw", "NAME"), ("ROME", "NAME")]
     found = token_success(tokens, toy)
+    empirical = empirical_by_definition(toy, tokens)
     for token, expected in word_brute_force(toy, tokens).items():
-        assert found[token] == pytest.approx(expected)
+        assert found[token] == pytest.approx({**expected, "empirical": empirical[token]})
+
+
+def empirical_by_definition(pseudonymizer: Pseudonymizer, tokens: list[tuple[str, str]]) -> dict:
+    """The empirical prior's success of each distinct token by definition, with explicit
+    candidate sets (words lower-cased): its possible originals are the tokens' originals of its
+    category and casing shape (numbers: of its width), each weighed by its count / |C|."""
+    def original(token):
+        word, category = token
+        number = word.isdigit()
+        return (category, len(word) if number else same_casing("ab", word)), word if number else word.lower()
+
+    counts = Counter(map(original, tokens))
+    drawn = {original(t): {w if w.isdigit() else w.lower() for w in pseudonymizer.candidates(*t)} for t in tokens}
+    result = {}
+    for token in dict.fromkeys(tokens):
+        mine = original(token)
+        weight = {key: counts[key] / len(drawn[key]) for key in counts if key[0] == mine[0]}
+        hits = []
+        for s in drawn[mine]:
+            possible = [key for key in weight if s in drawn[key]]
+            top = [key for key in possible if weight[key] == max(weight[p] for p in possible)]
+            hits.append((mine in top) / len(top))
+        result[token] = sum(hits) / len(hits)
+    return result
+
+
+def test_numbers_and_words_of_an_export_against_the_empirical_definition(toy):
+    tokens = [("14", "DATE")] * 3 + [("25", "DATE"), ("07", "DATE"), ("7", "DATE"), ("3", "DATE"), ("12", "DATE"),
+              ("2010", "DATE"), ("2015", "DATE"), ("2015", "DATE"), ("2024", "DATE"), ("123", "ID"), ("042", "ID"),
+              ("Paris", "CITY"), ("Paris", "CITY"), ("lyon", "CITY"), ("Lyon", "CITY"), ("Nantes", "CITY"),
+              ("Dijon", "CITY"), ("brest", "NAME"), ("rennes", "NAME"), ("rennes", "NAME")]
+    found = token_success(tokens, toy)
+    for token, expected in empirical_by_definition(toy, tokens).items():
+        assert found[token]["empirical"] == pytest.approx(expected), token
+
+
+def mean_empirical(found: dict, tokens: list[tuple[str, str]]) -> float:
+    return sum(found[token]["empirical"] for token in tokens) / len(tokens)
+
+
+def rule_success(drawn: dict[str, set[str]], counts: Counter, guess: dict[str, str]) -> float:
+    """Mean success, over the tokens `counts` counts, of the rule that names `guess[s]` for the
+    surrogate s (each original draws uniformly from `drawn[original]`)."""
+    right = sum(counts[o] * sum(guess[s] == o for s in drawn[o]) / len(drawn[o]) for o in counts)
+    return right / sum(counts.values())
+
+
+@pytest.mark.parametrize("tokens", [
+    # Words, all of |C| = 2 (hand-worked in test_the_empirical_prior_by_hand).
+    [("Paris", "CITY")] * 3 + [("Lyon", "CITY")] + [("Nantes", "CITY")] * 2,
+    # Numbers of unequal |C|: 12 draws from 10..12, 15 from 10..31. The posterior says 12 on
+    # 10..12 (1/3 > 2/22) and 15 on 13..31: (1 + 2 * 19/22) / 3 = 10/11; naming the more frequent
+    # original of R(s), 15, everywhere would get only 2/3.
+    [("12", "DATE")] + [("15", "DATE")] * 2,
+    [("07", "DATE"), ("12", "DATE"), ("12", "DATE"), ("11", "DATE"), ("Paris", "CITY"), ("Nantes", "CITY")]])
+def test_the_empirical_prior_beats_every_fixed_guess_rule(toy, tokens):
+    """The empirical attacker is the best rule from surrogate to original on the export's own
+    tokens: its mean success is the largest of every rule's (all enumerated), at least that of
+    always naming the category's most frequent original."""
+    found = token_success(tokens, toy)
+    counts = Counter(word.lower() for word, _ in tokens)
+    drawn = {word.lower(): {w.lower() for w in toy.candidates(word, category)} for word, category in tokens}
+    surrogates = sorted(set().union(*drawn.values()))
+    rules = itertools.product(*([o for o in drawn if s in drawn[o]] for s in surrogates))
+    best = max(rule_success(drawn, counts, dict(zip(surrogates, rule))) for rule in rules)
+    assert mean_empirical(found, tokens) == pytest.approx(best)
+    assert mean_empirical(found, tokens) >= max(counts.values()) / len(tokens)  # always the most frequent
+    if tokens[0] == ("12", "DATE"):
+        assert mean_empirical(found, tokens) == pytest.approx(10 / 11)
+
+
+def test_the_empirical_prior_by_hand(toy):
+    """R(s) holds the export's originals of the token's category and casing shape."""
+    tokens = ([("Paris", "CITY")] * 3 + [("Lyon", "CITY")] + [("Nantes", "CITY")] * 2 + [("paris", "CITY")]
+              + [("Rennes", "NAME"), ("Brest", "NAME"), ("Paris", "NAME"), ("zqxw", "NAME"), (",", "NAME")])
+    report = reidentification_bound(tokens, toy)
+    found = token_success(tokens, toy)
+    # Capitalized CITY: C(paris) = {paris, lyon}, C(lyon) = {lyon, paris}, C(nantes) = {nantes, lyon};
+    # R(paris) = {paris x3, lyon x1} -> paris; R(lyon) = {paris x3, lyon x1, nantes x2} -> paris;
+    # R(nantes) = {nantes} -> nantes. Paris 1, Lyon 0, Nantes (1 + 0) / 2.
+    assert [found[w, "CITY"]["empirical"] for w in ("Paris", "Lyon", "Nantes")] == [1.0, 0.0, 0.5]
+    # Lower-case "paris" shows another casing: alone in its class, 1.
+    assert found["paris", "CITY"]["empirical"] == 1.0
+    assert success(report, "CITY", "mean", "empirical") == pytest.approx((3 * 1 + 0 + 2 * 0.5 + 1) / 7)
+    assert success(report, "CITY", "worst", "empirical") == 1.0
+    # NAME: Rennes and Brest tie at either surrogate (1/2 each); CITY's Paris and Lyon are no
+    # NAME originals, so Paris is 1; zqxw 1 (zqxy no original); "," is not hidden.
+    assert [found[w, "NAME"]["empirical"] for w in ("Rennes", "Brest", "Paris", "zqxw")] == [0.5, 0.5, 1.0, 1.0]
+    assert found[",", "NAME"] is None
+    assert success(report, "NAME", "mean", "empirical") == pytest.approx(3 / 4)
+    assert report["overall"]["mean_success"]["empirical"] == pytest.approx((5 + 3) / 11)
+
+
+def test_a_category_of_one_distinct_original_is_named_every_time(toy):
+    report = reidentification_bound([("Rennes", "NAME")] * 3 + [("14", "DATE")] * 2 + [("0551234", "PHONE")], toy)
+    for summary in [*report["categories"].values(), report["overall"]]:
+        assert summary["mean_success"]["empirical"] == summary["worst_success"]["empirical"] == 1.0
 
 
 def cold_caches(toy):
@@ -272,4 +388,6 @@ def test_under_the_groups_scheme_a_word_is_one_of_its_group_and_a_number_one_of_
         best = max(frequencies)
         expected = 1 / frequencies.count(best) if bound._Frequency("en")(word) == best else 0.0
         assert found[word, "CITY"]["frequency"] == pytest.approx(expected)
+        # each word once: its group's words tie (all in the export, of one casing)
+        assert found[word, "CITY"]["empirical"] == pytest.approx(1 / len(group))
     assert found["14", "DATE"]["uniform"] == pytest.approx(1 / 19)
