@@ -8,7 +8,8 @@ is safe; 200, 201 and 409 (already stored) count as success, and with the instit
 signing key only once the server lists the contribution among the institution's own (a
 signed `GET /api/contributions`); until then the upload is repeated. A refusal for too many
 requests (429) is repeated after the wait the server asks for in Retry-After, when longer than
-the backoff.
+the backoff; a full server (507 Insufficient Storage: nothing was stored, a temporary condition)
+is tried again later too.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from client.signed_requests import INSTITUTION_HEADER, signed_headers
 
 CONTENT_TYPE = "application/vnd.deidpool.contribution"
 ENDPOINT = "/api/contributions"
-RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504}
+RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504, 507}
 MAX_RETRY_AFTER_SECONDS = 600
 
 

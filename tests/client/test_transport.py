@@ -57,6 +57,12 @@ def test_busy_server_and_network_errors_are_retried_with_growing_waits(contribut
     assert len({body for _, body in requests}) == 1
 
 
+def test_a_full_server_is_tried_again_later(contribution_file):
+    answers = [httpx.Response(507, json={"detail": "the server's storage is full"}), httpx.Response(201)]
+    reply, requests, sleeps = _upload(contribution_file, answers)
+    assert len(requests) == 2 and sleeps == [0.5]
+
+
 def test_too_many_requests_is_retried_after_the_wait_the_server_asks_for(contribution_file):
     answers = [httpx.Response(429, headers={"Retry-After": "7"}), httpx.Response(503, headers={"Retry-After": "soon"}),
                httpx.Response(429, headers={"Retry-After": "86400"}), httpx.Response(201)]
