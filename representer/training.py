@@ -1,6 +1,6 @@
 """Training plumbing shared by every training procedure (plain tagger, three-phase, DANN): the
 `TrainingProcedure` interface, the epoch loop with early stopping, checkpoints and resume, and
-the plain tagger procedure."""
+the plain tagger procedure, which also trains across the workers of a `tf.distribute` cluster."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import tensorflow as tf
 from tqdm import tqdm
 
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
+from representer.distribution import gathered, replica_batches, run_alike
 from representer.tagger import tagger_loss
 
 CHECKPOINT = "checkpoints/latest.npz"
@@ -34,9 +35,13 @@ class TimeBudgetExhausted(Exception):
 def stop_if_over_budget(next_epoch_seconds: float, message: str) -> None:
     """Raise `TimeBudgetExhausted(message)` when, inside a `time_budget`, an epoch of
     `next_epoch_seconds` would end past the deadline."""
-    deadline = _DEADLINE.get()
-    if deadline is not None and time.monotonic() + next_epoch_seconds > deadline:
+    if _over_budget(next_epoch_seconds):
         raise TimeBudgetExhausted(message)
+
+
+def _over_budget(next_epoch_seconds: float) -> bool:
+    deadline = _DEADLINE.get()
+    return deadline is not None and time.monotonic() + next_epoch_seconds > deadline
 
 
 @contextlib.contextmanager
@@ -55,6 +60,9 @@ class TrainingProcedure(abc.ABC):
     """One way of training a set of models, driven epoch by epoch by `run_training`."""
 
     name = "procedure"
+    # The `tf.distribute` strategy whose scope the models were built in; `run_training` runs on
+    # every worker of its cluster. The default: one device, no distribution.
+    strategy: tf.distribute.Strategy = tf.distribute.get_strategy()
 
     @abc.abstractmethod
     def models(self) -> dict[str, keras.Model]:
@@ -98,23 +106,35 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
     `keras.utils.set_random_seed` before building the models for reproducible initial weights;
     run_training does not reseed the global generators, as that would also drop TensorFlow's
     compiled kernels (seconds per compiled function).
+
+    In a multi-worker cluster (`procedure.strategy`) every worker calls run_training alike. Only
+    the chief writes `run_dir` and calls `on_epoch`; the others read the chief's checkpoint from
+    it (a shared folder) to resume. The procedure's metrics are the same on every worker, and
+    the time budget is checked by all together, so all stop after the same epoch.
     """
     if max_epochs < 1 or patience < 1:
         raise ValueError("max_epochs and patience must be at least 1")
     run_dir = Path(run_dir)
-    _write_config(run_dir, {"procedure": procedure.name, **procedure.config(), "max_epochs": max_epochs,
-                            "patience": patience, "monitor": monitor, "seed": seed, **(config or {})})
+    chief = procedure.strategy.extended.should_checkpoint
+    (_write_config if chief else _check_config)(
+        run_dir, {"procedure": procedure.name, **procedure.config(), "max_epochs": max_epochs, "patience": patience,
+                  "monitor": monitor, "seed": seed, **(config or {})})
     models, optimizers = procedure.models(), procedure.optimizers()
     state = {"history": [], "best_epoch": 0, "best": None, "wait": 0}
     best_weights = {name: model.get_weights() for name, model in models.items()}
     if (run_dir / CHECKPOINT).exists():
         state, best_weights = _load_checkpoint(run_dir / CHECKPOINT, models, optimizers)
+    resumed = gathered(procedure.strategy, [len(state["history"])])
+    if np.any(resumed != resumed[0]):
+        raise RuntimeError(f"the workers resume {run_dir} after different epochs ({resumed[:, 0].astype(int).tolist()}"
+                           "): every worker must see the chief's run directory")
     bar = tqdm(total=max_epochs, initial=len(state["history"]), desc=procedure.name, unit="epoch",
                disable=not progress)
     longest = max((r["seconds"] for r in state["history"]), default=0.0)
     while len(state["history"]) < max_epochs and state["wait"] < patience:
-        stop_if_over_budget(longest, f"{procedure.name}: stopped after epoch {len(state['history'])} of at most "
-                                     f"{max_epochs} to stay within the time budget; rerun to resume")
+        if gathered(procedure.strategy, [_over_budget(longest)]).any():
+            raise TimeBudgetExhausted(f"{procedure.name}: stopped after epoch {len(state['history'])} of at most "
+                                      f"{max_epochs} to stay within the time budget; rerun to resume")
         epoch = len(state["history"]) + 1
         started = time.perf_counter()
         record = {"epoch": epoch, **procedure.train_epoch(train, epoch, np.random.default_rng([seed, epoch]))}
@@ -129,20 +149,23 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
             best_weights = {name: model.get_weights() for name, model in models.items()}
         else:
             state["wait"] += 1
-        _save_checkpoint(run_dir / CHECKPOINT, state, models, optimizers, best_weights)
-        _write_json(run_dir / "history.json", state["history"])
-        if on_epoch is not None:
-            on_epoch(record)
+        if chief:
+            _save_checkpoint(run_dir / CHECKPOINT, state, models, optimizers, best_weights)
+            _write_json(run_dir / "history.json", state["history"])
+            if on_epoch is not None:
+                on_epoch(record)
         bar.update()
         bar.set_postfix({name: f"{value:.4g}" for name, value in record.items() if name not in ("epoch", "seconds")})
     bar.close()
-    (run_dir / "models").mkdir(exist_ok=True)
     for name, model in models.items():
         model.set_weights(best_weights[name])
-        model.save(run_dir / "models" / f"{name}.keras")
     metrics = {**state["history"][state["best_epoch"] - 1], "best_epoch": state["best_epoch"],
                "epochs": len(state["history"]), "stopped_early": state["wait"] >= patience}
-    _write_json(run_dir / "metrics.json", metrics)
+    if chief:
+        (run_dir / "models").mkdir(exist_ok=True)
+        for name, model in models.items():
+            model.save(run_dir / "models" / f"{name}.keras")
+        _write_json(run_dir / "metrics.json", metrics)
     return metrics
 
 
@@ -156,6 +179,11 @@ def _write_json(path: Path, value) -> None:
 def _write_config(run_dir: Path, config: dict) -> None:
     """Write config.json; a resumed run must have the same config except for `max_epochs`."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(run_dir / "config.json", _check_config(run_dir, config))
+
+
+def _check_config(run_dir: Path, config: dict) -> dict:
+    """`config` as JSON values, once checked against the run's config.json if there is one."""
     path = run_dir / "config.json"
     config = json.loads(json.dumps(config))
     if path.exists():
@@ -164,7 +192,7 @@ def _write_config(run_dir: Path, config: dict) -> None:
                          if key != "max_epochs" and config.get(key) != previous.get(key))
         if changed:
             raise ValueError(f"{run_dir} holds a run with another config (differs in: {', '.join(changed)})")
-    _write_json(path, config)
+    return config
 
 
 def _save_checkpoint(path: Path, state: dict, models: dict, optimizers: dict, best_weights: dict) -> None:
@@ -215,6 +243,13 @@ class TaggerTraining(TrainingProcedure):
     Viterbi tags (a token is PHI when its tag is not "O", tag id 0).
 
     The learning rate 0.002 is Nadam's default in Keras 2, which the reference used.
+
+    Created inside `strategy.scope()`, where its tagger was built, it trains under that
+    `tf.distribute` strategy (as Keras optimizers take the strategy of their scope): every
+    batch of `batch_size` sentences is split between the replicas (`replica_batches`), each
+    replica's loss is its share of the batch's mean loss, and the gradients are summed over the
+    replicas before they are clipped, so a step follows the one-device step up to rounding
+    (dropout masks aside: each replica draws its own). Outside any scope: one device.
     """
 
     name = "tagger"
@@ -223,7 +258,8 @@ class TaggerTraining(TrainingProcedure):
         self.tagger = tagger
         self.class_weights = None if class_weights is None else np.asarray(class_weights, dtype=np.float32)
         self.learning_rate, self.clipnorm, self.batch_size = learning_rate, clipnorm, batch_size
-        self.optimizer = keras.optimizers.Nadam(learning_rate, clipnorm=clipnorm)
+        self.strategy = tf.distribute.get_strategy()
+        self.optimizer = _NadamClippingSums(learning_rate, clipnorm)
         self.optimizer.build(tagger.trainable_variables)
         self._compiled = {}
 
@@ -239,48 +275,90 @@ class TaggerTraining(TrainingProcedure):
                 "tagger": self.tagger.get_config()}
 
     def _compile(self, step, batches):
-        """`step` as a `tf.function` traced once for batches of every shape in `batches`."""
+        """`step` run by every replica on its part of a batch (`step` sums its results over the
+        replicas), as a `tf.function` traced once for batches of every shape in `batches` (as
+        split by `replica_batches`)."""
         if step not in self._compiled:
-            self._compiled[step] = tf.function(step, input_signature=[batches.element_spec])
+            self._compiled[step] = tf.function(lambda batch: run_alike(self.strategy, step, batch),
+                                               input_signature=[batches.element_spec])
         return self._compiled[step]
 
     def _train_step(self, batch):
+        """The batch's mean loss and sentences (summed over the replicas); updates the tagger."""
+        replica = tf.distribute.get_replica_context()
+        sentences = tf.shape(batch["mask"])[0]
+        batch_sentences = replica.all_reduce("SUM", sentences)
+        share = tf.cast(sentences, tf.float32) / tf.cast(batch_sentences, tf.float32)
         with tf.GradientTape() as tape:
-            loss = tagger_loss(self.tagger, batch, self.class_weights, training=True)
+            # multiply_no_nan: an empty part of a batch (fewer sentences than replicas) has a NaN mean
+            loss = tf.math.multiply_no_nan(tagger_loss(self.tagger, batch, self.class_weights, training=True), share)
         variables = self.tagger.trainable_variables
-        self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        return loss
+        # The optimizer sums the gradients over the replicas; static shapes let it do so in one
+        # collective operation.
+        self.optimizer.apply([tf.ensure_shape(gradient, variable.shape)
+                              for gradient, variable in zip(tape.gradient(loss, variables), variables)], variables)
+        return replica.all_reduce("SUM", loss), batch_sentences
 
     def _validation_step(self, batch):
-        return tagger_loss(self.tagger, batch, self.class_weights), self.tagger.predict_tags(batch)
+        """The batch's summed loss (float64) and (tp, fp, fn) of its PHI tokens, summed over the replicas."""
+        sentences = tf.cast(tf.shape(batch["mask"])[0], tf.float64)
+        loss = tf.math.multiply_no_nan(tf.cast(tagger_loss(self.tagger, batch, self.class_weights), tf.float64),
+                                       sentences)
+        counts = phi_token_counts(self.tagger.predict_tags(batch), batch["tags"], batch["mask"])
+        replica = tf.distribute.get_replica_context()
+        return replica.all_reduce("SUM", loss), replica.all_reduce("SUM", counts)
 
     def train_epoch(self, train: SentenceData, epoch, rng):
         total = 0.0
-        batches = training_batches(train, rng, self.batch_size)
+        batches = replica_batches(self.strategy, training_batches(train, rng, self.batch_size))
         step = self._compile(self._train_step, batches)
         for batch in batches:
-            total += float(step(batch)) * len(batch["index"])
+            loss, sentences = step(batch)
+            total += float(loss) * int(sentences)
         return {"loss": total / len(train)}
 
     def validate(self, valid: SentenceData):
-        batches = inference_batches(valid)
-        loss, f1 = loss_and_phi_f1(self._compile(self._validation_step, batches), batches, len(valid))
+        batches = replica_batches(self.strategy, inference_batches(valid))
+        loss, f1 = summed_loss_and_phi_f1(map(self._compile(self._validation_step, batches), batches), len(valid))
         return {"loss": loss, "f1": f1}
+
+
+class _NadamClippingSums(keras.optimizers.Nadam):
+    """Nadam that clips each variable's gradient to norm `clipnorm` once the replicas' gradients
+    are summed (Keras's own `clipnorm` clips each replica's before the sum): on one device, the
+    same as `Nadam(clipnorm=clipnorm)`."""
+
+    def __init__(self, learning_rate, clipnorm):
+        super().__init__(learning_rate, name="nadam")
+        self.summed_clipnorm = clipnorm
+
+    def update_step(self, gradient, variable, learning_rate):
+        super().update_step(tf.clip_by_norm(gradient, self.summed_clipnorm), variable, learning_rate)
 
 
 def loss_and_phi_f1(step, batches, sentences: int) -> tuple[float, float]:
     """Mean loss per sentence and token-level binary PHI F1 over labeled `batches` of
     `sentences` sentences; `step(batch)` returns the batch's mean loss and Viterbi paths."""
-    total, counts = 0.0, np.zeros(3, dtype=np.int64)
-    for batch in batches:
+    def totals(batch):
         loss, paths = step(batch)
-        total += float(loss) * len(batch["index"])
-        counts += phi_token_counts(paths.numpy(), batch["tags"].numpy(), batch["mask"].numpy())
+        return float(loss) * len(batch["index"]), phi_token_counts(paths, batch["tags"], batch["mask"])
+
+    return summed_loss_and_phi_f1(map(totals, batches), sentences)
+
+
+def summed_loss_and_phi_f1(totals, sentences: int) -> tuple[float, float]:
+    """Mean loss per sentence and PHI F1 from each batch's (summed loss, (tp, fp, fn))."""
+    total, counts = 0.0, np.zeros(3, dtype=np.int64)
+    for loss, batch_counts in totals:
+        total += float(loss)
+        counts += np.asarray(batch_counts)
     tp, fp, fn = counts
     return total / sentences, float(2 * tp / max(2 * tp + fp + fn, 1))
 
 
-def phi_token_counts(predicted, gold, mask) -> np.ndarray:
-    """(tp, fp, fn) of real tokens tagged PHI (tag id not 0) in `predicted` against `gold`."""
-    predicted, gold = (predicted != 0) & mask, (gold != 0) & mask
-    return np.array([np.sum(predicted & gold), np.sum(predicted & ~gold), np.sum(~predicted & gold)])
+def phi_token_counts(predicted, gold, mask) -> tf.Tensor:
+    """(tp, fp, fn) int64 of real tokens tagged PHI (tag id not 0) in `predicted` against `gold`."""
+    mask = tf.cast(mask, tf.bool)
+    predicted, gold = tf.not_equal(predicted, 0) & mask, tf.not_equal(gold, 0) & mask
+    return tf.stack([tf.math.count_nonzero(predicted & gold), tf.math.count_nonzero(predicted & ~gold),
+                     tf.math.count_nonzero(~predicted & gold)])

@@ -1,7 +1,8 @@
 """The pooled tagger's training, without the database: the sentences of a run's contributions,
 decrypted and verified chunk by chunk on every pass (so memory does not grow with the pool),
 split between training and validation (each institution gives `valid_fraction` of its own
-sentences to validation), and the BiLSTM-CRF tagger trained on them in a resumable run directory."""
+sentences to validation), and the BiLSTM-CRF tagger trained on them in a resumable run directory,
+on one device or across the workers of a `tf.distribute` cluster."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from client.contribution import ContributionError, ContributionHeader, ContributionSentence, iter_sentences, \
     verify_contribution
-from representer.dataset import SentenceData, SentenceStream
+from representer.dataset import BATCH_SIZE, SentenceData, SentenceStream
+from representer.distribution import training_strategy
 from representer.tagger import build_tagger, compute_class_weights
 from representer.training import TaggerTraining, run_training
 
@@ -156,16 +158,24 @@ def _shard(contribution: PooledContribution, server_key: X25519PrivateKey, held:
 
 def train_pooled(data: PooledData, run_dir: str | Path, *, tags: Sequence[str], representer_id: str,
                  contributions: Sequence[str], max_epochs: int, patience: int, seed: int = 0,
-                 lstm_units: int = 128, on_epoch: Callable[[dict], None] | None = None) -> dict:
+                 lstm_units: int = 128, batch_size: int = BATCH_SIZE,
+                 on_epoch: Callable[[dict], None] | None = None) -> dict:
     """Train the pooled tagger on `data` with `run_training` in `run_dir` (resuming from its
     checkpoint if there is one) and return the best epoch's metrics. Class weights and
     optimizer settings are the tagger runs' defaults. config.json records the tag
     vocabulary, the representer id, the contributions (SHA-256) and the split, so the run
     directory says what it was trained on (and a resume on other data is refused). A
-    contribution that fails to read in an epoch raises its `PooledDataError`."""
+    contribution that fails to read in an epoch raises its `PooledDataError`.
+
+    Training runs under `training_strategy()`: with a TF_CONFIG of several workers, every
+    worker calls train_pooled with the same arguments and a `run_dir` the chief shares; each
+    step's `batch_size` sentences are split between the workers, and only the chief writes
+    `run_dir` and calls `on_epoch` (docs/worker-fleet.md)."""
+    strategy = training_strategy()
     keras.utils.set_random_seed(seed)
-    tagger = build_tagger(data.train.dim, len(tags), lstm_units=lstm_units)
-    procedure = TaggerTraining(tagger, compute_class_weights(data.tag_counts))
+    with strategy.scope():
+        tagger = build_tagger(data.train.dim, len(tags), lstm_units=lstm_units)
+        procedure = TaggerTraining(tagger, compute_class_weights(data.tag_counts), batch_size=batch_size)
     setup = {"tags": list(tags), "representer_id": representer_id, "contributions": sorted(contributions),
              "split": data.split, "train_sentences": len(data.train), "valid_sentences": len(data.valid)}
     try:
