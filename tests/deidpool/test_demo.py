@@ -6,10 +6,14 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from adversary.pairs import PairSource
+from adversary.pseudonymize import Pseudonymizer
+from adversary.runs import sentences
 from corpus import Document, Span
 from corpus.metrics import PRIMARY, evaluate_corpus, score_row
 from deidpool.cli import app
 from deidpool.demo import ROLES, SITES, DemoSettings, demo_documents, run_demo, scores, tag_set
+from representer.embeddings import load_embeddings
 
 STAGES = ["data: notes of every role", "provider: three-phase training of the representer",
           "provider: privacy audit of the frozen representer", "provider: signed representer bundle",
@@ -56,6 +60,17 @@ def test_both_pipelines_are_scored_and_the_audit_reported(demo):
         assert 0.0 <= low <= high <= 1.0 and 0.0 <= pipeline[PRIMARY] <= 1.0
     assert summary["audit"]["verdict"] in ("consistent with chance", "broken", "inconclusive")
     assert {"target/fresh", "raw/fresh"} <= set(summary["audit"]["attacks"])
+
+
+def test_the_audit_judges_on_the_auditors_held_out_notes(demo):
+    out, summary = demo
+    config = json.loads((out / "provider" / "audit" / "config.json").read_text())
+    audit_notes = demo_documents(None, None, DemoSettings.tiny())["audit"]
+    pseudonymizer = Pseudonymizer(load_embeddings(DemoSettings.tiny().embeddings), 100)
+    [facts] = [stage["details"] for stage in summary["stages"] if stage["name"] == STAGES[2]]
+    assert 0 < config["held_out_pairs"] == facts["held-out pairs"] == len(PairSource(sentences(audit_notes),
+                                                                                     pseudonymizer))
+    assert set(facts["positive controls"]) == {"raw/fresh", "p1/fresh"}
     saved = json.loads((demo[0] / "summary.json").read_text())
     assert saved["scores"] == summary["scores"]
 
