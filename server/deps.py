@@ -57,28 +57,29 @@ def _authorization(credentials: HTTPAuthorizationCredentials | None) -> str | No
     return f"{credentials.scheme} {credentials.credentials}" if credentials else None
 
 
+def _refuse_unless_authorized(check, authorization: str | None, token_hashes, **refusal) -> None:
+    """`check(authorization, token_hashes)`, its AuthError answered 401 (with `refusal`'s headers)."""
+    try:
+        check(authorization, token_hashes)
+    except AuthError as error:
+        raise Refused(401, str(error), **refusal) from None
+
+
 def require_admin(state: StateDep,
                   credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_admin_bearer)]) -> None:
-    try:
-        check_admin_authorization(_authorization(credentials), state.admin_token_sha256())
-    except AuthError as error:
-        raise Refused(401, str(error)) from None
+    _refuse_unless_authorized(check_admin_authorization, _authorization(credentials), state.admin_token_sha256())
 
 
 def require_metrics_reader(state: StateDep, credentials: Annotated[HTTPAuthorizationCredentials | None,
                                                                    Depends(_metrics_bearer)]) -> None:
-    try:
-        check_metrics_authorization(_authorization(credentials), state.metrics_token_sha256s())
-    except AuthError as error:
-        raise Refused(401, str(error)) from None
+    _refuse_unless_authorized(check_metrics_authorization, _authorization(credentials),
+                              state.metrics_token_sha256s())
 
 
 def require_viewer(state: StateDep, authorization: Annotated[str | None, Header()] = None) -> None:
     """Refuse (401, asking a browser to log in) unless the request carries the viewer or admin token."""
-    try:
-        check_viewer_authorization(authorization, state.viewer_token_sha256s())
-    except AuthError as error:
-        raise Refused(401, str(error), headers={"WWW-Authenticate": LOGIN}) from None
+    _refuse_unless_authorized(check_viewer_authorization, authorization, state.viewer_token_sha256s(),
+                              headers={"WWW-Authenticate": LOGIN})
 
 
 def signed_institution(request: Request, state: StateDep,
