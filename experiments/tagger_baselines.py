@@ -30,7 +30,7 @@ from corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  #
 from corpus.prepare import prepare_document  # noqa: E402
 from representer.embeddings import load_embeddings, load_fasttext_bin, save_fasttext, train_fasttext  # noqa: E402
 from representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
-from results_files import SCORE_COLUMNS, over_seeds, score_header  # noqa: E402
+from results_files import SCORE_COLUMNS, git_commit, over_seeds, score_header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -80,11 +80,11 @@ def fasttext_for(corpus: str, train) -> Path:
     return path
 
 
-def run(config: dict, data, max_epochs: int, patience: int) -> dict:
+def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
     train, valid, test = data
     spec = "glove" if config["embeddings"] == "glove" else f"fasttext:{fasttext_for(config['corpus'], train)}"
     vectors = load_embeddings(spec)
-    run_dir = RUNS / config["key"].replace("/", "_").replace(" ", "").replace("+", "-").replace("=", "").replace(",", "")
+    run_dir = runs / config["key"].replace("/", "_").replace(" ", "").replace("+", "-").replace("=", "").replace(",", "")
     started = time.perf_counter()
     metrics = train_tagger_run(train, valid, run_dir, embeddings=spec, casing=config["casing"],
                                pseudonymizer=config.get("neighbours") and Pseudonymizer(vectors, config["neighbours"],
@@ -98,7 +98,8 @@ def run(config: dict, data, max_epochs: int, patience: int) -> dict:
     predict_seconds = time.perf_counter() - started
     scores = evaluate_corpus(test, predicted)
     history = json.loads((run_dir / "history.json").read_text())
-    return {**config, "epochs": metrics["epochs"], "best_epoch": metrics["best_epoch"],
+    return {**config, "commit": git_commit(), "max_epochs": max_epochs, "patience": patience,
+            "epochs": metrics["epochs"], "best_epoch": metrics["best_epoch"],
             "train_seconds": round(train_seconds, 1),
             "epoch_seconds": round(statistics.median(h["seconds"] for h in history), 1),
             "test_sentences": sum(len(prepare_document(d)) for d in test),
@@ -111,7 +112,13 @@ def table(results: list[dict]) -> str:
     groups: dict[tuple, list[dict]] = {}
     for result in results:
         groups.setdefault((result["corpus"], result["name"]), []).append(result)
-    lines = ["| corpus | configuration | seeds | " + score_header()
+    commits = sorted({r.get("commit", "unknown") for r in results})
+    budgets = sorted({f"{r['max_epochs']} epochs max, patience {r['patience']}" for r in results if "patience" in r})
+    lines = [f"Commits {', '.join(commits)}; {'; '.join(budgets) or 'budget not recorded'}; command: "
+             "`python experiments/tagger_baselines.py` (its options in the JSON rows). Scores on the `test` split "
+             "(PhysioNet) or dev (MEDDOCAN), mean ± sd over seeds; the interval column lists each seed's 95% "
+             "bootstrap interval over notes.", "",
+             "| corpus | configuration | seeds | " + score_header()
              + " | epochs | train min | s/epoch | test sentences/s |",
              "|---|---|---:|" + "---:|" * (len(SCORE_COLUMNS) + 4)]
     for (corpus, name), rows in groups.items():
@@ -152,7 +159,8 @@ def main() -> None:
     parser.add_argument("--only", help="run only the configurations whose key contains this text")
     parser.add_argument("--report-only", action="store_true", help="rewrite the table and plot from the JSON results")
     parser.add_argument("--results-name", default="baselines",
-                        help="results/<name>.{md,json} and <name>_f1_vs_n.png (a rerun with another name starts afresh)")
+                        help="results/<name>.{md,json} and <name>_f1_vs_n.png, runs in runs/baselines/<name> "
+                             "(a rerun with another name starts afresh)")
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"reference corpora not found at {DATA} (they live in ../shared/data beside the repository)")
@@ -171,7 +179,7 @@ def main() -> None:
             continue
         data.setdefault(config["corpus"], load_data(config["corpus"]))
         print(f"== {config['key']}", flush=True)
-        results.append(run(config, data[config["corpus"]], args.max_epochs, args.patience))
+        results.append(run(config, data[config["corpus"]], args.max_epochs, args.patience, RUNS / args.results_name))
         results_file.write_text(json.dumps(results, indent=2) + "\n")
         table_file.write_text(table(results) + "\n")
         plot(results, plot_file)

@@ -112,9 +112,46 @@ def test_a_run_dir_refuses_another_config_and_unknown_monitors(tmp_path):
     run_training(ScriptedProcedure([1.0]), None, None, tmp_path, max_epochs=1, patience=1, progress=False)
     with pytest.raises(ValueError, match="patience"):
         run_training(ScriptedProcedure([1.0]), None, None, tmp_path, max_epochs=1, patience=3, progress=False)
+    watching_f1 = ScriptedProcedure([1.0])
+    watching_f1.monitor = "val_f1"
     with pytest.raises(KeyError, match="val_f1"):
-        run_training(ScriptedProcedure([1.0]), None, None, tmp_path / "other", max_epochs=1, patience=1,
-                     monitor="val_f1", progress=False)
+        run_training(watching_f1, None, None, tmp_path / "other", max_epochs=1, patience=1, progress=False)
+
+
+class ScoredProcedure(ScriptedProcedure):
+    """Validation reports a scripted score that should grow; one optimizer whose learning rate
+    early stopping may decay."""
+
+    monitor, monitor_mode, plateau_decay, plateau_patience = "val_score", "max", 0.5, 2
+
+    def __init__(self, scores):
+        super().__init__(scores)
+        self.optimizer = keras.optimizers.SGD(0.8)
+        self.optimizer.build(self.model.trainable_variables)
+
+    def optimizers(self):
+        return {"sgd": self.optimizer}
+
+    def train_epoch(self, train, epoch, rng):
+        return {**super().train_epoch(train, epoch, rng), "rate": float(self.optimizer.learning_rate)}
+
+    def validate(self, valid):
+        return {"score": super().validate(valid)["loss"]}
+
+
+def test_a_maximized_monitor_keeps_the_highest_epoch_and_decays_the_rate_on_plateaus(tmp_path):
+    scores = [0.5, 0.7, 0.6, 0.8, 0.75, 0.7, 0.9, 0.85, 0.8, 0.8, 0.8]
+    metrics = run_training(ScoredProcedure(scores), None, None, tmp_path, max_epochs=11, patience=4, progress=False)
+    assert metrics["best_epoch"] == 7 and metrics["val_score"] == 0.9 and metrics["epochs"] == 11
+    rates = [record["rate"] for record in json.loads((tmp_path / "history.json").read_text())]
+    # halved after the second epoch in a row without a new best (epochs 6, 9, 11)
+    np.testing.assert_allclose(rates, [0.8] * 6 + [0.4] * 3 + [0.2] * 2)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert [config[key] for key in ("monitor", "monitor_mode", "plateau_decay", "plateau_patience")] == [
+        "val_score", "max", 0.5, 2]
+    resumed = ScoredProcedure(scores)  # the decayed rate is restored with the optimizer's variables
+    run_training(resumed, None, None, tmp_path, max_epochs=11, patience=4, progress=False)
+    assert float(resumed.optimizer.learning_rate) == pytest.approx(0.1)
 
 
 def test_phi_token_counts():
