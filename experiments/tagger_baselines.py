@@ -25,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from adversary.pseudonymize import Pseudonymizer  # noqa: E402
+from client.patterns import with_patterns  # noqa: E402
 from corpus.formats import read_corpus  # noqa: E402
 from corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  # noqa: E402
 from corpus.prepare import prepare_document  # noqa: E402
@@ -37,6 +38,7 @@ DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "experiments" / "results"
 RUNS = ROOT / "runs" / "baselines"
 NEIGHBOURS = (2, 5, 10, 20, 50, 100)
+SCORED = ("token_official_hipaa", "token_hipaa", "token_all", "entity_strict")
 
 
 def configurations(seeds: list[int]) -> list[dict]:
@@ -80,11 +82,30 @@ def fasttext_for(corpus: str, train) -> Path:
     return path
 
 
+def run_folder(runs: Path, config: dict) -> Path:
+    return runs / config["key"].replace("/", "_").replace(" ", "").replace("+", "-").replace("=", "").replace(",", "")
+
+
+def pattern_scores(config: dict, test, predicted) -> dict:
+    """{"patterns": scores of the predictions merged with the pattern layer (client/patterns.py,
+    as `client deidentify --patterns` does)} for PhysioNet, whose English notes the patterns
+    were written on; {} for other corpora."""
+    if config["corpus"] != "physionet":
+        return {}
+    return {"patterns": score_row(evaluate_corpus(test, [with_patterns(d) for d in predicted]), SCORED)}
+
+
+def add_pattern_scores(result: dict, test, runs: Path) -> dict:
+    """`result` (of an earlier version of this script) with `pattern_scores` from its saved tagger."""
+    tagger, setup, vectors = load_tagger_run(run_folder(runs, result))
+    return {**result, **pattern_scores(result, test, predict_documents(tagger, setup, vectors, test))}
+
+
 def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
     train, valid, test = data
     spec = "glove" if config["embeddings"] == "glove" else f"fasttext:{fasttext_for(config['corpus'], train)}"
     vectors = load_embeddings(spec)
-    run_dir = runs / config["key"].replace("/", "_").replace(" ", "").replace("+", "-").replace("=", "").replace(",", "")
+    run_dir = run_folder(runs, config)
     started = time.perf_counter()
     metrics = train_tagger_run(train, valid, run_dir, embeddings=spec, casing=config["casing"],
                                pseudonymizer=config.get("neighbours") and Pseudonymizer(vectors, config["neighbours"],
@@ -104,11 +125,12 @@ def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
             "epoch_seconds": round(statistics.median(h["seconds"] for h in history), 1),
             "test_sentences": sum(len(prepare_document(d)) for d in test),
             "predict_seconds": round(predict_seconds, 2),
-            **score_row(scores, ("token_official_hipaa", "token_hipaa", "token_all", "entity_strict"))}
+            **score_row(scores, SCORED), **pattern_scores(config, test, predicted)}
 
 
 def table(results: list[dict]) -> str:
-    """One row per (corpus, configuration): mean ± standard deviation over seeds (intervals per seed)."""
+    """One row per (corpus, configuration), and one for it merged with the pattern layer where
+    every seed has that score: mean ± standard deviation over seeds (intervals per seed)."""
     groups: dict[tuple, list[dict]] = {}
     for result in results:
         groups.setdefault((result["corpus"], result["name"]), []).append(result)
@@ -123,10 +145,15 @@ def table(results: list[dict]) -> str:
              "|---|---|---:|" + "---:|" * (len(SCORE_COLUMNS) + 4)]
     for (corpus, name), rows in groups.items():
         rate = statistics.mean(r["test_sentences"] / r["predict_seconds"] for r in rows)
+        training = (f" | {statistics.mean(r['epochs'] for r in rows):.1f}"
+                    f" | {statistics.mean(r['train_seconds'] for r in rows) / 60:.1f}"
+                    f" | {statistics.mean(r['epoch_seconds'] for r in rows):.1f}")
         lines.append(f"| {corpus} | {name} | {len(rows)} | " + " | ".join(over_seeds(rows, c) for c in SCORE_COLUMNS)
-                     + f" | {statistics.mean(r['epochs'] for r in rows):.1f}"
-                     + f" | {statistics.mean(r['train_seconds'] for r in rows) / 60:.1f}"
-                     + f" | {statistics.mean(r['epoch_seconds'] for r in rows):.1f} | {rate:,.0f} |")
+                     + training + f" | {rate:,.0f} |")
+        if all("patterns" in r for r in rows):
+            merged = [r["patterns"] for r in rows]
+            lines.append(f"| {corpus} | {name} + patterns | {len(rows)} | "
+                         + " | ".join(over_seeds(merged, c) for c in SCORE_COLUMNS) + training + " | - |")
     return "\n".join(lines)
 
 
@@ -168,12 +195,21 @@ def main() -> None:
     results_file, table_file, plot_file = (RESULTS / f"{args.results_name}{suffix}"
                                            for suffix in (".json", ".md", "_f1_vs_n.png"))
     results = json.loads(results_file.read_text()) if results_file.exists() else []
+    data = {}
     done = {r["key"] for r in results}
     if args.report_only:
         table_file.write_text(table(results) + "\n")
         plot(results, plot_file)
         return
-    data = {}
+    for index, result in enumerate(results):
+        if result["corpus"] != "physionet" or "patterns" in result or (args.only and args.only not in result["key"]):
+            continue
+        if not run_folder(RUNS / args.results_name, result).exists():
+            print(f"no saved tagger for {result['key']}: its scores with the pattern layer stay missing")
+            continue
+        data.setdefault("physionet", load_data("physionet"))
+        results[index] = add_pattern_scores(result, data["physionet"][2], RUNS / args.results_name)
+        results_file.write_text(json.dumps(results, indent=2) + "\n")
     for config in configurations(args.seeds):
         if config["key"] in done or (args.only and args.only not in config["key"]):
             continue

@@ -55,11 +55,30 @@ def baseline_row(seed: int, official: float, project: float, **extra) -> dict:
             **scores(official, project), **extra}
 
 
+def table_lines(text: str) -> list[str]:
+    """The lines of the Markdown table in `text` (after any paragraph that introduces it)."""
+    lines = text.splitlines()
+    return lines[next(i for i, line in enumerate(lines) if line.startswith("|")):]
+
+
 def test_tagger_baselines_table_reports_the_official_f1_over_seeds():
-    lines = tagger_baselines.table([baseline_row(0, 0.8, 0.5), baseline_row(1, 0.9, 0.6)]).splitlines()
+    text = tagger_baselines.table([baseline_row(0, 0.8, 0.5, commit="abc1234", max_epochs=25, patience=5),
+                                   baseline_row(1, 0.9, 0.6, commit="abc1234", max_epochs=25, patience=5)])
+    assert text.startswith("Commits abc1234; 25 epochs max, patience 5;")
+    lines = table_lines(text)
     assert column(lines, OFFICIAL) == ["0.8500 ± 0.0707"]
     assert column(lines, PROJECT) == ["0.5500 ± 0.0707"]
     assert column(lines, COLUMN_TITLES["token_official_hipaa_f1_interval"]) == ["[0.7500, 0.8500] [0.8500, 0.9500]"]
+
+
+def test_tagger_baselines_table_adds_the_pattern_layer_row_once_every_seed_has_it():
+    lines = table_lines(tagger_baselines.table([baseline_row(0, 0.8, 0.5, patterns=scores(0.9, 0.85)),
+                                                baseline_row(1, 0.9, 0.6, patterns=scores(0.95, 0.9))]))
+    assert column(lines, "configuration") == ["GloVe + casing", "GloVe + casing + patterns"]
+    assert column(lines, OFFICIAL) == ["0.8500 ± 0.0707", "0.9250 ± 0.0354"]
+    lines = table_lines(tagger_baselines.table([baseline_row(0, 0.8, 0.5, patterns=scores(0.9, 0.85)),
+                                                baseline_row(1, 0.9, 0.6)]))
+    assert column(lines, "configuration") == ["GloVe + casing"]
 
 
 def test_classic_baselines_table_reports_the_official_f1_of_its_own_and_cited_rows(tmp_path, monkeypatch):
