@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 
 from adversary.runs import AdversarialSettings
+from adversary.schemes import PRIORS
 from corpus.categories import PHI_TYPES
 from corpus.document import Document
 from corpus.tagging import tag_vocabulary
@@ -307,8 +308,8 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
                 bound = header.reidentification_bound["overall"]["mean_success"]
                 contributions[institution] = {"sentences": header.sentences, "tokens": header.tokens,
                                               "bytes": (home / "contribution.dpc").stat().st_size,
-                                              "neighbours": header.neighbours, "bound_uniform": bound["uniform"],
-                                              "bound_frequency": bound["frequency"]}
+                                              "neighbours": header.neighbours,
+                                              **{f"bound_{prior}": bound[prior] for prior in PRIORS}}
                 facts.update(contributions[institution])
 
         with stages.stage("coordinator: pooled training run on the server") as facts:

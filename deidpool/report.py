@@ -7,6 +7,7 @@ import shutil
 import textwrap
 from pathlib import Path
 
+from adversary.schemes import PRIORS as BOUND_PRIORS
 from corpus.metrics import COLUMN_TITLES, format_score
 
 # (key of deidpool.demo.scores, column title): the official token HIPAA measure first, the project
@@ -117,7 +118,7 @@ def write_report(summary: dict, out: Path, audit_plot: Path | None = None) -> Pa
         shutil.copyfile(audit_plot, plots / "audit.png")
         figures.append(("audit.png", "Privacy audit: held-out accuracy of the attacks per epoch"))
     contributions = [(name, str(facts["sentences"]), str(facts["tokens"]), f"{facts['bytes']:,}",
-                      str(facts["neighbours"]), _share(facts["bound_uniform"]), _share(facts["bound_frequency"]))
+                      str(facts["neighbours"]), *(_share(facts[f"bound_{prior}"]) for prior in BOUND_PRIORS))
                      for name, facts in summary["contributions"].items()]
     audit = summary["audit"]
     audit_rows = [(name, f"{accuracy:.3f}") for name, accuracy in audit["attacks"].items()]
@@ -138,13 +139,14 @@ td,th{{border:1px solid #bbb;padding:0.3em 0.6em;text-align:left;}}th{{backgroun
 <h2>Contributions</h2>
 <p>Every PHI token was pseudonymized among N embedding neighbours before the representer ran. The
 re-identification bound is the best attacker's mean chance of naming an original PHI token even from an
-exactly recovered surrogate, with every candidate equally likely (uniform) or words as frequent as in
-general text (frequency).</p>
-{_html_table(("institution", "sentences", "tokens", "bytes", "N", "bound (uniform)", "bound (frequency)"),
+exactly recovered surrogate, with every candidate equally likely (uniform), words as frequent as in
+general text (frequency) or as in the export's own PHI (empirical: the attacker knows that distribution).</p>
+{_html_table(("institution", "sentences", "tokens", "bytes", "N", *(f"bound ({prior})" for prior in BOUND_PRIORS)),
              contributions)}
 <h2>Stages</h2>
 {_html_table(("stage", "seconds", "facts"), stage_rows(summary))}
-{"".join(f'<h2>{html.escape(title)}</h2><img src="plots/{name}" alt="{html.escape(title)}">' for name, title in figures)}
+{"".join(f'<h2>{html.escape(title)}</h2><img src="plots/{name}" alt="{html.escape(title)}">'
+         for name, title in figures)}
 </body></html>
 """
     path = out / "report.html"

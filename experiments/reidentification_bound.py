@@ -13,8 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from adversary.bound import PRIORS, reidentification_bound
+from adversary.bound import reidentification_bound
 from adversary.pseudonymize import SCHEMES, Pseudonymizer, tag_category
+from adversary.schemes import PRIORS
 from corpus.formats import read_corpus
 from corpus.prepare import prepare_document
 from representer.embeddings import load_embeddings

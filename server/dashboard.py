@@ -46,16 +46,19 @@ def _institutions(session: Session) -> list[dict]:
 
 def _contributions(session: Session) -> list[dict]:
     """Per institution and representer: files, sentences, tokens, bytes, the least
-    pseudonymization N and the highest re-identification bound (frequency prior) of its files."""
+    pseudonymization N and the highest re-identification bounds (frequency and empirical prior)
+    of its files."""
     rows = session.execute(
         select(Contribution.institution_id, Contribution.representer_id, func.count(),
                func.sum(Contribution.sentences), func.sum(Contribution.tokens), func.sum(Contribution.size_bytes),
-               func.min(Contribution.neighbours), func.max(Contribution.bound_frequency))
+               func.min(Contribution.neighbours), func.max(Contribution.bound_frequency),
+               func.max(Contribution.bound_empirical))
         .group_by(Contribution.institution_id, Contribution.representer_id)
         .order_by(Contribution.institution_id, Contribution.representer_id)).all()
     return [{"institution": institution, "representer": representer, "files": files, "sentences": int(sentences),
-             "tokens": int(tokens), "bytes": int(size), "neighbours": neighbours, "bound": bound}
-            for institution, representer, files, sentences, tokens, size, neighbours, bound in rows]
+             "tokens": int(tokens), "bytes": int(size), "neighbours": neighbours, "bound_frequency": frequency,
+             "bound_empirical": empirical}
+            for institution, representer, files, sentences, tokens, size, neighbours, frequency, empirical in rows]
 
 
 def _runs(session: Session) -> list[dict]:

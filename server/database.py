@@ -13,8 +13,21 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Engine, Float, ForeignKey, Integer, String, Text, TypeDecorator,
-                        create_engine, event)
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Engine,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    create_engine,
+    event,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from server.settings import Layout
@@ -83,11 +96,12 @@ class Contribution(Base):
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     header_created: Mapped[datetime] = mapped_column(UTCDateTime)
     received: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    # pseudonymization N and the re-identification bound of the signed header; the two means
-    # (best attacker's success on hidden PHI tokens, uniform and frequency prior) for queries
+    # pseudonymization N and the re-identification bound of the signed header; its means (best
+    # attacker's success on hidden PHI tokens, uniform, frequency and empirical prior) for queries
     neighbours: Mapped[int] = mapped_column(Integer)
     bound_uniform: Mapped[float | None] = mapped_column(Float)
     bound_frequency: Mapped[float | None] = mapped_column(Float)
+    bound_empirical: Mapped[float | None] = mapped_column(Float)
     reidentification_bound: Mapped[dict | None] = mapped_column(JSON)
 
 
@@ -170,13 +184,14 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-def upgrade(engine: Engine) -> None:
-    """Apply every Alembic migration not yet applied to the database behind `engine`."""
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Apply the Alembic migrations not yet applied to the database behind `engine`, up to
+    `revision` (all of them by default)."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
         config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+        command.upgrade(config, revision)
 
 
 def migrate_database(url: str) -> None:

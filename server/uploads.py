@@ -10,8 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from client.contribution import (BindingError, ContributionError, read_header, validate_contribution,
-                                 verify_contribution)
+from adversary.schemes import PRIORS
+from client.contribution import BindingError, ContributionError, read_header, validate_contribution, verify_contribution
 from server.auth import load_ed25519_public_key
 from server.database import Contribution, Institution, Representer
 from server.errors import Refused
@@ -122,7 +122,7 @@ def _checked(status: int, check, path):
 def _bound_means(bound: dict) -> dict:
     """The overall mean successes of a header's re-identification bound (None where it has none)."""
     means = bound.get("overall", {}).get("mean_success", {}) if isinstance(bound, dict) else {}
-    values = {prior: means.get(prior) for prior in ("uniform", "frequency")}
+    values = {prior: means.get(prior) for prior in PRIORS}
     return {f"bound_{prior}": float(value) if isinstance(value, (int, float)) else None
             for prior, value in values.items()}
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import httpx
-import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -166,7 +165,8 @@ def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pip
                                    (3, "site-b", site_b)):
             site = SimpleNamespace(representer=representer, server_key=server_key,
                                    key=keys.load_private_key(pair.private, keys.SIGNING))
-            bound = {"overall": {"mean_success": {"uniform": 0.01, "frequency": 0.01 * number}}}
+            means = {"uniform": 0.01, "frequency": 0.01 * number, "empirical": 0.1 * number}
+            bound = {"overall": {"mean_success": means}}
             path = contribution_file(tmp_path / f"{number}.dpc", site, institution=name, sentences=4 + number,
                                      seed=number, bound=bound if name == "site-a" else None)
             upload_contribution(path, server.url, signing_key=site.key, retries=0)
@@ -194,7 +194,7 @@ def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pip
         headers = [read_header(path) for path in paths]
         expected = [name, representer, str(len(paths)), f"{sum(h.sentences for h in headers):,}",
                     f"{sum(h.tokens for h in headers):,}", f"{sum(path.stat().st_size for path in paths):,}",
-                    "100", "0.0200" if name == "site-a" else "-"]  # least N, highest bound (site-b's files: none)
+                    "100", *(("0.0200", "0.2000") if name == "site-a" else ("-", "-"))]  # least N, highest bounds
         assert expected in page.tables["contributions"]
     assert [row[:3] for row in page.tables["pipelines"]] == [["1", str(finished), representer]]
     assert page.tables["pipelines"][0][4] == "passed"

@@ -9,13 +9,12 @@ import stat
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
-from server.database import Base, make_engine, migrate_database
+from server.database import Base, make_engine, migrate_database, upgrade
 from server.initialize import init_data_dir
 from server.payloads import PayloadStore, PayloadTooLarge
 from server.settings import Settings, SettingsError
-
 
 
 def test_init_creates_keys_settings_and_the_migrated_database(server_dir, key_files, database):
@@ -36,6 +35,27 @@ def test_init_creates_keys_settings_and_the_migrated_database(server_dir, key_fi
                                                              "training_runs", "run_epochs", "pipelines", "audits"}
     engine.dispose()
     migrate_database(layout.database_url)  # applying them again changes nothing
+
+
+def test_the_empirical_bound_migration_fills_the_column_from_stored_headers(tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.sqlite'}")
+    upgrade(engine, "0003")
+    bounds = {"new": {"overall": {"mean_success": {"uniform": 0.01, "frequency": 0.05, "empirical": 0.4}}},
+              "older": {"overall": {"mean_success": {"uniform": 0.01, "frequency": 0.05}}}, "none": None}
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO institutions VALUES ('site-a', 'key', 'fingerprint', 1, "
+                                "'2026-11-24 00:00:00')"))
+        for number, (name, bound) in enumerate(bounds.items()):
+            connection.execute(text(
+                "INSERT INTO contributions (sha256, institution_id, representer_id, nonce, sentences, tokens, dim, "
+                "dtype, size_bytes, header_created, received, neighbours, reidentification_bound) VALUES (:sha, "
+                "'site-a', 'rep', :nonce, 1, 1, 50, 'float16', 1, '2026-11-24 00:00:00', '2026-11-24 00:00:00', "
+                "100, :bound)"), {"sha": name, "nonce": str(number), "bound": json.dumps(bound)})
+    upgrade(engine)
+    with engine.connect() as connection:
+        stored = dict(connection.execute(text("SELECT sha256, bound_empirical FROM contributions")).all())
+    engine.dispose()
+    assert stored == {"new": 0.4, "older": None, "none": None}
 
 
 def test_init_refuses_an_existing_data_dir_unless_forced(server_dir, key_files, tmp_path):

@@ -9,12 +9,11 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from client import contribution
 from client.signed_requests import signed_headers
-
 from server.database import Contribution
 
 from ..client.conftest import resigned
@@ -49,7 +48,8 @@ def _tamper(body: bytes) -> bytes:
 
 CASES = {
     # name: (how to make the body and headers, expected status, words of the message)
-    "unknown institution": (lambda s, p: (contribution_file(p, s, institution="site-x", signing_key=_other_institution_key()),
+    "unknown institution": (lambda s, p: (contribution_file(p, s, institution="site-x",
+                                                            signing_key=_other_institution_key()),
                                           {"institution": "site-x"}), 401, "not registered"),
     "header institution differs": (lambda s, p: (contribution_file(p, s, institution="site-b",
                                                                    signing_key=_other_institution_key()), {}), 401,
@@ -57,11 +57,13 @@ CASES = {
     "unregistered header institution": (lambda s, p: (contribution_file(p, s), {"institution": "site-b"}), 401,
                                         "not registered"),
     "missing institution header": (lambda s, p: (contribution_file(p, s), {"institution": None}), 401, "missing"),
-    "wrong signature": (lambda s, p: (contribution_file(p, s, signing_key=_other_institution_key()), {}), 401, "signature"),
+    "wrong signature": (lambda s, p: (contribution_file(p, s, signing_key=_other_institution_key()), {}), 401,
+                        "signature"),
     "altered bytes": (lambda s, p: (_tamper(contribution_file(p, s).read_bytes()), {}), 401, "altered"),
     "truncated": (lambda s, p: (contribution_file(p, s).read_bytes()[:-40], {}), 400, "truncated"),
     "not a contribution": (lambda s, p: (b"hello" * 100, {}), 400, "not a contribution"),
-    "wrong hash header": (lambda s, p: (contribution_file(p, s), {"sha256": "0" * 64}), 400, "X-Deidpool-Content-SHA256"),
+    "wrong hash header": (lambda s, p: (contribution_file(p, s), {"sha256": "0" * 64}), 400,
+                          "X-Deidpool-Content-SHA256"),
     "wrong representer": (lambda s, p: (contribution_file(p, s, representer_id="rep-0000000000000000"), {}), 422,
                           "representer id"),
     "wrong dimension": (lambda s, p: (contribution_file(p, s, dim=3), {}), 422, "size 3"),
@@ -175,9 +177,10 @@ def test_an_institution_lists_its_own_contributions_with_signed_requests(api, si
     public = other.public_key().public_bytes(serialization.Encoding.PEM,
                                              serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     assert api.post("/api/institutions", headers=admin, json={"id": "site-b", "public_key": public}).status_code == 201
-    bound = {"neighbours": 100, "overall": {"mean_success": {"uniform": 0.01, "frequency": 0.04}}}
+    bound = {"neighbours": 100, "overall": {"mean_success": {"uniform": 0.01, "frequency": 0.04, "empirical": 0.3}}}
     assert upload(api, contribution_file(tmp_path / "a.dpc", site, bound=bound).read_bytes()).status_code == 201
-    assert upload(api, contribution_file(tmp_path / "b.dpc", site, institution="site-b", signing_key=other).read_bytes(),
+    assert upload(api, contribution_file(tmp_path / "b.dpc", site, institution="site-b",
+                                         signing_key=other).read_bytes(),
                   institution="site-b").status_code == 201
     mine = _listing(api, site.key)
     assert mine.status_code == 200, mine.text
@@ -185,8 +188,9 @@ def test_an_institution_lists_its_own_contributions_with_signed_requests(api, si
     assert set(mine.json()[0]) >= {"sha256", "sentences", "tokens", "received"}
     assert mine.json()[0]["neighbours"] == 100 and mine.json()[0]["reidentification_bound"] == bound
     with api.app.state.server.sessions() as session:
-        stored_bounds = {(row.bound_uniform, row.bound_frequency) for row in session.query(Contribution)}
-    assert stored_bounds == {(0.01, 0.04), (None, None)}
+        stored_bounds = {(row.bound_uniform, row.bound_frequency, row.bound_empirical)
+                         for row in session.query(Contribution)}
+    assert stored_bounds == {(0.01, 0.04, 0.3), (None, None, None)}
     assert [row["institution"] for row in _listing(api, other, "site-b").json()] == ["site-b"]
     refused = {
         "signed by another key": _listing(api, other, "site-a"),
