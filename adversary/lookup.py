@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 
-from adversary.pairs import BATCH_SIZE, PairSource, Pairs, pair_batches
+from adversary.pairs import BATCH_SIZE, Pairs, PairSource, pair_batches
 from adversary.procedures import represent
 
 

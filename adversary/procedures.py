@@ -20,9 +20,21 @@ from adversary.models import DEFAULT_UNITS, CombinedAdversary, adversary_step, t
 from adversary.pairs import PairSource
 from adversary.pseudonymize import Pseudonymizer
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
-from representer.representation import OUTPUT_NOISE_FLOOR, OUTPUT_NOISE_STDDEV, build_representer, output_noise_to_signal
+from representer.representation import (
+    OUTPUT_NOISE_FLOOR,
+    OUTPUT_NOISE_STDDEV,
+    build_representer,
+    output_noise_to_signal,
+)
 from representer.tagger import build_tagger, tagger_loss
-from representer.training import CHECKPOINT, TrainingProcedure, _write_config, _write_json, loss_and_phi_f1, run_training
+from representer.training import (
+    CHECKPOINT,
+    TrainingProcedure,
+    _write_config,
+    _write_json,
+    loss_and_phi_f1,
+    run_training,
+)
 
 PHASES = ("p1", "p2", "p3")
 # Optimizer steps per adversary epoch when the draws are chosen automatically (P2 and audit
@@ -52,7 +64,8 @@ def build_adversary(representation_dim: int, embedding_dim: int, units: int = DE
     """An adversary of `kind` (`CombinedAdversary` or `PartnerOnlyProbe`) with its weights
     created (ready for an optimizer or a checkpoint)."""
     adversary = kind(units)
-    representation, embeddings = np.zeros((1, 1, representation_dim), "float32"), np.zeros((1, 1, embedding_dim), "float32")
+    representation, embeddings = (np.zeros((1, 1, representation_dim), "float32"),
+                                  np.zeros((1, 1, embedding_dim), "float32"))
     adversary({"embeddings": embeddings, "representation": representation, "partner_representation": representation,
                "mask": np.ones((1, 1), bool)})
     return adversary
@@ -372,11 +385,12 @@ def train_three_phase(representer, tagger, adversary, train: AdversarialData, va
 
     P1 stops early on validation L_deid, P2 on validation L_adv, P3 on the validation P3b loss,
     each with its best epoch's weights restored. A P2 epoch draws the pairs `automatic_passes`
-    times, as an audit attack does, so the adversaries P3 starts from are trained as long. run_dir/models gets `representer.keras`,
-    `tagger.keras`, `adversary.keras` (after P3) and `representer_p1.keras` (after P1, the
-    audits' positive control); run_dir gets config.json (`config` adds entries), history.json
-    (every epoch of every phase, with its "phase") and metrics.json (P3's best epoch, with
-    "phases": each phase's metrics and "seconds": each phase's training time).
+    times, as an audit attack does, so the adversaries P3 starts from are trained as long.
+    run_dir/models gets `representer.keras`, `tagger.keras`, `adversary.keras` (after P3) and
+    `representer_p1.keras` (after P1, the audits' positive control); run_dir gets config.json
+    (`config` adds entries), history.json (every epoch of every phase, with its "phase") and
+    metrics.json (P3's best epoch, with "phases": each phase's metrics and "seconds": each
+    phase's training time).
     `settings` are the optimizer settings of `_Procedure`.
     """
     run_dir = Path(run_dir)
@@ -397,7 +411,8 @@ def train_three_phase(representer, tagger, adversary, train: AdversarialData, va
         history += [{"phase": phase, **record} for record in json.loads((run_dir / phase / "history.json").read_text())]
         if phase == "p1":
             (run_dir / "models").mkdir(exist_ok=True)
-            shutil.copyfile(run_dir / "p1" / "models" / "representer.keras", run_dir / "models" / "representer_p1.keras")
+            shutil.copyfile(run_dir / "p1" / "models" / "representer.keras",
+                            run_dir / "models" / "representer_p1.keras")
     for name in ("representer", "tagger", "adversary"):
         shutil.copyfile(run_dir / "p3" / "models" / f"{name}.keras", run_dir / "models" / f"{name}.keras")
     seconds = {phase: sum(r["seconds"] for r in history if r["phase"] == phase) for phase in PHASES}

@@ -277,7 +277,8 @@ def rebuild_document(document: Document, tokens: Sequence[Token], words: Sequenc
     text = "".join(pieces)
     spans = []
     for span in document.spans:
-        start, end = _boundary(new_offset, span.start, document.text), _boundary(new_offset, span.end, document.text, end=True)
+        start, end = (_boundary(new_offset, span.start, document.text),
+                      _boundary(new_offset, span.end, document.text, end=True))
         spans.append(Span(start, end, span.source_type, text[start:end], span.id, span.comment))
     return Document(document.id, text, tuple(spans)).validate()
 

@@ -19,8 +19,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from baselines.runs import (RUN_FORMAT, check_training_data, label_vocabulary, labeled_notes, predict_with,
-                            read_config)
+from baselines.runs import RUN_FORMAT, check_training_data, label_vocabulary, labeled_notes, predict_with, read_config
 from corpus.document import Document
 from corpus.prepare import Sentence
 from representer.crf import CRF

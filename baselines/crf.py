@@ -16,8 +16,16 @@ from pathlib import Path
 import sklearn_crfsuite
 
 from baselines.features import in_window, orthographic_features
-from baselines.runs import (RUN_FORMAT, check_training_data, label_vocabulary, labeled_notes, phi_token_f1,
-                            predict_with, read_config, write_json)
+from baselines.runs import (
+    RUN_FORMAT,
+    check_training_data,
+    label_vocabulary,
+    labeled_notes,
+    phi_token_f1,
+    predict_with,
+    read_config,
+    write_json,
+)
 from corpus.document import Document
 from corpus.prepare import Sentence
 

@@ -101,5 +101,6 @@ def load_baseline(run_dir: str | Path) -> Predictor:
     """The trained baseline of a run directory written by any of the baselines' `train`."""
     kind = run_kind(run_dir)
     if kind is None:
-        raise ValueError(f"{Path(run_dir) / 'config.json'}: not a baseline run (kind must be one of {', '.join(KINDS)})")
+        raise ValueError(f"{Path(run_dir) / 'config.json'}: not a baseline run "
+                         f"(kind must be one of {', '.join(KINDS)})")
     return importlib.import_module(KINDS[kind]).load(run_dir)

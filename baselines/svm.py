@@ -21,8 +21,15 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.svm import LinearSVC
 
 from baselines.features import SectionHeadings, enclosing_word, lexical_features
-from baselines.runs import (RUN_FORMAT, check_training_data, labeled_notes, phi_token_f1, predict_with, read_config,
-                            write_json)
+from baselines.runs import (
+    RUN_FORMAT,
+    check_training_data,
+    labeled_notes,
+    phi_token_f1,
+    predict_with,
+    read_config,
+    write_json,
+)
 from corpus.document import Document
 from corpus.prepare import LabeledSentence, Sentence
 
@@ -114,7 +121,8 @@ class SVMBaseline:
         if not features:
             return []
         classes = iter(self.svm.predict(_liblinear(self.vectorizer.transform(features))))
-        return [["O" if (c := next(classes)) == "O" else f"I-{c}" for _ in s.tokens] for note in sentences for s in note]
+        return [["O" if (c := next(classes)) == "O" else f"I-{c}" for _ in s.tokens]
+                for note in sentences for s in note]
 
     def predict_documents(self, documents: Sequence[Document]) -> list[Document]:
         return predict_with(self.tag_notes, documents, self.config["tag_vocabulary"], self.config["scheme"])

@@ -162,7 +162,8 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("reference_number", "IDNUM", _compile(
         r"\b(?:ref(?:erence)?|acct|account|case|claim|policy|member|id)\s*(?:number|no\.?|#)?\s*[:#]*\s*"
         r"(?P<phi>\d[\d-]{4,14}\d)\b")),
-    Pattern("email", "EMAIL", _compile(r"(?<![\w.+-])(?P<phi>[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,})\b")),
+    Pattern("email", "EMAIL", _compile(
+        r"(?<![\w.+-])(?P<phi>[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,})\b")),
     Pattern("url", "URL", _compile(
         r"(?P<phi>\b(?:https?://|www\.)[^\s<>\"')\]]+[^\s<>\"')\].,;:!?])")),
     Pattern("time_of_day", "DATE", _compile(

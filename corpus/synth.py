@@ -157,18 +157,22 @@ _IDENTIFIERS: dict[str, tuple[tuple[str, ...], tuple[_Value, ...]]] = {
                 (lambda r, f: _digits(r, r.randint(8, 10)), lambda r, f: _letters(r, 2) + _digits(r, 7),
                  lambda r, f: f"{_digits(r, 4)}-{_digits(r, 6)}")),
     "LICENSE": (("DEA# ", "License No. ", "Lic #: ", "driver's license ", "state license "),
-                (lambda r, f: _letters(r, 2) + _digits(r, 7), lambda r, f: f.state_abbr(include_territories=False) + _digits(r, 6),
+                (lambda r, f: _letters(r, 2) + _digits(r, 7),
+                 lambda r, f: f.state_abbr(include_territories=False) + _digits(r, 6),
                  lambda r, f: f"{_letters(r, 1)}{_digits(r, 3)}-{_digits(r, 4)}-{_digits(r, 4)}")),
     "VEHICLE": (("license plate ", "plate # ", "tag ", "reg. "),
-                (lambda r, f: f.license_plate(), lambda r, f: f"{f.state_abbr(include_territories=False)} {f.license_plate()}")),
+                (lambda r, f: f.license_plate(),
+                 lambda r, f: f"{f.state_abbr(include_territories=False)} {f.license_plate()}")),
     "DEVICE": (("serial # ", "S/N: ", "serial no. ", "model/serial ", "device ID "),
-               (lambda r, f: _letters(r, 3) + _digits(r, 6), lambda r, f: f"{_letters(r, 2)}{_digits(r, 6)}{_letters(r, 1)}",
+               (lambda r, f: _letters(r, 3) + _digits(r, 6),
+                lambda r, f: f"{_letters(r, 2)}{_digits(r, 6)}{_letters(r, 1)}",
                 lambda r, f: f"{_digits(r, 4)}-{_digits(r, 5)}")),
     "BIOID": (("biometric ID ", "fingerprint ID: ", "retinal scan ID ", "palm scan no. "),
               (lambda r, f: f"BIO-{r.getrandbits(32):08x}", lambda r, f: "FP" + _digits(r, 8))),
     "IDNUM": (("Accession #: ", "Order # ", "Path #", "Job #: ", "Encounter ID: ", "Ref #: ",
                "Requisition no. "),
-              (lambda r, f: f"{_letters(r, 1)}{_digits(r, 2)}-{_digits(r, 5)}", lambda r, f: _digits(r, r.randint(6, 9)),
+              (lambda r, f: f"{_letters(r, 1)}{_digits(r, 2)}-{_digits(r, 5)}",
+               lambda r, f: _digits(r, r.randint(6, 9)),
                lambda r, f: f"{_letters(r, 2)}-{_digits(r, 6)}")),
 }
 
@@ -196,7 +200,8 @@ _HPI_INTROS = (
     "{patient} is a {age} {man} with a history of {history} who presents with {symptom}.",
     "{patient} is a {age} {man} with {history} and {history}, admitted on {admit} with {symptom} and {symptom}.",
     "This is a {age} {man} with {history}, transferred from {other_hospital} on {date} for management of {problem}.",
-    "The patient is a {age} {man} followed by {pcp} at {hospital}, who was in {his} usual state of health until {date}, when {he} developed {symptom}.",
+    ("The patient is a {age} {man} followed by {pcp} at {hospital}, who was in {his} usual state of health "
+     "until {date}, when {he} developed {symptom}."),
     "{age_sex} w/ {history}, {history} p/w {symptom} x {n} days.",
     "{patient}, a {age} retired {profession}, presented to the {department} on {admit} complaining of {symptom}.",
 )
@@ -212,8 +217,9 @@ _HPI = (
     "{He} was given {med} with some relief.", "Symptoms began on {date} after {he} returned from {country}.",
     "Per {his} {relative}, {he} has been more confused since {date}.",
 )
-_HISTORY_ITEMS = ("{history}", "{history}", "{history} s/p {procedure} ({year})", "{procedure} in {year} at {other_hospital}",
-                  "{history}, diagnosed {year}", "MI {year}", "{history} followed by {doctor}")
+_HISTORY_ITEMS = ("{history}", "{history}", "{history} s/p {procedure} ({year})",
+                  "{procedure} in {year} at {other_hospital}", "{history}, diagnosed {year}", "MI {year}",
+                  "{history} followed by {doctor}")
 _SOCIAL = (
     "{He} lives in {city} with {his} {relative}.", "{He} lives alone in an apartment on {street} in {city}, {state}.",
     "Occupation: {profession} at {organization}.", "Retired {profession}.",
@@ -246,7 +252,8 @@ _COURSE = (
 )
 _DISPOSITIONS = ("Discharged to home with services.", "Discharged to {other_hospital} for rehabilitation.",
                  "Discharged home in the care of {his} {relative}.", "Condition at discharge: stable.",
-                 "Discharged to {other_hospital}, Rm {room}.", "Condition: good. Diet: 2 g sodium. Activity: as tolerated.")
+                 "Discharged to {other_hospital}, Rm {room}.",
+                 "Condition: good. Diet: 2 g sodium. Activity: as tolerated.")
 _FOLLOWUPS = (
     "Follow up with {pcp} in {n} weeks; call {phone} for an appointment.",
     "Appointment with {doctor} in the {department} clinic on {followup_date} at {time}.",
@@ -310,8 +317,8 @@ _NURSING_SYSTEMS = (
                     "appetite poor", "NPO after MN", "TF at goal 60cc/hr", "guaiac neg")),
     (("GU", "Renal"), ("foley draining clear yellow urine 40-60cc/hr", "voiding qs", "UO 30cc/hr, MD aware",
                        "lasix given with good effect", "cr 2.1, trending down", "I/O neg 1L")),
-    (("SKIN", "Skin"), ("intact", "coccyx reddened, turned q2h", "R groin site c/d/i", "rash in groin, nystatin applied",
-                        "stage II ulcer sacrum, duoderm in place")),
+    (("SKIN", "Skin"), ("intact", "coccyx reddened, turned q2h", "R groin site c/d/i",
+                        "rash in groin, nystatin applied", "stage II ulcer sacrum, duoderm in place")),
     (("ID",), ("afebrile", "Tmax 101.2, cultures sent", "on vanco/zosyn", "WBC 14.2")),
     (("ENDO",), ("FS 140-180s, covered per RISS", "BS 129, no insulin required", "on insulin gtt")),
     (("PAIN", "Comfort"), ("denies pain", "c/o incisional pain, morphine 2mg IV with relief", "pain 4/10")),
@@ -320,7 +327,8 @@ _NURSING_SYSTEMS = (
 _NURSING_EVENTS = (
     "SOCIAL: {relative} in to visit, updated by {doctor}", "{relative} called x2, can be reached at {phone}",
     "{doctor} aware of SBP 80s", "transferred to Rm {room} at {time}",
-    "plan for transfer to {other_hospital} {date}", "PT eval by {nurse}", "family mtg w/ {relative} and {attending} {date}",
+    "plan for transfer to {other_hospital} {date}", "PT eval by {nurse}",
+    "family mtg w/ {relative} and {attending} {date}",
     "lives w/ {relative} in {city}", "HCP: {relative} {phone}", "seen by {doctor} from {department}",
     "pt's {relative} ({profession}) asking appropriate questions", "report given to {nurse}, RN",
     "{relative} requests call at {phone} w/ any changes", "VS: {vitals}", "labs: {labs}",
@@ -329,7 +337,8 @@ _NURSING_EVENTS = (
 _NURSING_ASSESSMENTS = ("A: stable", "A: hemodynamically stable", "A: improving resp status",
                         "A: cont renal insufficiency", "A: tolerating diuresis", "A/P: stable overnight")
 _NURSING_PLANS = ("cont to monitor", "f/u AM labs", "wean vent as tol", "OOB to chair", "diurese as tol",
-                  "family mtg {date}", "trend BP", "repeat lytes at {time}", "cont current plan", "?transfer to floor {date}")
+                  "family mtg {date}", "trend BP", "repeat lytes at {time}", "cont current plan",
+                  "?transfer to floor {date}")
 
 _LETTERHEAD_LINES = ("{hospital}", "{department}", "{address}", "Tel {phone}   Fax {fax}", "{url}", "{email}")
 _LETTER_OPENINGS = (
@@ -375,7 +384,8 @@ class _Note:
         self.length = 0
         male = rng.random() < 0.5
         self.words = dict(zip(("he", "He", "his", "His", "him", "mf"),
-                              ("he", "He", "his", "His", "him", "M") if male else ("she", "She", "her", "Her", "her", "F")))
+                              ("he", "He", "his", "His", "him", "M") if male
+                              else ("she", "She", "her", "Her", "her", "F")))
         self.words["man"] = rng.choice(("man", "male", "gentleman") if male else ("woman", "female", "lady"))
         patient = self._person("PATIENT", male, "Mr." if male else rng.choice(("Ms.", "Mrs.")))
         doctors = [self._person("DOCTOR", rng.random() < 0.5, "Dr.") for _ in range(4)]
@@ -591,8 +601,10 @@ class _Note:
 
     def put_room(self) -> None:
         rng = self.rng
-        self.phi(rng.choice((f"{rng.randint(1, 12)}{rng.choice('ABCDEFGH')}", f"{rng.randint(1, 9)}{rng.randint(1, 40):02d}",
-                             f"{rng.randint(1, 9)}-{rng.randint(1, 40)}", f"{rng.choice('NSEW')}{rng.randint(100, 999)}")),
+        self.phi(rng.choice((f"{rng.randint(1, 12)}{rng.choice('ABCDEFGH')}",
+                             f"{rng.randint(1, 9)}{rng.randint(1, 40):02d}",
+                             f"{rng.randint(1, 9)}-{rng.randint(1, 40)}",
+                             f"{rng.choice('NSEW')}{rng.randint(100, 999)}")),
                  "ROOM")
 
     def put_street(self) -> None:
@@ -705,8 +717,8 @@ def _discharge(note: _Note) -> None:
     inline = rng.random() < 0.4
     if rng.random() < 0.3:
         note.say("Record date: {admit}\n\n")
-    note.say(rng.choice(("{hospital}\nDISCHARGE SUMMARY\n\n", "DISCHARGE SUMMARY\n", "Discharge Summary - {hospital}\n\n",
-                         "{hospital}\n{department}\nDischarge Summary\n\n")))
+    note.say(rng.choice(("{hospital}\nDISCHARGE SUMMARY\n\n", "DISCHARGE SUMMARY\n",
+                         "Discharge Summary - {hospital}\n\n", "{hospital}\n{department}\nDischarge Summary\n\n")))
     fields = [rng.choice(field) for field in rng.sample(_DISCHARGE_FIELDS, rng.randint(3, 8))]
     for i, field in enumerate(fields):
         note.say(field + ("\n" if i % 2 or rng.random() < 0.5 or i == len(fields) - 1 else "    "))

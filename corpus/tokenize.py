@@ -24,7 +24,8 @@ def tokenize(text: str, breaks: Iterable[int] = (), start: int = 0, end: int | N
     `breaks` are extra character offsets at which a token must be cut (gold span
     boundaries during training-data preparation, so that no label falls inside a token).
     """
-    tokens = [Token(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text, start, len(text) if end is None else end)]
+    tokens = [Token(m.group(), m.start(), m.end())
+              for m in _TOKEN.finditer(text, start, len(text) if end is None else end)]
     cuts = sorted(set(breaks), reverse=True)  # from the last, so that the tokens before keep their index
     starts = [t.start for t in tokens] if cuts else []
     for cut in cuts:

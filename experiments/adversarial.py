@@ -42,6 +42,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from adversary.audit import FLOOR, best_accuracy, run_audit  # noqa: E402
 from adversary.pairs import PairSource  # noqa: E402
+from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
 from adversary.pseudonymize import Pseudonymizer  # noqa: E402
 from client.inference import apply_to_sentences, compile_pipeline, compile_representer  # noqa: E402
 from corpus.casing import CASING  # noqa: E402
@@ -51,19 +52,18 @@ from corpus.prepare import prepare_document, prepare_text  # noqa: E402
 from corpus.tagging import tag_vocabulary  # noqa: E402
 from representer.dataset import SentenceData, predicted_documents  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
-from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
 from representer.representation import OUTPUT_NOISE_STDDEV, load_representer  # noqa: E402
 from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
 from representer.tagger_runs import split_documents  # noqa: E402
-from representer.training import (RESUMABLE_EXIT_STATUS, TaggerTraining, TimeBudgetExhausted,  # noqa: E402
-                                  run_training, time_budget)
+from representer.training import RESUMABLE_EXIT_STATUS, TaggerTraining, TimeBudgetExhausted, run_training, time_budget  # noqa: E402
 from results_files import over_seeds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "physionet-deid"
 RESULTS = ROOT / "experiments" / "results"
 RUNS = ROOT / "runs"
-CONFIGURATIONS = [{"name": f"three-phase N={n}", "procedure": "three-phase", "neighbours": n} for n in (10, 50, 100, 500)]
+CONFIGURATIONS = [{"name": f"three-phase N={n}", "procedure": "three-phase", "neighbours": n}
+                  for n in (10, 50, 100, 500)]
 CONFIGURATIONS.append({"name": "DANN N=100", "procedure": "dann", "neighbours": 100})
 REPR_SIZE = 50
 TRAIN_SPLITS = ("provider", "site_a", "site_b", "site_c")
@@ -166,7 +166,8 @@ def run(config: dict, documents, embeddings, args) -> dict:
     folder = run_dir(config, args)
     vocabulary = tag_vocabulary({span.source_type for d in train_docs + valid_docs for span in d.spans})
     n = config["neighbours"]
-    data = [AdversarialData.from_sentences(sentences(docs), embeddings, vocabulary, n) for docs in (train_docs, valid_docs)]
+    data = [AdversarialData.from_sentences(sentences(docs), embeddings, vocabulary, n)
+            for docs in (train_docs, valid_docs)]
     keras.utils.set_random_seed(args.seed)
     models = build_models(embeddings.dim, len(vocabulary), REPR_SIZE, representer_units=args.representer_units,
                           tagger_units=args.tagger_units, adversary_units=args.adversary_units,

@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+
 from results_files import git_commit, write_results
 
 DIM, PER_SHARD, BATCH = 50, 1000, 32

@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+
 from results_files import write_results
 
 INSTITUTIONS = ("site-a", "site-b", "site-c")

@@ -46,16 +46,14 @@ import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, TRAIN_SPLITS, sentences  # noqa: E402
-from bench_client import prepare  # noqa: E402
-from results_files import write_results  # noqa: E402
-
 from adversary.procedures import AdversarialData, AlternatingTraining, DeidTraining, build_models  # noqa: E402
+from bench_client import prepare  # noqa: E402
 from corpus.formats import read_corpus  # noqa: E402
 from corpus.tagging import tag_vocabulary  # noqa: E402
 from representer.dataset import BATCH_SIZE, SentenceData  # noqa: E402
-from representer.embeddings import load_glove_default  # noqa: E402
 from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
 from representer.training import TaggerTraining  # noqa: E402
+from results_files import write_results  # noqa: E402
 
 TASKS = ("export", "deidentify", "tagger-inference", "tagger-epoch", "p1-epoch", "p3-epoch")
 NEIGHBOURS = 100
@@ -264,8 +262,9 @@ def main() -> None:
             print(_row(task, results[task], peak), flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     machine = (f"{len(os.sched_getaffinity(0))} CPU cores, {platform.machine()}, Python {platform.python_version()}, "
-               f"TensorFlow {tf.__version__}, TensorFlow pools: {tf.config.threading.get_inter_op_parallelism_threads()}"
-               f" operations at once x {tf.config.threading.get_intra_op_parallelism_threads()} threads, GPU: "
+               f"TensorFlow {tf.__version__}, TensorFlow pools: "
+               f"{tf.config.threading.get_inter_op_parallelism_threads()} operations at once x "
+               f"{tf.config.threading.get_intra_op_parallelism_threads()} threads, GPU: "
                f"{', '.join(d.name for d in tf.config.list_logical_devices('GPU')) or 'none'}")
     lines = [f"# Speed (commit {commit})", "", f"{machine}. float32 matrix product: {peak:.0f} GFLOP/s at 4096 x "
              f"4096 x 4096 (the ceiling below), {small:.0f} GFLOP/s at 32 x 256 x 512 (a BiLSTM step's size). Median "

@@ -122,7 +122,8 @@ def cited_rows() -> list[dict]:
             runs = [r for r in results if (r["corpus"], r["name"]) == (corpus_name, name)]
             if runs:
                 rows.append({"corpus": corpus_name, "name": f"BiLSTM-CRF tagger, {name}",
-                             "note": f"baselines.md, {len(runs)} seed(s), {statistics.mean(r['epochs'] for r in runs):.0f} epochs",
+                             "note": f"baselines.md, {len(runs)} seed(s), "
+                                     f"{statistics.mean(r['epochs'] for r in runs):.0f} epochs",
                              "train_seconds": statistics.mean(r["train_seconds"] for r in runs),
                              "notes_per_second": statistics.mean(test_notes[corpus_name] / r["predict_seconds"]
                                                                  for r in runs),

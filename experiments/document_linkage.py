@@ -102,8 +102,9 @@ def table(rows: list[dict], run: dict) -> str:
              "raw PHI (no pseudonymization, the upper reference); PHI tags only (which categories a sentence "
              "holds, shared in the clear); non-PHI words (content words and numbers outside PHI, in every export "
              "whatever N). The export shuffles sentences across documents, so only content links them; exporting "
-             "whole documents (shuffled only among each other) would keep every link (1.0 in every column). AUC over all pairs mostly "
-             "measures which categories sentences share (the tags alone reach it); precision at 1 is where "
+             "whole documents (shuffled only among each other) would keep every link (1.0 in every column). "
+             "AUC over all pairs mostly measures which categories sentences share (the tags alone reach it); "
+             "precision at 1 is where "
              "surrogates add to the tags."]
     for split in dict.fromkeys(row["split"] for row in rows):
         first = next(row for row in rows if row["split"] == split)

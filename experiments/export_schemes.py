@@ -23,21 +23,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, ROOT, load_data, retrained_predictor, retrained_tagger, sentences, test_scores  # noqa: E402
-from results_files import write_results  # noqa: E402
-
 from adversary.pseudonymize import SCHEMES  # noqa: E402
 from corpus.metrics import COLUMN_TITLES, PRIMARY, format_score  # noqa: E402
 from corpus.tagging import tag_vocabulary  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
 from representer.representation import load_representer  # noqa: E402
 from representer.threads import configure_threads  # noqa: E402
+from results_files import write_results  # noqa: E402
 
 RAW = "raw"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run", type=Path, default=ROOT / "runs" / "adversarial_reference" / "three-phase_N100_raw_export")
+    parser.add_argument("--run", type=Path,
+                        default=ROOT / "runs" / "adversarial_reference" / "three-phase_N100_raw_export")
     parser.add_argument("--neighbours", type=int, default=100)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--retrain-epochs", type=int, default=20)
@@ -81,7 +81,8 @@ def table(rows: list[dict], args) -> str:
         f1 = [row[PRIMARY] for row in own]
         spread = f" ± {np.std(f1, ddof=1):.4f}" if len(f1) > 1 else ""
         cells = "; ".join(f"{row[PRIMARY]:.4f} {format_score(row[PRIMARY + '_interval'])}" for row in own)
-        lines.append(f"| {scheme} | {np.mean(f1):.4f}{spread} | {cells} | {np.mean([r['token_hipaa_f1'] for r in own]):.4f} |")
+        lines.append(f"| {scheme} | {np.mean(f1):.4f}{spread} | {cells} | "
+                     f"{np.mean([r['token_hipaa_f1'] for r in own]):.4f} |")
     return "\n".join(lines)
 
 

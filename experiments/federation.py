@@ -36,7 +36,8 @@ DATA = REPO.parent / "shared" / "data" / "physionet-deid"
 RUNS = REPO / "runs" / "federation"
 RESULTS = REPO / "experiments" / "results"
 SITES = ("site_a", "site_b", "site_c")
-POOLS = {"provider-only": ("provider",), "pooled": ("provider", *SITES), "pooled-no-c": ("provider", "site_a", "site_b")}
+POOLS = {"provider-only": ("provider",), "pooled": ("provider", *SITES),
+         "pooled-no-c": ("provider", "site_a", "site_b")}
 ROWS = [("non-private upper bound (raw GloVe, all training notes)", "raw", "test"),
         ("pseudonymization N=100 (all training notes)", "pseudo", "test"),
         ("provider-only (representations)", "provider-only", "test"),
@@ -96,8 +97,10 @@ def run_seed(seed: int, args) -> dict:
         path = folder / "contributions" / f"{institution}.dpc"
         if not path.exists():
             notes = provider_train + provider_valid if institution == "provider" else documents[institution]
-            export_contribution(notes, bundle, vectors, path, institution=institution, server_key=server_key.public_key(),
-                                signing_key=keys.load_private_key(key_dir / institution / "institution.key", keys.SIGNING))
+            export_contribution(notes, bundle, vectors, path, institution=institution,
+                                server_key=server_key.public_key(),
+                                signing_key=keys.load_private_key(key_dir / institution / "institution.key",
+                                                                  keys.SIGNING))
         contributions[institution] = PooledContribution(
             sha256=institution, path=path, institution=institution,
             public_key=keys.load_public_key(key_dir / institution / "institution.pub", keys.SIGNING))
@@ -166,8 +169,9 @@ def report(seeds: list[int]) -> None:
              f"Command: `python experiments/federation.py --seeds {' '.join(map(str, done))} --p1 {args.p1} "
              f"--p3 {args.p3} --tagger-epochs {args.tagger_epochs} --patience {args.patience} "
              f"--audit-epochs {args.audit_epochs}`.",
-             f"Budgets (2-core CPU machine): representer P1 and P2 {args.p1} epochs each, P3 {args.p3} (METHOD.md's reference: "
-             f"20/20/40); taggers at most {args.tagger_epochs} epochs, patience {args.patience}; audit "
+             f"Budgets (2-core CPU machine): representer P1 and P2 {args.p1} epochs each, P3 {args.p3} "
+             f"(METHOD.md's reference: 20/20/40); taggers at most {args.tagger_epochs} epochs, "
+             f"patience {args.patience}; audit "
              f"{args.audit_epochs} epochs.\n",
              "| tagger | scored on | " + score_header() + " |", "|---|---|" + "---|" * len(SCORE_COLUMNS)]
     for title, name, split in ROWS:
@@ -185,7 +189,8 @@ def report(seeds: list[int]) -> None:
     lines += ["", f"Targets, on the {COLUMN_TITLES[PRIMARY]}: "
                   f"pooled - provider-only = {100 * (pooled - alone):+.1f} F1 points (target >= +3: "
                   f"{'met' if pooled - alone >= 0.03 else 'MISSED'}); non-private - pooled = "
-                  f"{100 * (upper - pooled):.1f} points (target <= 1.5: {'met' if upper - pooled <= 0.015 else 'MISSED'})."]
+                  f"{100 * (upper - pooled):.1f} points (target <= 1.5: "
+                  f"{'met' if upper - pooled <= 0.015 else 'MISSED'})."]
     gains = [100 * (per_seed[s]["pooled@test"][PRIMARY] - per_seed[s]["provider-only@test"][PRIMARY]) for s in done]
     lines.append("Pooled - provider-only per seed: " + ", ".join(f"seed {s} {g:+.1f}" for s, g in zip(done, gains))
                  + " points.")
@@ -201,8 +206,8 @@ def report(seeds: list[int]) -> None:
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "federation.md").write_text(text + "\n![F1 per tagger](federation.png)\n")
-    (RESULTS / "federation.json").write_text(json.dumps({"date": str(date.today()), "commit": commit, "machine": machine,
-                                                         "seeds": per_seed}, indent=2) + "\n")
+    (RESULTS / "federation.json").write_text(json.dumps({"date": str(date.today()), "commit": commit,
+                                                         "machine": machine, "seeds": per_seed}, indent=2) + "\n")
     plot(per_seed, RESULTS / "federation.png")
 
 
@@ -215,7 +220,8 @@ def plot(per_seed: dict, path: Path) -> None:
     figure, axes = pyplot.subplots(figsize=(8, 4))
     labels = [f"{name}\n({split})" for _, name, split in ROWS]
     for offset, metric in ((-0.2, PRIMARY), (0.2, "entity_strict_f1")):
-        means = [statistics.mean(rows[f"{name}@{split}"][metric] for rows in per_seed.values()) for _, name, split in ROWS]
+        means = [statistics.mean(rows[f"{name}@{split}"][metric] for rows in per_seed.values())
+                 for _, name, split in ROWS]
         axes.bar([i + offset for i in range(len(ROWS))], means, 0.4, label=COLUMN_TITLES[metric])
     axes.set_xticks(range(len(ROWS)), labels, fontsize="x-small")
     axes.set(ylabel="F1", ylim=(0, 1))

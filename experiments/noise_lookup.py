@@ -27,8 +27,17 @@ from types import SimpleNamespace
 
 import keras
 
-from adversarial import (DATA, RESULTS, ROOT, TAGGER_COLUMNS, joint_predictor, retrained_predictor, retrained_tagger,
-                         sentences, test_scores)
+from adversarial import (
+    DATA,
+    RESULTS,
+    ROOT,
+    TAGGER_COLUMNS,
+    joint_predictor,
+    retrained_predictor,
+    retrained_tagger,
+    sentences,
+    test_scores,
+)
 from adversary.audit import attacker_reference
 from adversary.lookup import lookup_attack
 from adversary.pairs import PairSource

@@ -41,8 +41,16 @@ from corpus.document import Document  # noqa: E402
 from corpus.errors import CorpusWarning  # noqa: E402
 from corpus.formats import read_corpus  # noqa: E402
 from corpus.i2b2_official import is_hipaa, phi_tokens  # noqa: E402
-from corpus.metrics import (COLUMN_TITLES, LEVEL, RESAMPLES, Counts, evaluate_corpus, format_score,  # noqa: E402
-                            official_token_counts, score_row)
+from corpus.metrics import (  # noqa: E402
+    COLUMN_TITLES,
+    LEVEL,
+    RESAMPLES,
+    Counts,
+    evaluate_corpus,
+    format_score,
+    official_token_counts,
+    score_row,
+)
 from representer.bundle import open_bundle, publish_pipeline, publish_run  # noqa: E402
 from results_files import SCORE_COLUMNS, git_commit, score_header, write_results  # noqa: E402
 
@@ -171,7 +179,8 @@ def table(result: dict) -> str:
     lines += ["", f"## Each pattern on the training splits ({', '.join(TRAIN_SPLITS)}; {result['train_notes']} notes)",
               "", "precision: share of its spans that overlap a gold PHI span (any type); token precision: the same "
               "over its official i2b2 tokens; recall: share of the gold spans of its i2b2 type (DATE: PhysioNet Date "
-              "and DateYear) that it overlaps (n/a: no such gold span in PhysioNet). Not in the default set: marked (off).", "",
+              "and DateYear) that it overlaps (n/a: no such gold span in PhysioNet). Not in the default set: "
+              "marked (off).", "",
               "| pattern | label | spans | precision | token precision | gold spans of its type | recall |",
               "|---|---|---|---|---|---|---|"]
 
@@ -213,7 +222,8 @@ def main() -> None:
               "command": "python experiments/pattern_layer.py", "test_notes": len(test), "train_notes": len(train),
               "default_patterns": [p.name for p in DEFAULT_PATTERNS], "systems": systems, "gains": gains,
               "patterns_on_training": pattern_scores(train),
-              "patterns_alone_on_training": scores(train, [with_patterns(d, DEFAULT_PATTERNS) for d in unlabeled(train)]),
+              "patterns_alone_on_training": scores(train, [with_patterns(d, DEFAULT_PATTERNS)
+                                                           for d in unlabeled(train)]),
               "seconds": round(time.perf_counter() - started, 1)}
     write_results(args.results_name, table(result), result)
 

@@ -24,13 +24,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, load_data, sentences  # noqa: E402
-from results_files import write_results  # noqa: E402
-
 from adversary.audit import chance_verdict, raw_embeddings  # noqa: E402
 from adversary.lookup import lookup_attack  # noqa: E402
 from adversary.pairs import PairSource  # noqa: E402
 from adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
+from results_files import write_results  # noqa: E402
 
 NEIGHBOURS = (10, 100, 500)
 SEEDS = (0, 1, 2)

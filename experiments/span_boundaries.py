@@ -31,7 +31,8 @@ def load() -> dict[str, list[Document]]:
     meddocan = DATA / "meddocan"
     return {
         "PhysioNet (all)": read_corpus(DATA / "physionet-deid", "physionet"),
-        "MEDDOCAN (train+dev)": read_corpus(meddocan / "train" / "brat", "brat") + read_corpus(meddocan / "dev" / "brat", "brat"),
+        "MEDDOCAN (train+dev)": (read_corpus(meddocan / "train" / "brat", "brat")
+                                 + read_corpus(meddocan / "dev" / "brat", "brat")),
     }
 
 

@@ -29,7 +29,7 @@ from client.patterns import with_patterns  # noqa: E402
 from corpus.formats import read_corpus  # noqa: E402
 from corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  # noqa: E402
 from corpus.prepare import prepare_document  # noqa: E402
-from representer.embeddings import load_embeddings, load_fasttext_bin, save_fasttext, train_fasttext  # noqa: E402
+from representer.embeddings import load_embeddings, save_fasttext, train_fasttext  # noqa: E402
 from representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
 from results_files import SCORE_COLUMNS, git_commit, over_seeds, score_header  # noqa: E402
 
@@ -63,7 +63,8 @@ def load_data(corpus: str):
     """(train, valid, test) documents of a corpus."""
     if corpus == "physionet":
         path = DATA / "physionet-deid"
-        pool = [d for split in ("provider", "site_a", "site_b", "site_c") for d in read_corpus(path, "physionet", split=split)]
+        pool = [d for split in ("provider", "site_a", "site_b", "site_c")
+                for d in read_corpus(path, "physionet", split=split)]
         train, valid = split_documents(pool, 0.1, seed=0, group=lambda d: d.id.split("-")[0])
         return train, valid, read_corpus(path, "physionet", split="test")
     train, valid = split_documents(read_corpus(DATA / "meddocan" / "train" / "brat", "brat"), 0.1, seed=0)

@@ -20,8 +20,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, ROOT, load_data, sentences  # noqa: E402
-from results_files import write_results  # noqa: E402
-
 from adversary.audit import attacker_reference  # noqa: E402
 from adversary.lookup import lookup_attack  # noqa: E402
 from adversary.pairs import PairSource  # noqa: E402
@@ -29,6 +27,7 @@ from adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
 from representer.representation import load_representer  # noqa: E402
 from representer.threads import configure_threads  # noqa: E402
+from results_files import write_results  # noqa: E402
 
 RUNS = [ROOT / "runs" / "adversarial_reference" / "three-phase_N100_raw_export",
         ROOT / "runs" / "adversarial_export" / "three-phase_N100"]
@@ -51,7 +50,8 @@ def main() -> None:
             reference = attacker_reference(representer)
             for scheme in SCHEMES:
                 for export_path in (False, True):
-                    pairs = PairSource(test, Pseudonymizer(embeddings, args.neighbours, scheme), export_path=export_path)
+                    pairs = PairSource(test, Pseudonymizer(embeddings, args.neighbours, scheme),
+                                       export_path=export_path)
                     rows.append({"run": run.name, "model": "P1" if model.endswith("p1") else "final", "scheme": scheme,
                                  "path": "export" if export_path else "bare", "sentences": len(pairs),
                                  "noisy": [lookup_attack(representer, pairs, seed)["rate"] for seed in args.seeds],
@@ -68,7 +68,8 @@ def table(rows: list[dict], args) -> str:
     lines = [f"Lookup attack A2 on PhysioNet `test` (one fake partner per PHI sentence), N = {args.neighbours}, "
              f"seeds {', '.join(map(str, args.seeds))}: rate with the attacker's stored representations noisy "
              "and noise-free (the white-box attacker audits now use). Chance 0.5.", "",
-             "| run | representer | scheme | path | sentences | stored noisy: mean (seeds) | stored noise-free: mean (seeds) |",
+             "| run | representer | scheme | path | sentences | stored noisy: mean (seeds) "
+             "| stored noise-free: mean (seeds) |",
              "|---|---|---|---|---:|---|---|"]
     lines += [f"| {r['run']} | {r['model']} | {r['scheme']} | {r['path']} | {r['sentences']} | {cell(r['noisy'])} "
               f"| {cell(r['noise_free'])} |" for r in rows]

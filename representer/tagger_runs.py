@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import keras
-import numpy as np
 
 from corpus.document import Document, Span
 from corpus.prepare import LabeledSentence, prepare_document, prepare_text
@@ -64,13 +63,15 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
     procedure = TaggerTraining(tagger, compute_class_weights(train.tag_counts(len(vocabulary))))
     setup = {"format_version": RUN_FORMAT, "embeddings": embeddings, "embeddings_id": vectors.source_id,
              "casing": casing, "scheme": scheme, "label": label, "tag_vocabulary": vocabulary,
-             "pseudonymization_neighbours": pseudonymizer and pseudonymizer.neighbours, "train_documents": len(train_documents),
+             "pseudonymization_neighbours": pseudonymizer and pseudonymizer.neighbours,
+             "train_documents": len(train_documents),
              "train_sentences": len(train), "valid_documents": len(valid_documents), "valid_sentences": len(valid)}
     return run_training(procedure, train, valid, run_dir, max_epochs=max_epochs, patience=patience, seed=seed,
                         config=setup, progress=progress)
 
 
-def load_tagger_run(run_dir: str | Path, loaded_embeddings: Embeddings | None = None) -> tuple[Tagger, dict, Embeddings]:
+def load_tagger_run(run_dir: str | Path,
+                    loaded_embeddings: Embeddings | None = None) -> tuple[Tagger, dict, Embeddings]:
     """(tagger, config, embeddings) of a run directory written by `train_tagger_run`."""
     run_dir = Path(run_dir)
     config_file, tagger_file = run_dir / "config.json", run_dir / TAGGER_FILE
@@ -87,7 +88,8 @@ def load_tagger_run(run_dir: str | Path, loaded_embeddings: Embeddings | None = 
     return keras.saving.load_model(tagger_file, compile=False), config, vectors
 
 
-def predict_documents(tagger: Tagger, config: dict, vectors: Embeddings, documents: Sequence[Document]) -> list[Document]:
+def predict_documents(tagger: Tagger, config: dict, vectors: Embeddings,
+                      documents: Sequence[Document]) -> list[Document]:
     """The documents with their spans replaced by the tagger's predictions."""
     sentences = [prepare_text(d.text) for d in documents]
     flat = [s for doc_sentences in sentences for s in doc_sentences]

@@ -23,7 +23,8 @@ def configure_threads() -> bool:
         return False
     try:
         tf.config.threading.set_inter_op_parallelism_threads(CONCURRENT_OPERATIONS)
-        tf.config.threading.set_intra_op_parallelism_threads(max(1, len(os.sched_getaffinity(0)) // CONCURRENT_OPERATIONS))
+        tf.config.threading.set_intra_op_parallelism_threads(
+            max(1, len(os.sched_getaffinity(0)) // CONCURRENT_OPERATIONS))
     except RuntimeError:  # "... cannot be modified after initialization"
         return False
     return True

@@ -126,8 +126,8 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
     chief = procedure.strategy.extended.should_checkpoint
     (_write_config if chief else _check_config)(
         run_dir, {"procedure": procedure.name, **procedure.config(), "max_epochs": max_epochs, "patience": patience,
-                  "monitor": monitor, "monitor_mode": procedure.monitor_mode,
-                  "plateau_decay": procedure.plateau_decay, "plateau_patience": procedure.plateau_patience, "seed": seed, **(config or {})})
+                  "monitor": monitor, "monitor_mode": procedure.monitor_mode, "plateau_decay": procedure.plateau_decay,
+                  "plateau_patience": procedure.plateau_patience, "seed": seed, **(config or {})})
     models, optimizers = procedure.models(), procedure.optimizers()
     state = {"history": [], "best_epoch": 0, "best": None, "wait": 0}
     best_weights = {name: model.get_weights() for name, model in models.items()}

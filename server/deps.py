@@ -15,8 +15,14 @@ from sqlalchemy.orm import Session
 
 from client.signed_requests import INSTITUTION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from client.transport import CONTENT_TYPE
-from server.auth import (AuthError, check_admin_authorization, check_metrics_authorization, check_signed_request,
-                         check_viewer_authorization, load_ed25519_public_key)
+from server.auth import (
+    AuthError,
+    check_admin_authorization,
+    check_metrics_authorization,
+    check_signed_request,
+    check_viewer_authorization,
+    load_ed25519_public_key,
+)
 from server.database import Institution
 from server.errors import Refused
 from server.nonces import use_nonce

@@ -21,8 +21,16 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from server.database import (QUEUED, RUN_STATUSES, Contribution, Institution, Pipeline, Representer, RunEpoch,
-                             TrainingRun)
+from server.database import (
+    QUEUED,
+    RUN_STATUSES,
+    Contribution,
+    Institution,
+    Pipeline,
+    Representer,
+    RunEpoch,
+    TrainingRun,
+)
 from server.logs import REQUEST_FIELDS
 from server.state import ServerState
 

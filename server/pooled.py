@@ -17,8 +17,13 @@ import tensorflow as tf
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from client.contribution import ContributionError, ContributionHeader, ContributionSentence, iter_sentences, \
-    verify_contribution
+from client.contribution import (
+    ContributionError,
+    ContributionHeader,
+    ContributionSentence,
+    iter_sentences,
+    verify_contribution,
+)
 from representer.dataset import BATCH_SIZE, SentenceData, SentenceStream
 from representer.distribution import training_strategy
 from representer.tagger import build_tagger, compute_class_weights

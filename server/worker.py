@@ -25,8 +25,18 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.auth import load_ed25519_public_key
-from server.database import FAILED, QUEUED, RUNNING, SUCCEEDED, Contribution, Institution, Representer, RunEpoch, \
-    TrainingRun, utcnow
+from server.database import (
+    FAILED,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    Contribution,
+    Institution,
+    Representer,
+    RunEpoch,
+    TrainingRun,
+    utcnow,
+)
 from server.pooled import PooledContribution, open_pooled_data, train_pooled
 from server.state import ServerState
 
@@ -90,8 +100,9 @@ def claim_run(sessions: sessionmaker, worker_id: str) -> int | None:
     exclusivity does not rest on the locks alone."""
     now = utcnow()
     claimable = or_(TrainingRun.status == QUEUED,
-                    (TrainingRun.status == RUNNING) & or_(TrainingRun.heartbeat.is_(None),
-                                                          TrainingRun.heartbeat < now - timedelta(seconds=STALE_SECONDS)))
+                    (TrainingRun.status == RUNNING)
+                    & or_(TrainingRun.heartbeat.is_(None),
+                          TrainingRun.heartbeat < now - timedelta(seconds=STALE_SECONDS)))
     with sessions.begin() as session:
         run_id = session.scalars(select(TrainingRun.id).where(claimable).order_by(TrainingRun.id).limit(1)
                                  .with_for_update(skip_locked=True)).first()

@@ -25,8 +25,16 @@ from pathlib import Path
 from corpus.categories import I2B2_TYPES, PHI_TYPES
 from corpus.document import Document, Span
 from corpus.errors import CorpusError, warn_or_raise
-from corpus.formats._common import (input_files, is_empty, one_line, output_files, read_text, refuse_split,
-                                    span_ids, standoff_text)
+from corpus.formats._common import (
+    input_files,
+    is_empty,
+    one_line,
+    output_files,
+    read_text,
+    refuse_split,
+    span_ids,
+    standoff_text,
+)
 
 _TEXT_BOUND_ID = re.compile(r"T\d+")
 _LINE_KINDS = {"#": "note", "A": "attribute", "M": "attribute", "R": "relation", "E": "event",

@@ -11,11 +11,17 @@ from representer.threads import configure_threads  # noqa: E402
 
 configure_threads()
 
-from deidpool.cli import adversarial_commands, corpus_commands, demo_command, pseudonymize_command, train_commands
-from deidpool.cli import baseline_commands  # noqa: F401  (registers train crf|svm|char-lstm on train_app)
-from deidpool.cli.client_commands import client_app, provider_app
-from deidpool.cli.coordinator_commands import coordinator_app
-from deidpool.cli.server_commands import server_app
+from deidpool.cli import (  # noqa: E402
+    adversarial_commands,
+    baseline_commands,  # noqa: F401  (registers train crf|svm|char-lstm on train_app)
+    corpus_commands,
+    demo_command,
+    pseudonymize_command,
+    train_commands,
+)
+from deidpool.cli.client_commands import client_app, provider_app  # noqa: E402
+from deidpool.cli.coordinator_commands import coordinator_app  # noqa: E402
+from deidpool.cli.server_commands import server_app  # noqa: E402
 
 app = typer.Typer(no_args_is_help=True, help="Privacy-preserving pooling of de-identification training data.")
 app.add_typer(corpus_commands.corpus_app, name="corpus")

@@ -80,8 +80,8 @@ def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_
 def train_adversarial(
     data: Path = _DATA, fmt: str = _FORMAT, splits: list[str] | None = _SPLITS, valid_data: Path | None = _VALID_DATA,
     valid_split: str | None = _VALID_SPLIT, valid_fraction: float = _VALID_FRACTION, embeddings: str = _EMBEDDINGS,
-    neighbours: int = _NEIGHBOURS, repr_size: int = _REPR_SIZE, lam: float = _LAMBDA, out: Path = _OUT, max_epochs: int = _MAX_EPOCHS,
-    patience: int = _PATIENCE,
+    neighbours: int = _NEIGHBOURS, repr_size: int = _REPR_SIZE, lam: float = _LAMBDA, out: Path = _OUT,
+    max_epochs: int = _MAX_EPOCHS, patience: int = _PATIENCE,
     pretrain_epochs: int = typer.Option(20, "--pretrain-epochs", min=1, help="Most epochs of P1 and of P2."),
     pretrain_patience: int = typer.Option(5, "--pretrain-patience", min=1, help="Early-stopping patience of P1, P2."),
     seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS, tagger_units: int = _TAGGER_UNITS,
@@ -99,8 +99,9 @@ def train_adversarial(
 def train_dann(
     data: Path = _DATA, fmt: str = _FORMAT, splits: list[str] | None = _SPLITS, valid_data: Path | None = _VALID_DATA,
     valid_split: str | None = _VALID_SPLIT, valid_fraction: float = _VALID_FRACTION, embeddings: str = _EMBEDDINGS,
-    neighbours: int = _NEIGHBOURS, repr_size: int = _REPR_SIZE, lam: float = _LAMBDA, out: Path = _OUT, max_epochs: int = _MAX_EPOCHS,
-    patience: int = _PATIENCE, seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS,
+    neighbours: int = _NEIGHBOURS, repr_size: int = _REPR_SIZE, lam: float = _LAMBDA, out: Path = _OUT,
+    max_epochs: int = _MAX_EPOCHS, patience: int = _PATIENCE, seed: int = _SEED,
+    representer_units: int = _REPRESENTER_UNITS,
     tagger_units: int = _TAGGER_UNITS, adversary_units: int = _ADVERSARY_UNITS, casing: bool = _CASING,
     learning_rate: float = _LEARNING_RATE, output_noise: float | None = _OUTPUT_NOISE,
     output_noise_floor: float = _OUTPUT_NOISE_FLOOR, time_budget: float | None = TIME_BUDGET,

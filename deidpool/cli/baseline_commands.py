@@ -30,9 +30,11 @@ def _train(train, *args, **options) -> dict:
 
 
 @train_app.command("crf")
-def train_crf(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SPLIT, valid_data: Path | None = VALID_DATA,
-              valid_split: str | None = VALID_SPLIT, valid_fraction: float = VALID_FRACTION, label: str = LABEL,
-              c2: list[float] | None = typer.Option(None, "--c2", help="L2 weights to choose from on the validation set (repeatable; default 0.01 0.05 0.25)."),
+def train_crf(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SPLIT,
+              valid_data: Path | None = VALID_DATA, valid_split: str | None = VALID_SPLIT,
+              valid_fraction: float = VALID_FRACTION, label: str = LABEL,
+              c2: list[float] | None = typer.Option(None, "--c2", help="L2 weights to choose from on the validation "
+                                                    "set (repeatable; default 0.01 0.05 0.25)."),
               max_iterations: int = typer.Option(100, "--max-iterations", min=1, help="L-BFGS iterations per fit."),
               min_freq: float = typer.Option(4, "--min-freq", min=0, help="Drop features seen fewer times (CRF++ -f)."),
               seed: int = SEED, out: Path = OUT) -> None:
@@ -46,9 +48,11 @@ def train_crf(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SP
 
 
 @train_app.command("svm")
-def train_svm(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SPLIT, valid_data: Path | None = VALID_DATA,
-              valid_split: str | None = VALID_SPLIT, valid_fraction: float = VALID_FRACTION, label: str = LABEL,
-              c: list[float] | None = typer.Option(None, "--c", help="SVM C values to choose from on the validation set (repeatable; default 0.3 1 3)."),
+def train_svm(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SPLIT,
+              valid_data: Path | None = VALID_DATA, valid_split: str | None = VALID_SPLIT,
+              valid_fraction: float = VALID_FRACTION, label: str = LABEL,
+              c: list[float] | None = typer.Option(None, "--c", help="SVM C values to choose from on the validation "
+                                                   "set (repeatable; default 0.3 1 3)."),
               seed: int = SEED, out: Path = OUT) -> None:
     """Linear SVM on Sibanda & Uzuner's local-context features, one class per token."""
     from baselines import svm
@@ -62,12 +66,14 @@ def train_svm(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SP
 def train_char_lstm(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SPLIT,
                     valid_data: Path | None = VALID_DATA, valid_split: str | None = VALID_SPLIT,
                     valid_fraction: float = VALID_FRACTION, label: str = LABEL,
-                    embeddings: str = typer.Option("glove", "--embeddings", help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
+                    embeddings: str = typer.Option("glove", "--embeddings",
+                                                   help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
                     lstm_units: int = typer.Option(100, "--lstm-units", min=1),
                     learning_rate: float = typer.Option(0.002, "--learning-rate", min=0.0),
                     max_epochs: int = typer.Option(20, "--max-epochs", min=1),
                     patience: int = typer.Option(3, "--patience", min=1),
-                    seed: int = SEED, out: Path = typer.Option(..., "--out", help="Run directory (rerun to resume).")) -> None:
+                    seed: int = SEED,
+                    out: Path = typer.Option(..., "--out", help="Run directory (rerun to resume).")) -> None:
     """Character-enhanced BiLSTM-CRF (Dernoncourt et al. 2017): word embeddings + character BiLSTM."""
     from baselines import char_lstm
     from representer.embeddings import load_embeddings

@@ -153,7 +153,8 @@ def export(
     if dtype not in DTYPES:
         raise typer.BadParameter(f"choose one of {', '.join(DTYPES)}", param_hint="--dtype")
     if pseudonymization not in PSEUDONYMIZATION_SCHEMES:
-        raise typer.BadParameter(f"choose one of {', '.join(PSEUDONYMIZATION_SCHEMES)}", param_hint="--pseudonymization")
+        raise typer.BadParameter(f"choose one of {', '.join(PSEUDONYMIZATION_SCHEMES)}",
+                                 param_hint="--pseudonymization")
     with clean_errors():
         signing_key = private_key(key, keys.SIGNING)
         institution = institution_id(key)

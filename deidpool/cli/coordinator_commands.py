@@ -133,7 +133,8 @@ def wait_run(run_id: Annotated[int, typer.Argument(help="Training run id.")], se
 @coordinator_app.command("publish")
 def publish(run_id: Annotated[int, typer.Argument(help="A succeeded training run id.")], server: Server, token: Token,
             override_audit: bool = typer.Option(False, "--override-audit", help="Publish although the representer "
-                                                "has no export-path audit with verdict \"consistent with chance\".")) -> None:
+                                                "has no export-path audit with verdict "
+                                                "\"consistent with chance\".")) -> None:
     """Publish a succeeded run as a server-signed pipeline."""
     with clean_errors(), ServerConnection(server, token) as connection:
         pipeline = connection.call("POST", f"/api/runs/{run_id}/publish", json={"override_audit": override_audit})

@@ -86,7 +86,8 @@ def stats(
     source: Path = typer.Argument(..., help="Input file or folder (as --format needs)."),
     fmt: str = typer.Option(..., "--format", help=f"Input format: {', '.join(FORMATS)}."),
     split: str | None = typer.Option(None, "--split", help="Read only this named split (PhysioNet splits.json)."),
-    embeddings: str = typer.Option("glove", "--embeddings", help="Embeddings for the OOV rate (glove, fasttext:PATH, word2vec:PATH, glove-text:PATH) or 'none'."),
+    embeddings: str = typer.Option("glove", "--embeddings", help="Embeddings for the OOV rate (glove, fasttext:PATH, "
+                                   "word2vec:PATH, glove-text:PATH) or 'none'."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the tables."),
 ) -> None:
     """Describe a corpus: documents, sentences, tokens, PHI spans per category, OOV rate."""

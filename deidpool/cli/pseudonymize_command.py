@@ -17,8 +17,10 @@ def pseudonymize(
     out: Path = typer.Argument(..., help="Output file or folder; replaced only once complete."),
     fmt: str = typer.Option(..., "--format", help="Input format."),
     to_format: str | None = typer.Option(None, "--to", help="Output format (default: the input format)."),
-    neighbours: int = typer.Option(100, "--neighbours", "-n", min=1, help="N: pick among the N nearest neighbours (itself included)."),
-    embeddings: str = typer.Option("glove", "--embeddings", help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
+    neighbours: int = typer.Option(100, "--neighbours", "-n", min=1,
+                                   help="N: pick among the N nearest neighbours (itself included)."),
+    embeddings: str = typer.Option("glove", "--embeddings",
+                                   help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
     split: str | None = typer.Option(None, "--split", help="Read only this named split (PhysioNet splits.json)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the replacements."),
 ) -> None:
@@ -32,6 +34,7 @@ def pseudonymize(
         raise typer.BadParameter(str(error), param_hint="--embeddings") from None
     rng = random.Random(seed)
     with clean_errors():
-        documents = [pseudonymizer.document(d, rng) for d in tqdm(iter_corpus(source, fmt, split=split), desc="pseudonymizing", unit="doc")]
+        documents = [pseudonymizer.document(d, rng)
+                     for d in tqdm(iter_corpus(source, fmt, split=split), desc="pseudonymizing", unit="doc")]
         write_corpus(documents, out, to_format or fmt)
     typer.echo(f"wrote {len(documents)} pseudonymized documents (N={neighbours}) to {out}")

@@ -34,12 +34,18 @@ def train_tagger(
     split: list[str] | None = typer.Option(None, "--split", help="Named split(s) to train on (repeatable)."),
     valid_data: Path | None = typer.Option(None, "--valid-data", help="Validation notes (default: --data)."),
     valid_split: str | None = typer.Option(None, "--valid-split", help="Named split for validation."),
-    valid_fraction: float = typer.Option(0.1, "--valid-fraction", min=0.01, max=0.5, help="Held-out share of the training documents when no validation set is named."),
-    embeddings: str = typer.Option("glove", "--embeddings", help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
+    valid_fraction: float = typer.Option(0.1, "--valid-fraction", min=0.01, max=0.5,
+                                         help="Held-out share of the training documents when no validation set is "
+                                              "named."),
+    embeddings: str = typer.Option("glove", "--embeddings",
+                                   help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
     casing: bool = typer.Option(True, "--casing/--no-casing", help="Give the tagger the 7-way casing feature."),
-    neighbours: int | None = typer.Option(None, "--neighbours", "-n", min=1, help="Pseudonymization baseline: train on PHI moved to one of N embedding neighbours."),
+    neighbours: int | None = typer.Option(None, "--neighbours", "-n", min=1,
+                                          help="Pseudonymization baseline: train on PHI moved to one of N embedding "
+                                               "neighbours."),
     scheme: str = typer.Option("BIO", "--scheme", help="Tag scheme: BIO or BIOES."),
-    label: str = typer.Option("source", "--label", help="Tag labels: source (the corpus's own types) or type (i2b2 2014 types)."),
+    label: str = typer.Option("source", "--label",
+                              help="Tag labels: source (the corpus's own types) or type (i2b2 2014 types)."),
     lstm_units: int = typer.Option(128, "--lstm-units", min=1),
     max_epochs: int = typer.Option(20, "--max-epochs", min=1),
     patience: int = typer.Option(3, "--patience", min=1),
@@ -56,8 +62,8 @@ def train_tagger(
     with within_budget(time_budget):
         try:
             vectors = load_embeddings(embeddings)
-            metrics = train_tagger_run(train, valid, out, embeddings=embeddings, casing=casing, scheme=scheme, label=label,
-                                       pseudonymizer=neighbours and Pseudonymizer(vectors, neighbours),
+            metrics = train_tagger_run(train, valid, out, embeddings=embeddings, casing=casing, scheme=scheme,
+                                       label=label, pseudonymizer=neighbours and Pseudonymizer(vectors, neighbours),
                                        lstm_units=lstm_units, max_epochs=max_epochs, patience=patience, seed=seed,
                                        loaded_embeddings=vectors)
         except ValueError as error:

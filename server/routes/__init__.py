@@ -2,8 +2,17 @@
 routers `create_app` includes. Admin routes are on the modules' `admin` routers, which require
 the admin token (routers.py)."""
 
-from server.routes import (audits, contributions, dashboard, institutions, metrics, pipelines, representers, runs,
-                           service)
+from server.routes import (
+                           audits,
+                           contributions,
+                           dashboard,
+                           institutions,
+                           metrics,
+                           pipelines,
+                           representers,
+                           runs,
+                           service,
+)
 
 ROUTERS = (service.router, institutions.admin, representers.admin, representers.router, contributions.router,
            runs.admin, audits.admin, audits.router, pipelines.router, dashboard.router, metrics.router)

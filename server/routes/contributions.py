@@ -9,8 +9,14 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
 
 from server.database import Contribution, Institution
-from server.deps import (CONTRIBUTION_TYPES, SessionDep, StateDep, receive_payload, signed_institution,
-                         uploading_institution)
+from server.deps import (
+    CONTRIBUTION_TYPES,
+    SessionDep,
+    StateDep,
+    receive_payload,
+    signed_institution,
+    uploading_institution,
+)
 from server.routes.routers import api_router, binary_body, refusals
 from server.uploads import accept_contribution
 from server.views import ContributionView, contribution_view

@@ -13,12 +13,25 @@ import tensorflow as tf
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from adversary.audit import (BROKEN, CHANCE, FLOOR, INCONCLUSIVE, SHARED_TEXT, attack_result, attacker_reference,
-                             chance_verdict, hidden_phi, overall_verdict, raw_embeddings, run_audit,
-                             wilson_interval)
+from adversary.audit import (
+    BROKEN,
+    CHANCE,
+    FLOOR,
+    INCONCLUSIVE,
+    SHARED_TEXT,
+    attack_result,
+    attacker_reference,
+    chance_verdict,
+    hidden_phi,
+    overall_verdict,
+    raw_embeddings,
+    run_audit,
+    wilson_interval,
+)
 from adversary.inversion import vocabulary_ranks
 from adversary.lookup import lookup_attack, one_fake_per_sentence
 from adversary.pairs import PairSource
+from adversary.procedures import MIN_EPOCH_STEPS, automatic_passes, build_adversary
 from adversary.pseudonymize import Pseudonymizer
 from corpus.document import Document, Span
 from corpus.formats import write_corpus
@@ -26,7 +39,6 @@ from corpus.prepare import prepare_document
 from deidpool.cli import app
 from representer.embeddings import Embeddings
 from representer.noise import set_deterministic
-from adversary.procedures import MIN_EPOCH_STEPS, automatic_passes, build_adversary
 from representer.representation import build_representer
 
 # PHI words on axes of their own (cosine 0 with every other word), fillers in the last two
@@ -161,7 +173,8 @@ def audited(tmp_path_factory, embeddings):
     build_adversary(6, DIM, 8).save(run / "models" / "adversary.keras")
     result = CliRunner().invoke(app, ["audit", "--representer", str(run), "--data", str(root / "notes.jsonl"),
                                       "--format", "json", "--neighbours", "2", "--epochs", "3", "--passes", "2",
-                                      "--learning-rate", "0.02", "--adversary-units", "8", "--out", str(root / "report")])
+                                      "--learning-rate", "0.02", "--adversary-units", "8",
+                                      "--out", str(root / "report")])
     assert result.exit_code == 0, result.output
     return root / "report", result.output
 

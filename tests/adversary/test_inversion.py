@@ -9,8 +9,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 from adversary.audit import raw_embeddings
-from adversary.inversion import (context_only_inversion, frequency_baseline, hidden_mask, hidden_tokens,
-                                 inversion_attack)
+from adversary.inversion import context_only_inversion, frequency_baseline, hidden_mask, hidden_tokens, inversion_attack
 from adversary.pairs import PairSource
 from adversary.pseudonymize import Pseudonymizer
 from corpus.casing import casing_ids

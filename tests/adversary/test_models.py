@@ -5,8 +5,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from adversary.models import (LOG_2, AdversaryT1, AdversaryT2, CombinedAdversary, PartnerOnlyProbe, adversary_metrics,
-                              adversary_outputs, adversary_step, train_adversary_step)
+from adversary.models import (
+    LOG_2,
+    AdversaryT1,
+    AdversaryT2,
+    CombinedAdversary,
+    PartnerOnlyProbe,
+    adversary_metrics,
+    adversary_outputs,
+    adversary_step,
+    train_adversary_step,
+)
 from representer.noise import set_deterministic
 from representer.representation import build_representer
 

@@ -3,7 +3,6 @@ loss, the gradient reversal, and a `deidpool train adversarial` run that resumes
 
 import json
 import math
-import shutil
 
 import keras
 import numpy as np
@@ -13,6 +12,7 @@ from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
 from adversary.models import adversary_outputs, adversary_step
+from adversary.procedures import AdversarialData, AdversaryTraining, AlternatingTraining, DANNTraining, build_models
 from corpus.formats import write_corpus
 from corpus.prepare import prepare_document
 from corpus.synth import generate_documents
@@ -21,8 +21,6 @@ from deidpool.cli import app
 from representer.dataset import training_batches
 from representer.embeddings import Embeddings
 from representer.noise import set_deterministic
-from adversary.procedures import (AdversarialData, AdversaryTraining, AlternatingTraining, DANNTraining,
-                                    build_models)
 from representer.representation import load_representer
 from representer.tagger import tagger_loss
 
@@ -120,7 +118,8 @@ def corpus_files(tmp_path_factory, documents):
     with (root / "vectors.txt").open("w") as file:
         for word, vector in random_vectors(documents).items():
             file.write(" ".join([word, *map(str, vector)]) + "\n")
-    return ["--data", str(root / "notes.jsonl"), "--format", "json", "--embeddings", f"glove-text:{root / 'vectors.txt'}"]
+    return ["--data", str(root / "notes.jsonl"), "--format", "json",
+            "--embeddings", f"glove-text:{root / 'vectors.txt'}"]
 
 
 def train(command, corpus_files, out, *options):

@@ -12,7 +12,8 @@ from corpus.tokenize import Token
 from representer.embeddings import Embeddings
 
 WORDS = {"smith": [1, 0, 0], "jones": [0.9, 0.1, 0], "brown": [0.8, 0.2, 0], "boston": [0, 1, 0],
-         "denver": [0, 0.9, 0.1], "the": [0, 0, 1], "seen": [0.3, 0.3, 0.3], "12": [0.5, 0, 0.5], "7": [0.4, 0, 0.6], "34": [0.45, 0, 0.55]}
+         "denver": [0, 0.9, 0.1], "the": [0, 0, 1], "seen": [0.3, 0.3, 0.3], "12": [0.5, 0, 0.5], "7": [0.4, 0, 0.6],
+         "34": [0.45, 0, 0.55]}
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +163,8 @@ def test_words_that_are_not_replaced_are_their_only_candidate(embeddings, word):
 
 
 def test_tags_name_the_category():
-    assert [tag_category(t) for t in ("B-DATE", "I-AGE", "S-AGE", "E-PHONE", "O")] == ["DATE", "AGE", "AGE", "PHONE", None]
+    assert ([tag_category(t) for t in ("B-DATE", "I-AGE", "S-AGE", "E-PHONE", "O")]
+            == ["DATE", "AGE", "AGE", "PHONE", None])
 
 
 def test_categories_reach_the_pseudonymizer_from_the_tags(numbers):
@@ -183,7 +185,8 @@ def test_categories_reach_the_pseudonymizer_from_the_tags(numbers):
 
 
 def test_documents_keep_ages_over_89(numbers):
-    document = Document("d", "Age 95 seen 09 / 14 / 2067.", (Span(4, 6, "AGE", "95"), Span(12, 26, "DATE", "09 / 14 / 2067")))
+    document = Document("d", "Age 95 seen 09 / 14 / 2067.",
+                        (Span(4, 6, "AGE", "95"), Span(12, 26, "DATE", "09 / 14 / 2067")))
     for seed in range(50):
         age, date = (span.text for span in numbers.document(document, random.Random(seed)).spans)
         month, day, year = date.split(" / ")

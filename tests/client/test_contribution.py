@@ -12,9 +12,21 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from client import contribution
 from client.contribution import (
-    PSEUDONYMIZATION_SCHEMES, BindingError, ContributionError, ContributionHeader, ContributionWriter,
-    decrypt_payload, encode_sentence, iter_sentences, read_header, record_size, signer_sha256, validate_contribution,
-    verify_contribution, write_contribution)
+    PSEUDONYMIZATION_SCHEMES,
+    BindingError,
+    ContributionError,
+    ContributionHeader,
+    ContributionWriter,
+    decrypt_payload,
+    encode_sentence,
+    iter_sentences,
+    read_header,
+    record_size,
+    signer_sha256,
+    validate_contribution,
+    verify_contribution,
+    write_contribution,
+)
 
 from .conftest import resigned
 

@@ -121,7 +121,8 @@ def test_no_phi_token_reaches_the_representer_without_the_pseudonymizer(tmp_path
     original_from_sentences = client.export.SentenceData.from_sentences
     monkeypatch.setattr(Pseudonymizer, "pseudonym", lambda self, word, rng, category=None: "SURROGATE")
     monkeypatch.setattr(client.export.SentenceData, "from_sentences",
-                        lambda sentences, *args: embedded.extend(sentences) or original_from_sentences(sentences, *args))
+                        lambda sentences, *args: (embedded.extend(sentences)
+                                                  or original_from_sentences(sentences, *args)))
     _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc")
     given = [s for d in documents[:20] for s in prepare_document(d, "BIO", attrgetter("source_type"))]
     assert len(embedded) == len(given) and sum(tag != "O" for s in given for tag in s.tags) > 50

@@ -423,9 +423,11 @@ def test_cli_convert_split_strict_and_errors(tmp_path):
 
 
 def test_brat_writer_renames_ids_that_are_not_text_bound_ids(tmp_path):
-    doc = Document("d", "Smith and Jones", (Span(0, 5, "PATIENT", "Smith", id="P0"), Span(10, 15, "PATIENT", "Jones", id="T1")))
+    doc = Document("d", "Smith and Jones",
+                   (Span(0, 5, "PATIENT", "Smith", id="P0"), Span(10, 15, "PATIENT", "Jones", id="T1")))
     write_corpus([doc], tmp_path / "out", "brat")
-    assert (tmp_path / "out" / "d.ann").read_text().splitlines() == ["T2\tPATIENT 0 5\tSmith", "T1\tPATIENT 10 15\tJones"]
+    assert (tmp_path / "out" / "d.ann").read_text().splitlines() == ["T2\tPATIENT 0 5\tSmith",
+                                                                     "T1\tPATIENT 10 15\tJones"]
 
 
 # -- BRAT configuration beside the notes -----------------------------------------------

@@ -245,7 +245,8 @@ def test_cli_evaluate_scores_overlapping_predictions_with_a_warning(tmp_path):
     write_corpus([doc(GOLD)], tmp_path / "gold", "i2b2")
     write_corpus([doc([*GOLD, Span(0, 4, "PATIENT", "John")])], tmp_path / "pred", "i2b2")
     args = ["evaluate", str(tmp_path / "gold"), str(tmp_path / "pred"), "--format", "i2b2", "--json"]
-    with pytest.warns(CorpusWarning, match=r"'note-1': overlapping prediction spans.*PATIENT \[0, 4\); PATIENT \[0, 10\)"):
+    with pytest.warns(CorpusWarning,
+                      match=r"'note-1': overlapping prediction spans.*PATIENT \[0, 4\); PATIENT \[0, 10\)"):
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert counts(json.loads(result.stdout)["entity_strict"]) == (3, 1, 0)

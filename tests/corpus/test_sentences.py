@@ -1,6 +1,7 @@
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from corpus import Span
 from corpus.sentences import split_sentences
@@ -119,7 +120,8 @@ def test_empty_and_token_slices():
     assert [[t.text for t in s] for s in split_sentences(text, tokens)] == [["Keep", "this", "."], ["And", "this", "."]]
 
 
-@given(st.lists(st.sampled_from(["Dr.", "J.", "pt", "2067", ".", "?", ";", "-", "---", "\n", "\n\n", "1.", "GI:", "o", " "]),
+@given(st.lists(st.sampled_from(["Dr.", "J.", "pt", "2067", ".", "?", ";", "-", "---", "\n", "\n\n", "1.", "GI:", "o",
+                                 " "]),
                 max_size=40),
        st.integers(min_value=1, max_value=8))
 def test_sentences_partition_the_non_separator_tokens_in_order(words, max_tokens):

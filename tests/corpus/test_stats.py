@@ -37,7 +37,8 @@ def test_stats_command_prints_json(tmp_path):
 
 def test_stats_command_rejects_a_bad_embeddings_spec(tmp_path):
     write_corpus(DOCS, tmp_path / "notes", "brat")
-    result = CliRunner().invoke(app, ["corpus", "stats", str(tmp_path / "notes"), "--format", "brat", "--embeddings", "fasttext:/nope.bin"])
+    result = CliRunner().invoke(app, ["corpus", "stats", str(tmp_path / "notes"), "--format", "brat",
+                                      "--embeddings", "fasttext:/nope.bin"])
     assert result.exit_code == 2 and "nope.bin" in result.output
 
 

@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from corpus import Span
 from corpus.tagging import decode, encode, tag_vocabulary
@@ -31,7 +32,8 @@ def test_decode_round_trip_and_repairs():
     assert decode(TOKENS, encode(TOKENS, SPANS)) == [(s.start, s.end, s.source_type) for s in SPANS]
     tokens = tokenize("a b c d e")
     assert decode(tokens, ["I-X", "I-X", "I-Y", "B-Y", "I-X"]) == [(0, 3, "X"), (4, 5, "Y"), (6, 7, "Y"), (8, 9, "X")]
-    assert decode(tokens, ["E-X", "I-X", "E-X", "E-X", "S-X"], "BIOES") == [(0, 1, "X"), (2, 5, "X"), (6, 7, "X"), (8, 9, "X")]
+    assert decode(tokens, ["E-X", "I-X", "E-X", "E-X", "S-X"], "BIOES") == [(0, 1, "X"), (2, 5, "X"), (6, 7, "X"),
+                                                                            (8, 9, "X")]
     assert decode(tokens, ["B-LOCATION-OTHER", "O", "O", "O", "O"]) == [(0, 1, "LOCATION-OTHER")]
 
 

@@ -7,8 +7,14 @@ from corpus.document import Document, Span
 from corpus.metrics import evaluate_corpus
 from corpus.prepare import prepare_document
 from corpus.tagging import tag_vocabulary
-from representer.dataset import (SHUFFLE_SENTENCES, SentenceData, SentenceStream, inference_batches,
-                                predicted_documents, training_batches)
+from representer.dataset import (
+    SHUFFLE_SENTENCES,
+    SentenceData,
+    SentenceStream,
+    inference_batches,
+    predicted_documents,
+    training_batches,
+)
 
 DIM = 4
 DOCUMENTS = [

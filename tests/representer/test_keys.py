@@ -8,8 +8,17 @@ import stat
 import pytest
 
 from representer.keys import (
-    ENCRYPTION, SIGNING, KeyFileError, create_key_pair, create_provider_keys, create_server_keys, fingerprint,
-    is_encrypted, load_private_key, load_public_key)
+    ENCRYPTION,
+    SIGNING,
+    KeyFileError,
+    create_key_pair,
+    create_provider_keys,
+    create_server_keys,
+    fingerprint,
+    is_encrypted,
+    load_private_key,
+    load_public_key,
+)
 
 
 def test_key_pair_files_permissions_and_fingerprint(tmp_path):

@@ -5,8 +5,14 @@ import numpy as np
 import pytest
 
 from representer.dataset import SentenceData
-from representer.tagger import (VariationalLSTMCell, build_tagger, compute_class_weights, sentence_weights,
-                                tag_sentences, tagger_loss)
+from representer.tagger import (
+    VariationalLSTMCell,
+    build_tagger,
+    compute_class_weights,
+    sentence_weights,
+    tag_sentences,
+    tagger_loss,
+)
 
 INPUT_DIM, TAGS, UNITS = 8, 5, 4
 

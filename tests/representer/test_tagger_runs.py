@@ -12,8 +12,13 @@ from corpus.formats import write_corpus
 from corpus.synth import generate_documents
 from deidpool.cli import app
 from representer.embeddings import Embeddings
-from representer.tagger_runs import (labeled_sentences, load_tagger_run, predict_documents, split_documents,
-                                     train_tagger_run)
+from representer.tagger_runs import (
+    labeled_sentences,
+    load_tagger_run,
+    predict_documents,
+    split_documents,
+    train_tagger_run,
+)
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,14 @@ import pytest
 
 from representer.dataset import SentenceData
 from representer.tagger import build_tagger, compute_class_weights, tag_sentences
-from representer.training import (TaggerTraining, TimeBudgetExhausted, TrainingProcedure, phi_token_counts,
-                                  run_training, time_budget)
+from representer.training import (
+    TaggerTraining,
+    TimeBudgetExhausted,
+    TrainingProcedure,
+    phi_token_counts,
+    run_training,
+    time_budget,
+)
 
 INPUT_DIM, TAGS = 8, 3
 

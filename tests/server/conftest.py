@@ -131,9 +131,9 @@ def site(api, admin, key_files, pipeline_path) -> SimpleNamespace:
                            server_key=keys.load_public_key(state.layout.encryption_public_key, keys.ENCRYPTION))
 
 
-def contribution_file(path: Path, site, *, institution: str = "site-a", representer_id: str | None = None, dim: int = REPR_SIZE,
-          sentences: int = 8, seed: int = 0, signing_key=None, num_tags: int = len(BUNDLE_TAGS),
-          neighbours: int = 100, bound: dict | None = None) -> Path:
+def contribution_file(path: Path, site, *, institution: str = "site-a", representer_id: str | None = None,
+                      dim: int = REPR_SIZE, sentences: int = 8, seed: int = 0, signing_key=None,
+                      num_tags: int = len(BUNDLE_TAGS), neighbours: int = 100, bound: dict | None = None) -> Path:
     """A contribution of `sentences` random sentences for `site`'s server; returns `path`."""
     rng = np.random.default_rng(seed)
     records = [encode_sentence(rng.normal(size=(length, dim)), rng.integers(0, num_tags, length),

@@ -21,8 +21,19 @@ from sqlalchemy import select, update
 
 from representer import keys
 from server import worker
-from server.database import (FAILED, QUEUED, RUNNING, SUCCEEDED, Contribution, Institution, Representer, RunEpoch,
-                             TrainingRun, open_database, utcnow)
+from server.database import (
+    FAILED,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    Contribution,
+    Institution,
+    Representer,
+    RunEpoch,
+    TrainingRun,
+    open_database,
+    utcnow,
+)
 from server.initialize import init_data_dir
 from server.payloads import PayloadStore
 from server.settings import Layout
@@ -48,7 +59,8 @@ def server(pool, key_files, database, tmp_path):
         session.add(Representer(id=pool.representer, payload_sha256="0" * 64, current=True,
                                 manifest={"repr_size": pool.dim, "tags": {"vocabulary": pool.tags, "scheme": "BIO"}}))
         for institution, key in pool.institution_keys.items():
-            session.add(Institution(id=institution, public_key=_pem(key), fingerprint=keys.fingerprint(key.public_key())))
+            session.add(Institution(id=institution, public_key=_pem(key),
+                                    fingerprint=keys.fingerprint(key.public_key())))
         session.flush()  # institutions before the contributions that refer to them
         for number, institution in enumerate(pool.institution_keys):
             path = tmp_path / f"{institution}.dpc"
@@ -186,9 +198,9 @@ def wait_for(condition, what: str, workers, seconds: float = 180) -> None:
     """Poll `condition` until it holds; fails when a worker that was not killed exits, or after `seconds`."""
     deadline = time.monotonic() + seconds
     while not condition():
-        for worker in workers:
-            if worker.process.returncode is None:
-                assert worker.process.poll() is None, f"worker exited: {worker.log.read_text()[-3000:]}"
+        for watched in workers:
+            if watched.process.returncode is None:
+                assert watched.process.poll() is None, f"worker exited: {watched.log.read_text()[-3000:]}"
         assert time.monotonic() < deadline, f"no {what} within {seconds} s"
         time.sleep(0.1)
 

@@ -16,8 +16,7 @@ from presidio_analyzer import AnalyzerEngine, RecognizerRegistry  # noqa: E402
 from presidio_anonymizer import AnonymizerEngine  # noqa: E402
 
 from client.deidentify import PhiFinder  # noqa: E402
-from client.integrations.presidio_recognizer import (PRESIDIO_ENTITIES, BlankSpacyNlpEngine,  # noqa: E402
-                                                     DeidpoolRecognizer)
+from client.integrations.presidio_recognizer import PRESIDIO_ENTITIES, BlankSpacyNlpEngine, DeidpoolRecognizer  # noqa: E402
 from corpus.categories import I2B2_TYPES  # noqa: E402
 from corpus.document import Span  # noqa: E402
 from representer import keys  # noqa: E402
