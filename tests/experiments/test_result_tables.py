@@ -11,6 +11,7 @@ import classic_baselines
 import federation
 import noise_lookup
 import tagger_baselines
+import tagger_ensemble
 from corpus.metrics import COLUMN_TITLES, PRIMARY
 from results_files import SCORE_COLUMNS, over_seeds, score_header
 
@@ -79,6 +80,16 @@ def test_tagger_baselines_table_adds_the_pattern_layer_row_once_every_seed_has_i
     lines = table_lines(tagger_baselines.table([baseline_row(0, 0.8, 0.5, patterns=scores(0.9, 0.85)),
                                                 baseline_row(1, 0.9, 0.6)]))
     assert column(lines, "configuration") == ["GloVe + casing"]
+
+
+def test_tagger_ensemble_table_sets_the_ensemble_beside_its_seeds():
+    alone = [baseline_row(0, 0.8, 0.5, patterns=scores(0.9, 0.85)),
+             baseline_row(1, 0.9, 0.6, patterns=scores(0.95, 0.9))]
+    lines = table_lines(tagger_ensemble.table([{"name": "GloVe + casing", "alone": alone, "ensemble": scores(0.88, 0.7),
+                                                "patterns": scores(0.96, 0.9)}], "baselines"))
+    assert column(lines, "decoding") == ["seeds alone", "ensemble of 2", "seeds alone + patterns",
+                                         "ensemble of 2 + patterns"]
+    assert column(lines, OFFICIAL) == ["0.8500 ± 0.0707", "0.8800", "0.9250 ± 0.0354", "0.9600"]
 
 
 def test_classic_baselines_table_reports_the_official_f1_of_its_own_and_cited_rows(tmp_path, monkeypatch):

@@ -1,0 +1,68 @@
+"""Seed ensembles of the taggers that experiments/tagger_baselines.py trained (issue: quality):
+each configuration's seed runs decoded as one (representer/ensemble.py: mean unary scores under
+the mean CRF transitions), beside each seed alone, on PhysioNet `test`, with and without the
+pattern layer; writes experiments/results/<results name>_ensemble.{md,json}.
+
+    python experiments/tagger_ensemble.py [--results-name baselines_f1_stopping]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from corpus.metrics import evaluate_corpus, score_row
+from representer.ensemble import TaggerEnsemble
+from representer.tagger_runs import load_tagger_run, predict_documents
+from results_files import SCORE_COLUMNS, git_commit, over_seeds, score_header, write_results
+from tagger_baselines import DATA, RESULTS, RUNS, SCORED, load_data, pattern_scores, run_folder
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results-name", default="baselines_f1_stopping",
+                        help="the tagger_baselines results whose PhysioNet runs to ensemble")
+    args = parser.parse_args()
+    if not DATA.exists():
+        sys.exit(f"reference corpora not found at {DATA} (they live in ../shared/data beside the repository)")
+    rows = [r for r in json.loads((RESULTS / f"{args.results_name}.json").read_text()) if r["corpus"] == "physionet"]
+    test = load_data("physionet")[2]
+    results = []
+    for name in dict.fromkeys(r["name"] for r in rows):
+        seeds = [r for r in rows if r["name"] == name]
+        if len(seeds) < 2:
+            continue
+        members = [load_tagger_run(run_folder(RUNS / args.results_name, r)) for r in seeds]
+        tagger, setup, vectors = members[0]
+        if any(config["tag_vocabulary"] != setup["tag_vocabulary"] for _, config, _ in members):
+            sys.exit(f"the runs of {name} have different tag vocabularies")
+        ensemble = TaggerEnsemble([member for member, _, _ in members])
+        predicted = predict_documents(ensemble, setup, vectors, test)
+        scores = score_row(evaluate_corpus(test, predicted), SCORED)
+        results.append({"name": name, "seeds": [r["seed"] for r in seeds], "alone": seeds, "ensemble": scores,
+                        **pattern_scores({"corpus": "physionet"}, test, predicted)})
+        print(f"{name}: ensemble of {len(seeds)} seeds done", flush=True)
+    write_results(f"{args.results_name}_ensemble", table(results, args.results_name),
+                  {"commit": git_commit(), "results": results})
+
+
+def table(results: list[dict], results_name: str) -> str:
+    lines = [f"Seed ensembles of the PhysioNet taggers of {results_name}.md (commit {git_commit()}; command "
+             "`python experiments/tagger_ensemble.py`): mean unary scores of the seeds' taggers under their mean CRF "
+             "transitions, on PhysioNet `test`; the single seeds as mean ± sd. '+ patterns': merged with the pattern "
+             "layer as `client deidentify --patterns` does.", "",
+             "| configuration | decoding | " + score_header(), "|---|---|" + "---:|" * len(SCORE_COLUMNS)]
+    for result in results:
+        alone = result["alone"]
+        rows = [("seeds alone", alone), (f"ensemble of {len(alone)}", [result["ensemble"]])]
+        if all("patterns" in r for r in alone) and "patterns" in result:
+            rows += [("seeds alone + patterns", [r["patterns"] for r in alone]),
+                     (f"ensemble of {len(alone)} + patterns", [result["patterns"]])]
+        lines += [f"| {result['name']} | {what} | " + " | ".join(over_seeds(scored, c) for c in SCORE_COLUMNS) + " |"
+                  for what, scored in rows]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
