@@ -13,6 +13,7 @@ COPY corpus/ corpus/
 COPY representer/ representer/
 COPY adversary/ adversary/
 COPY baselines/ baselines/
+COPY contribution/ contribution/
 COPY client/ client/
 COPY server/ server/
 RUN /opt/deidpool/bin/pip install .

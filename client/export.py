@@ -25,9 +25,10 @@ from tqdm import tqdm
 from adversary.bound import reidentification_bound
 from adversary.pseudonymize import Pseudonymizer, tag_category
 from adversary.schemes import EXPORT_SCHEME
-from client.contribution import ContributionHeader, encode_sentence, write_contribution
 from client.inference import apply_to_sentences, built_once, compile_representer
 from client.shuffle import MEMORY_BYTES, ExternalShuffle
+from contribution.container import ContributionHeader, write_contribution
+from contribution.records import encode_sentence
 from corpus.document import Document
 from corpus.errors import CorpusError
 from corpus.prepare import LabeledSentence, prepare_document

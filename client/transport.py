@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from client.contribution import CHUNK_BYTES, read_header
 from client.signed_requests import INSTITUTION_HEADER, signed_headers
+from contribution.container import CHUNK_BYTES, read_header
 
 CONTENT_TYPE = "application/vnd.deidpool.contribution"
 ENDPOINT = "/api/contributions"

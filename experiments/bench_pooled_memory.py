@@ -38,7 +38,7 @@ DIM, PER_CONTRIBUTION, EPOCHS = 50, 1000, 2
 
 def synthetic_records(rng: np.random.Generator, count: int) -> list[bytes]:
     """`count` sentence records: random vectors, PHI ("B-NAME") where the second component is above 1."""
-    from client.contribution import encode_sentence
+    from contribution.records import encode_sentence
 
     records = []
     for length in rng.integers(5, 40, count):
@@ -52,9 +52,9 @@ def build_pool(folder: Path, sentences: int, lstm_units: int, seed: int) -> Path
     institutions (in turn), and one queued run of EPOCHS epochs; returns the directory."""
     from fastapi.testclient import TestClient
 
-    from client.contribution import write_contribution
     from client.identity import create_institution_keys
     from client.transport import CONTENT_TYPE
+    from contribution.container import write_contribution
     from representer import keys
     from representer.tiny import publish_tiny_pipeline
     from server.app import create_app
@@ -166,7 +166,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default="pooled_memory", help="results file stem")
     args = parser.parse_args()
-    from client.contribution import read_header
+    from contribution.container import read_header
 
     os.environ.pop("DATABASE_URL", None)  # each size gets its own SQLite database
     rows = []

@@ -61,7 +61,8 @@ def build_contributions(folder: Path, bundle_manifest: dict, signing_keys: dict,
                         seed: int) -> list[dict]:
     """`per_institution` contributions of SENTENCES random sentences per institution; returns
     {path, institution, sha256, sentences, tokens, bytes} per file."""
-    from client.contribution import encode_sentence, write_contribution
+    from contribution.container import write_contribution
+    from contribution.records import encode_sentence
 
     rng = np.random.default_rng(seed)
     files = []

@@ -1,8 +1,9 @@
 """The pooled tagger's training, without the database: the sentences of a run's contributions,
-decrypted and verified chunk by chunk on every pass (so memory does not grow with the pool),
-split between training and validation (each institution gives `valid_fraction` of its own
-sentences to validation), and the BiLSTM-CRF tagger trained on them in a resumable run directory,
-on one device or across the workers of a `tf.distribute` cluster."""
+decrypted, verified and checked (the uploads' `contribution.validation.check_sentence`) chunk
+by chunk on every pass (so memory does not grow with the pool), split between training and
+validation (each institution gives `valid_fraction` of its own sentences to validation), and
+the BiLSTM-CRF tagger trained on them in a resumable run directory, on one device or across
+the workers of a `tf.distribute` cluster."""
 
 from __future__ import annotations
 
@@ -17,13 +18,9 @@ import tensorflow as tf
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from client.contribution import (
-    ContributionError,
-    ContributionHeader,
-    ContributionSentence,
-    iter_sentences,
-    verify_contribution,
-)
+from contribution.container import ContributionHeader, iter_sentences, verify_contribution
+from contribution.records import ContributionError, ContributionSentence
+from contribution.validation import check_sentence
 from representer.dataset import BATCH_SIZE, SentenceData, SentenceStream
 from representer.distribution import training_strategy
 from representer.tagger import build_tagger, compute_class_weights
@@ -59,12 +56,12 @@ class PooledData:
 
 def open_pooled_data(contributions: Sequence[PooledContribution], server_key: X25519PrivateKey, *,
                      representer_id: str, num_tags: int, valid_fraction: float, seed: int = 0) -> PooledData:
-    """Verify every contribution and read it once, chunk by chunk, to check its tag ids and
-    count them. The split: per institution (in id order), its contributions' sentences one
-    after another, a seeded shuffle, and the first round(`valid_fraction` x its sentences)
-    for validation, always leaving it at least one training sentence; it depends on the
-    contributions, their order and `seed` only, so a resumed run gets the same. What stays in
-    memory is a flag per sentence."""
+    """Verify every contribution and read it once, chunk by chunk, to check every sentence (with
+    the uploads' `check_sentence`, as every later read does) and count its tags. The split: per
+    institution (in id order), its contributions' sentences one after another, a seeded shuffle,
+    and the first round(`valid_fraction` x its sentences) for validation, always leaving it at
+    least one training sentence; it depends on the contributions, their order and `seed` only,
+    so a resumed run gets the same. What stays in memory is a flag per sentence."""
     if not 0 < valid_fraction < 1:
         raise PooledDataError(f"valid_fraction must be between 0 and 1, got {valid_fraction}")
     if not contributions:
@@ -78,12 +75,10 @@ def open_pooled_data(contributions: Sequence[PooledContribution], server_key: X2
     if not valid_count:
         raise PooledDataError(f"a validation fraction of {valid_fraction} leaves no validation sentence "
                               f"among {train_count}; raise valid_fraction or pool more sentences")
+    read = partial(_sentences, server_key=server_key, num_tags=num_tags, dim=dims[0])
     tag_counts, longest, valid_phi = np.zeros(num_tags, np.int64), 0, False
     for contribution, flags in zip(contributions, held):
-        for in_valid, sentence in _sentences(contribution, server_key, flags):
-            if sentence.tags.max() >= num_tags:
-                raise PooledDataError(f"contribution {contribution.sha256} has tag ids outside the tag vocabulary "
-                                      f"of {num_tags} tags")
+        for in_valid, sentence in read(contribution, flags):
             longest = max(longest, len(sentence.tags))
             if in_valid:
                 valid_phi = valid_phi or bool(sentence.tags.any())
@@ -94,7 +89,7 @@ def open_pooled_data(contributions: Sequence[PooledContribution], server_key: X2
     failures: list[PooledDataError] = []
 
     def stream(valid: bool, count: int) -> SentenceStream:
-        shards = tuple(partial(_shard, contribution, server_key, flags, valid, failures)
+        shards = tuple(partial(_shard, read, contribution, flags, valid, failures)
                        for contribution, flags in zip(contributions, held))
         return SentenceStream(shards, count, dims[0], longest)
 
@@ -135,24 +130,26 @@ def _held_out(contributions: Sequence[PooledContribution], headers: Sequence[Con
     return held, split
 
 
-def _sentences(contribution: PooledContribution, server_key: X25519PrivateKey,
-               held: np.ndarray) -> Iterator[tuple[bool, ContributionSentence]]:
+def _sentences(contribution: PooledContribution, held: np.ndarray, *, server_key: X25519PrivateKey, num_tags: int,
+               dim: int) -> Iterator[tuple[bool, ContributionSentence]]:
     """(held out for validation, sentence) for every sentence of the contribution, verified and
-    decrypted chunk by chunk (and its count checked against the signed header at the end);
-    errors name the contribution."""
+    decrypted chunk by chunk, each through `check_sentence` (and the counts checked against the
+    signed header at the end); errors name the contribution."""
     try:
         for number, sentence in enumerate(iter_sentences(contribution.path, server_key, contribution.public_key)):
+            check_sentence(sentence, number + 1, path=contribution.path, num_tags=num_tags, dim=dim)
             yield number < len(held) and bool(held[number]), sentence
     except ContributionError as error:
         raise PooledDataError(f"contribution {contribution.sha256}: {error}") from None
 
 
-def _shard(contribution: PooledContribution, server_key: X25519PrivateKey, held: np.ndarray, valid: bool,
+def _shard(read: Callable[..., Iterator[tuple[bool, ContributionSentence]]], contribution: PooledContribution,
+           held: np.ndarray, valid: bool,
            failures: list[PooledDataError]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The contribution's validation (or training) sentences as `SentenceStream` tuples; an
-    error is also appended to `failures`."""
+    """The contribution's validation (or training) sentences, as `read` (`_sentences`) gives
+    them, as `SentenceStream` tuples; an error is also appended to `failures`."""
     try:
-        for in_valid, sentence in _sentences(contribution, server_key, held):
+        for in_valid, sentence in read(contribution, held):
             if in_valid == valid:
                 yield (sentence.vectors.astype(np.float32), sentence.casing.astype(np.int8),
                        sentence.tags.astype(np.int32))

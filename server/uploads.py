@@ -11,7 +11,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from adversary.schemes import PRIORS
-from client.contribution import BindingError, ContributionError, read_header, validate_contribution, verify_contribution
+from contribution.container import BindingError, read_header, verify_contribution
+from contribution.records import ContributionError
+from contribution.validation import validate_contribution
 from server.auth import load_ed25519_public_key
 from server.database import Contribution, Institution, Representer
 from server.errors import Refused

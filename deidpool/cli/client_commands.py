@@ -13,8 +13,9 @@ from pathlib import Path
 import typer
 
 from adversary.schemes import EXPORT_SCHEME
-from client.contribution import DTYPES, PSEUDONYMIZATION_SCHEMES, ContributionError
 from client.transport import UploadError
+from contribution.container import PSEUDONYMIZATION_SCHEMES
+from contribution.records import DTYPES, ContributionError
 from corpus.errors import CorpusError
 from deidpool.cli.http import ServerError
 from representer import keys
@@ -174,7 +175,7 @@ def inspect(
     key: Path = typer.Option(..., "--key", help="The institution's public key (institution.pub)."),
 ) -> None:
     """Print a contribution's header after checking its signature (no server key needed)."""
-    from client.contribution import verify_contribution
+    from contribution.container import verify_contribution
 
     with clean_errors():
         public_key = keys.load_public_key(key, keys.SIGNING)

@@ -1,14 +1,11 @@
 """Fixtures of the client tests: loaded keys, notes on disk, the verified tiny pipeline and its
-word vectors (the keys, documents and pipeline bundle themselves are in tests/conftest.py), and
-`resigned`, the re-signing attacker of a contribution file."""
+word vectors (the keys, documents and pipeline bundle themselves are in tests/conftest.py)."""
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from client.contribution import END_MAGIC, SIGNATURE_CONTEXT
 from corpus.formats import write_corpus
 from representer import keys
 
@@ -39,13 +36,3 @@ def pipeline(pipeline_path, loaded_keys):
 @pytest.fixture(scope="session")
 def embeddings(pipeline):
     return pipeline.load_embeddings()
-
-
-def resigned(data: bytes, key, **changes) -> bytes:
-    """The contribution file `data` with `changes` made to its header and the header signed
-    by `key`, ciphertext and nonce untouched: what an institution that took another's file
-    before its upload can make of it."""
-    length = int.from_bytes(data[-12:-8], "big")  # footer: header length (>u4) | END_MAGIC (8)
-    start = len(data) - 12 - 64 - length
-    header = json.dumps({**json.loads(data[start:start + length]), **changes}, sort_keys=True).encode()
-    return data[:start] + header + key.sign(SIGNATURE_CONTEXT + header) + len(header).to_bytes(4, "big") + END_MAGIC

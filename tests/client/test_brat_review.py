@@ -9,8 +9,8 @@ from operator import attrgetter
 import pytest
 from typer.testing import CliRunner
 
-from client.contribution import iter_sentences
 from client.deidentify import PhiFinder
+from contribution.container import iter_sentences
 from corpus.document import Span
 from corpus.errors import CorpusWarning
 from corpus.formats import read_corpus

@@ -7,8 +7,10 @@ from operator import attrgetter
 import numpy as np
 import pytest
 
-from client.contribution import decrypt_payload, iter_sentences, record_size, validate_contribution
 from client.export import export_contribution
+from contribution.container import decrypt_payload, iter_sentences
+from contribution.records import record_size
+from contribution.validation import validate_contribution
 from corpus.document import Document, Span
 from corpus.errors import CorpusError
 from corpus.prepare import prepare_document

@@ -18,9 +18,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, func, select, text
 
-from client.contribution import encode_sentence, write_contribution
 from client.identity import create_institution_keys
 from client.transport import CONTENT_TYPE
+from contribution.container import write_contribution
+from contribution.records import encode_sentence
 from representer import keys
 from server.app import create_app
 from server.database import Base, make_engine

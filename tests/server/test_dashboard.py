@@ -12,9 +12,9 @@ import httpx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from client.contribution import read_header
 from client.identity import create_institution_keys
 from client.transport import upload_contribution
+from contribution.container import read_header
 from deidpool.demo import ServerProcess, wait_until
 from representer import keys
 from representer.bundle import TAGGER_FILE

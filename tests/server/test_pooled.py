@@ -8,8 +8,14 @@ import shutil
 import numpy as np
 import pytest
 
+from contribution.container import write_contribution
+from contribution.records import encode_sentence
 from representer.dataset import SentenceData
 from server.pooled import PooledContribution, PooledDataError, open_pooled_data, train_pooled
+
+from ..conftest import REPR_SIZE
+from ..conftest import TAGS as BUNDLE_TAGS
+from .conftest import upload
 
 
 def contribute(pool, folder, institution, sentences, name=None, **options) -> PooledContribution:
@@ -90,6 +96,27 @@ def test_contributions_that_do_not_belong_are_refused(pool, contributions, tmp_p
         load(pool, [contributions[0], other])
     with pytest.raises(PooledDataError, match="outside the tag vocabulary of 1 tags"):
         load(pool, contributions, num_tags=1)
+
+
+def test_uploads_and_pooled_training_refuse_a_tag_out_of_range_with_the_same_check(api, site, tmp_path):
+    """A contribution whose sentence 5 has a tag id outside the representer's tag vocabulary: the
+    upload and the pooled data refuse it with the message of the one `check_sentence`."""
+    rng, num_tags = np.random.default_rng(0), len(BUNDLE_TAGS)
+    sentences = [(rng.normal(size=(4, REPR_SIZE)), rng.integers(0, num_tags, 4), rng.integers(0, 5, 4))
+                 for _ in range(8)]
+    sentences[4][1][2] = num_tags
+    path = tmp_path / "a.dpc"
+    write_contribution(path, [encode_sentence(*sentence) for sentence in sentences], institution="site-a",
+                       representer_id=site.representer, dim=REPR_SIZE, neighbours=100, pseudonymization="groups",
+                       signing_key=site.key, server_key=site.server_key)
+    message = f"sentence 5 has a tag id >= {num_tags}, outside the tag vocabulary of {num_tags} tags"
+    reply = upload(api, path.read_bytes())
+    assert reply.status_code == 422 and reply.json()["detail"] == f"the upload: {message}"
+    with pytest.raises(PooledDataError) as refusal:
+        open_pooled_data([PooledContribution("a", path, "site-a", site.key.public_key())],
+                         api.app.state.server.encryption_key, representer_id=site.representer, num_tags=num_tags,
+                         valid_fraction=0.5)
+    assert str(refusal.value) == f"contribution a: {path}: {message}"
 
 
 def test_training_reports_each_epoch_and_describes_the_run(pool, contributions, tmp_path):

@@ -12,11 +12,11 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from client import contribution
 from client.signed_requests import signed_headers
+from contribution import container
 from server.database import Contribution
 
-from ..client.conftest import resigned
+from ..contribution.conftest import resigned
 from .conftest import contribution_file, set_limits, stored, upload
 
 
@@ -71,6 +71,8 @@ CASES = {
     "too few neighbours": (lambda s, p: (contribution_file(p, s, neighbours=9), {}), 422, "at least 10"),
     "old format version": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, format_version=2), {}),
                            400, "format_version is 2"),
+    "ill-typed header field": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, neighbours="100"),
+                                             {}), 400, "neighbours must be a whole number >= 1, got '100'"),
 }
 
 
@@ -121,7 +123,7 @@ def test_oversized_upload_gives_413_and_leaves_no_file(server_dir, key_files, pi
 
 
 def test_replayed_nonce_is_refused(api, site, server_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(contribution.secrets, "token_hex", lambda size: "ab" * size)
+    monkeypatch.setattr(container.secrets, "token_hex", lambda size: "ab" * size)
     first = contribution_file(tmp_path / "a.dpc", site, seed=1).read_bytes()
     replay = contribution_file(tmp_path / "b.dpc", site, seed=2).read_bytes()
     assert first != replay
@@ -141,7 +143,7 @@ def test_stale_creation_time_is_refused(api, site, server_dir, tmp_path, monkeyp
         def now(cls, tz=None):
             return moment
 
-    monkeypatch.setattr(contribution, "datetime", Clock)
+    monkeypatch.setattr(container, "datetime", Clock)
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     before = stored(server_dir)
     reply = upload(api, body)
@@ -222,7 +224,7 @@ def test_a_contribution_re_signed_by_another_institution_is_refused_and_the_genu
     genuine = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     changes = {"institution": "site-b"}
     if claim == "institution and signing key":
-        changes["signing_key_sha256"] = contribution.signer_sha256(thief.public_key())
+        changes["signing_key_sha256"] = container.signer_sha256(thief.public_key())
     before = stored(server_dir)
     reply = upload(api, resigned(genuine, thief, **changes), institution="site-b")
     assert reply.status_code == status, reply.text

@@ -1,19 +1,19 @@
-"""The contribution record that institutions write and the server reads: its schema, its
-binary codec, its encrypted and signed file format, and the server's validation.
+"""The contribution file (`.dpc`): sentence records (`contribution.records`) sealed to the
+server's X25519 key and signed by the institution's Ed25519 key; its writer and its readers.
 
-A sentence record is `<u2 n>`, n tag ids (`<u2`), n casing ids (`u1`) and n x dim vector
-components (`<f2` or `<f4`), nothing else. A `.dpc` file is
+A `.dpc` file is
 
     MAGIC | ephemeral X25519 public key (32) | frames | header JSON | signature (64)
           | header length (>u4) | END_MAGIC
 
 where each frame is `final flag (u1) | length (>u4) | AES-256-GCM ciphertext` of a run of
-whole sentence records (see `client.sealing`; the HKDF salt is the header's nonce). The
-header holds the format version, the institution id and the SHA-256 of its signing key,
-representer id, sentence and token counts, vector size and dtype, pseudonymization N and
-scheme, re-identification bound, creation time, a random nonce and the SHA-256 of
-everything before it; the institution's Ed25519 key signs it, so the signature covers the
-ciphertext too. The header can be read and verified without the server's private key.
+whole sentence records (see `contribution.sealing`; the HKDF salt is the header's nonce). The
+header (`ContributionHeader`, every field listed there) holds the format version, the
+institution id and the SHA-256 of its signing key, representer id, sentence and token counts,
+vector size and dtype, pseudonymization N and scheme, re-identification bound, creation time,
+a random nonce and the SHA-256 of everything before it, as canonical JSON (sorted keys); the
+institution's Ed25519 key signs it, so the signature covers the ciphertext too. The header can
+be read and verified without the server's private key.
 
 The ciphertext is bound to its sender and header: the stream key's HKDF info holds the
 digest of the header fields fixed before the first chunk (`_KEY_FIELDS`: among them the
@@ -35,16 +35,21 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import NamedTuple
 
-import numpy as np
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
-from client.sealing import PUBLIC_KEY_BYTES, SealError, StreamOpener, StreamSealer
-from corpus.casing import CASING
+from contribution.records import (
+    DTYPES,
+    ContributionError,
+    ContributionSentence,
+    decode_sentences,
+    record_size,
+    record_tokens,
+)
+from contribution.sealing import PUBLIC_KEY_BYTES, SealError, StreamOpener, StreamSealer
 
 FORMAT_VERSION = 3
 # The header's name of each pseudonymization scheme (adversary.pseudonymize.SCHEMES): every gold
@@ -55,18 +60,11 @@ PSEUDONYMIZATION_SCHEMES = {"neighbours": "embedding-neighbours+plausible-number
                             "groups": "embedding-groups+number-blocks/1"}
 MAGIC, END_MAGIC = b"DPCONTR\x01", b"DPCEND\x00\x01"
 SIGNATURE_CONTEXT = b"deidpool contribution header v1\n"
-DTYPES = {"float16": "<f2", "float32": "<f4"}
 CHUNK_BYTES = 1 << 20
 MAX_FRAME_BYTES = 64 << 20
 _FRAME = struct.Struct(">BI")
 _FOOTER = struct.Struct(">I8s")
 _SIGNATURE_BYTES = 64
-_LENGTH = struct.Struct("<H")
-
-
-class ContributionError(ValueError):
-    """A contribution that is malformed, altered, unsigned by the claimed institution, or not
-    what the server expects; the message says which."""
 
 
 class BindingError(ContributionError):
@@ -79,49 +77,120 @@ def _canonical(fields: dict) -> bytes:
     return json.dumps(fields, sort_keys=True).encode()
 
 
+def _whole(minimum: int) -> Callable[[object], bool]:
+    return lambda value: type(value) is int and value >= minimum
+
+
+def _one_of(choices: Iterable[str]) -> Callable[[object], bool]:
+    return lambda value: type(value) is str and value in choices
+
+
+def _text(value: object) -> bool:
+    return type(value) is str and value != ""
+
+
+def _hex(digits: int) -> Callable[[object], bool]:
+    return lambda value: type(value) is str and re.fullmatch(f"[0-9a-f]{{{digits}}}", value) is not None
+
+
+def _iso_time(value: object) -> bool:
+    try:
+        datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _field(accepts: str, check: Callable[[object], bool], **options) -> dataclasses.Field:
+    """A header field whose values `check` accepts (`accepts` says which, in error messages)."""
+    return dataclasses.field(metadata={"accepts": accepts, "check": check}, **options)
+
+
 @dataclasses.dataclass(frozen=True)
 class ContributionHeader:
-    institution: str
-    signing_key_sha256: str  # `signer_sha256` of the institution key that signs the header
-    representer_id: str
-    sentences: int
-    tokens: int
-    dim: int
-    dtype: str
-    neighbours: int
-    pseudonymization: str
-    reidentification_bound: dict
-    created: str
-    nonce: str
-    body_sha256: str
-    format_version: int = FORMAT_VERSION
+    """The signed header of a contribution file. Its fields:
+
+    - institution: the id of the institution that wrote and signed the file;
+    - signing_key_sha256: `signer_sha256` of the Ed25519 key that signs the header (verification
+      refuses a header naming another key than the one its signature verifies with);
+    - representer_id: the representer (bundle) whose vectors the records hold;
+    - sentences, tokens: how many sentence records, and tokens over all of them;
+    - dim, dtype: the vector size and component type (a key of `contribution.records.DTYPES`);
+    - neighbours, pseudonymization: the N and the scheme (a value of PSEUDONYMIZATION_SCHEMES)
+      every gold PHI token was pseudonymized with before the representer ran;
+    - reidentification_bound: the bound computed on the exported PHI (`adversary.bound`), {}
+      when nobody computed one;
+    - created: the creation time, ISO 8601 (UTC, seconds);
+    - nonce: 16 random bytes in hex, the stream's HKDF salt and the server's replay key;
+    - body_sha256: the SHA-256 of every byte of the file before the header;
+    - format_version: FORMAT_VERSION.
+
+    Every field is checked on construction (`_check_field`), so neither the writer nor a
+    reader holds a header with an ill-typed or out-of-range field."""
+
+    institution: str = _field("a non-empty string", _text)
+    signing_key_sha256: str = _field("a SHA-256 in lowercase hex", _hex(64))
+    representer_id: str = _field("a non-empty string", _text)
+    sentences: int = _field("a whole number >= 0", _whole(0))
+    tokens: int = _field("a whole number >= 0", _whole(0))
+    dim: int = _field("a whole number >= 1", _whole(1))
+    dtype: str = _field(f"one of {', '.join(DTYPES)}", _one_of(DTYPES))
+    neighbours: int = _field("a whole number >= 1", _whole(1))
+    pseudonymization: str = _field(f"one of {', '.join(PSEUDONYMIZATION_SCHEMES.values())}",
+                                   _one_of(PSEUDONYMIZATION_SCHEMES.values()))
+    reidentification_bound: dict = _field("a JSON object", lambda value: type(value) is dict)
+    created: str = _field("an ISO 8601 time", _iso_time)
+    nonce: str = _field("16 bytes in lowercase hex", _hex(32))
+    body_sha256: str = _field("a SHA-256 in lowercase hex", _hex(64))
+    format_version: int = _field(f"{FORMAT_VERSION}", lambda value: type(value) is int and value == FORMAT_VERSION,
+                                 default=FORMAT_VERSION)
+
+    def __post_init__(self) -> None:
+        for name in _HEADER_FIELDS:
+            _check_field(name, getattr(self, name))
 
     def to_bytes(self) -> bytes:
         return _canonical(dataclasses.asdict(self))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ContributionHeader:
-        """The header of `data`, refused unless of this FORMAT_VERSION with exactly its fields."""
+        """The header of `data`, refused unless of this FORMAT_VERSION with exactly its fields,
+        each of its type and range; the error names the field."""
         try:
             fields = json.loads(data)
         except ValueError:
             fields = None
         if not isinstance(fields, dict) or "format_version" not in fields:
-            raise ContributionError("the contribution header is malformed")
+            raise ContributionError("the contribution header is malformed: not a JSON object with a format_version")
         if fields["format_version"] != FORMAT_VERSION:
             raise ContributionError(f"the header's format_version is {fields['format_version']!r}, but only "
                                     f"format_version {FORMAT_VERSION} is read: export the contribution again")
-        types = {field.name: field.type for field in dataclasses.fields(cls)}
-        if set(fields) != set(types) or any(type(fields[name]).__name__ != kind for name, kind in types.items()):
-            raise ContributionError("the contribution header is malformed")
-        return cls(**fields)
+        if missing := sorted(set(_HEADER_FIELDS) - set(fields)):
+            raise ContributionError(f"the contribution header is malformed: it lacks {', '.join(missing)}")
+        if unknown := sorted(set(fields) - set(_HEADER_FIELDS)):
+            raise ContributionError(f"the contribution header is malformed: unknown fields {', '.join(unknown)}")
+        try:
+            return cls(**fields)
+        except ContributionError as error:
+            raise ContributionError(f"the contribution header is malformed: {error}") from None
+
+
+_HEADER_FIELDS = {field.name: field for field in dataclasses.fields(ContributionHeader)}
+
+
+def _check_field(name: str, value: object) -> None:
+    """Refuse a value of header field `name` of another type or out of range: ContributionError
+    naming the field, the value and what the field accepts."""
+    metadata = _HEADER_FIELDS[name].metadata
+    if not metadata["check"](value):
+        raise ContributionError(f"{name} must be {metadata['accepts']}, got {value!r}")
 
 
 # What the ciphertext is bound to: the header fields fixed before the first chunk is sealed
 # (in the stream key), and all but body_sha256, fixed before the final chunk (its associated data).
 _KEY_FIELDS = ("format_version", "institution", "signing_key_sha256", "representer_id", "dim", "dtype",
                "neighbours", "pseudonymization", "nonce")
-_FINAL_FIELDS = tuple(field.name for field in dataclasses.fields(ContributionHeader) if field.name != "body_sha256")
+_FINAL_FIELDS = tuple(name for name in _HEADER_FIELDS if name != "body_sha256")
 
 
 def _binding(fields: dict, names: tuple[str, ...]) -> bytes:
@@ -135,46 +204,6 @@ def signer_sha256(public_key: Ed25519PublicKey) -> str:
                                                   serialization.PublicFormat.Raw)).hexdigest()
 
 
-class ContributionSentence(NamedTuple):
-    vectors: np.ndarray  # (tokens, dim)
-    tags: np.ndarray  # (tokens,) tag ids
-    casing: np.ndarray  # (tokens,) casing ids
-
-
-def record_size(tokens: int, dim: int, dtype: str) -> int:
-    """Bytes of the record of a sentence of `tokens` tokens."""
-    return _LENGTH.size + tokens * (3 + dim * np.dtype(DTYPES[dtype]).itemsize)
-
-
-def encode_sentence(vectors: np.ndarray, tags: np.ndarray, casing: np.ndarray, dtype: str = "float16") -> bytes:
-    """The record of one sentence: (n, dim) vectors, n tag ids, n casing ids."""
-    count = len(tags)
-    if not 0 < count < 1 << 16 or vectors.shape[0] != count or len(casing) != count or vectors.ndim != 2:
-        raise ValueError(f"a sentence needs 1 to 65535 tokens with one vector, tag and casing id each; got vectors "
-                         f"{vectors.shape}, {count} tags, {len(casing)} casing ids")
-    return b"".join((_LENGTH.pack(count), np.asarray(tags, dtype="<u2").tobytes(),
-                     np.asarray(casing, dtype="u1").tobytes(), np.asarray(vectors, dtype=DTYPES[dtype]).tobytes()))
-
-
-def decode_sentences(data: bytes, dim: int, dtype: str) -> Iterator[ContributionSentence]:
-    """The sentences of a run of whole records."""
-    vector_type = np.dtype(DTYPES[dtype])
-    position = 0
-    while position < len(data):
-        if position + _LENGTH.size > len(data):
-            raise ContributionError("a sentence record is cut short")
-        (count,) = _LENGTH.unpack_from(data, position)
-        end = position + record_size(count, dim, dtype)
-        if count == 0 or end > len(data):
-            raise ContributionError("a sentence record is empty or cut short")
-        tags_at, casing_at = position + _LENGTH.size, position + _LENGTH.size + 2 * count
-        vectors_at = casing_at + count
-        yield ContributionSentence(
-            np.frombuffer(data, vector_type, count * dim, vectors_at).reshape(count, dim),
-            np.frombuffer(data, "<u2", count, tags_at), np.frombuffer(data, "u1", count, casing_at))
-        position = end
-
-
 class ContributionWriter:
     """Writes sentence records (from `encode_sentence`) to an encrypted, signed `.dpc` file.
 
@@ -186,22 +215,20 @@ class ContributionWriter:
     def __init__(self, path: str | Path, *, institution: str, representer_id: str, dim: int, neighbours: int,
                  signing_key: Ed25519PrivateKey, server_key: X25519PublicKey, dtype: str = "float16",
                  pseudonymization: str, chunk_bytes: int = CHUNK_BYTES):
-        """`reidentification_bound` (the header field, see `adversary.bound`) is set on
-        `bound` before `close`; it stays {} when nobody computed one."""
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-        if neighbours < 1:
-            raise ValueError(f"neighbours must be at least 1, got {neighbours}")
+        """`pseudonymization` is a key of PSEUDONYMIZATION_SCHEMES; a header field's value it does
+        not accept raises ContributionError before anything is written. `reidentification_bound`
+        (the header field, see `adversary.bound`) is set on `bound` before `close`; it stays {}
+        when nobody computed one."""
         if pseudonymization not in PSEUDONYMIZATION_SCHEMES:
             raise ValueError(f"pseudonymization must be one of {', '.join(PSEUDONYMIZATION_SCHEMES)}, "
                              f"got {pseudonymization!r}")
-        if not institution:
-            raise ValueError("the institution id is empty")
         self.path = Path(path)
         self._fields = {"format_version": FORMAT_VERSION, "institution": institution,
                         "signing_key_sha256": signer_sha256(signing_key.public_key()),
                         "representer_id": representer_id, "dim": dim, "dtype": dtype, "neighbours": neighbours,
                         "pseudonymization": PSEUDONYMIZATION_SCHEMES[pseudonymization], "nonce": secrets.token_hex(16)}
+        for name, value in self._fields.items():
+            _check_field(name, value)
         self._signing_key, self._chunk_bytes = signing_key, chunk_bytes
         self._sealer = StreamSealer(server_key, bytes.fromhex(self._fields["nonce"]),
                                     _binding(self._fields, _KEY_FIELDS))
@@ -225,7 +252,7 @@ class ContributionWriter:
         self._file.write(data)
 
     def add(self, record: bytes) -> None:
-        (count,) = _LENGTH.unpack_from(record)
+        count = record_tokens(record)
         if count == 0 or len(record) != record_size(count, self._fields["dim"], self._fields["dtype"]):
             raise ValueError("the record does not match this contribution's vector size and dtype")
         self._pending += record
@@ -313,14 +340,9 @@ def read_header(path: str | Path) -> ContributionHeader:
 
 def _parse_header(path: Path, header_bytes: bytes) -> ContributionHeader:
     try:
-        header = ContributionHeader.from_bytes(header_bytes)
+        return ContributionHeader.from_bytes(header_bytes)
     except ContributionError as error:
         raise ContributionError(f"{path}: {error}") from None
-    if header.dtype not in DTYPES or header.dim < 1:
-        raise ContributionError(f"{path}: vectors of size {header.dim} in {header.dtype} are not supported")
-    if not re.fullmatch("[0-9a-f]{32}", header.nonce):
-        raise ContributionError(f"{path}: the header's nonce is not 16 bytes in hex")
-    return header
 
 
 def verify_contribution(path: str | Path, institution_key: Ed25519PublicKey) -> ContributionHeader:
@@ -389,10 +411,14 @@ def iter_sentences(path: str | Path, server_key: X25519PrivateKey,
     """Every sentence of the contribution; verifies the file first, on the call, and the
     header's counts at the end."""
     header = verify_contribution(path, institution_key)
-    return _sentences(Path(path), server_key, header)
+    return verified_sentences(path, server_key, header)
 
 
-def _sentences(path: Path, server_key: X25519PrivateKey, header: ContributionHeader) -> Iterator[ContributionSentence]:
+def verified_sentences(path: str | Path, server_key: X25519PrivateKey,
+                       header: ContributionHeader) -> Iterator[ContributionSentence]:
+    """Every sentence of the contribution at `path` whose `header` `verify_contribution` returned
+    (it is not verified again), and a check of the header's counts at the end."""
+    path = Path(path)
     sentences = tokens = 0
     for chunk in _decrypt(path, server_key, header):
         for sentence in decode_sentences(chunk, header.dim, header.dtype):
@@ -402,27 +428,3 @@ def _sentences(path: Path, server_key: X25519PrivateKey, header: ContributionHea
     if (sentences, tokens) != (header.sentences, header.tokens):
         raise ContributionError(f"{path}: {sentences} sentences and {tokens} tokens, but the header says "
                                 f"{header.sentences} and {header.tokens}")
-
-
-def validate_contribution(path: str | Path, server_key: X25519PrivateKey, institution_key: Ed25519PublicKey, *,
-                          representer_ids: Iterable[str], dim: int, num_tags: int) -> ContributionHeader:
-    """Check a contribution the way the server must before pooling it: signature and hashes,
-    decryption, a representer id among `representer_ids`, vector size `dim`, a known dtype,
-    tag ids below `num_tags`, casing ids in range, finite vectors and consistent counts."""
-    path = Path(path)
-    header = verify_contribution(path, institution_key)
-    expected = sorted(representer_ids)
-    if header.representer_id not in expected:
-        raise ContributionError(f"{path}: representer id {header.representer_id} is not one the server expects "
-                                f"({', '.join(expected) or 'none'})")
-    if header.dim != dim:
-        raise ContributionError(f"{path}: vectors of size {header.dim}; expected {dim}")
-    if header.sentences < 1:
-        raise ContributionError(f"{path} holds no sentences")
-    for number, sentence in enumerate(_sentences(path, server_key, header), 1):
-        if sentence.tags.max() >= num_tags or sentence.casing.max() >= len(CASING):
-            raise ContributionError(f"{path}: sentence {number} has a tag id >= {num_tags} or a casing id "
-                                    f">= {len(CASING)}")
-        if not np.isfinite(sentence.vectors).all():
-            raise ContributionError(f"{path}: sentence {number} has non-finite vectors")
-    return header

@@ -1,78 +1,39 @@
-"""Tests of the contribution record: codec round trip, signature and encryption checks,
-tampering and truncation, the binding of the ciphertext to its sender and header, the
-server's validation, and atomic writing."""
+"""Tests of the contribution file: round trip, the header's fields and their checks on both
+sides, signature and encryption checks, tampering and truncation, the binding of the ciphertext
+to its sender and header, atomic writing, and files written before this layout still read."""
 
 import dataclasses
 import errno
+import hashlib
+import json
+from datetime import datetime, timezone
 
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from client import contribution
-from client.contribution import (
+from contribution import container, sealing
+from contribution.container import (
     PSEUDONYMIZATION_SCHEMES,
     BindingError,
-    ContributionError,
     ContributionHeader,
     ContributionWriter,
     decrypt_payload,
-    encode_sentence,
     iter_sentences,
     read_header,
-    record_size,
     signer_sha256,
-    validate_contribution,
     verify_contribution,
-    write_contribution,
 )
+from contribution.records import ContributionError, encode_sentence, record_size
 
-from .conftest import resigned
-
-DIM, TAGS = 6, 9
-
-
-@pytest.fixture(scope="module")
-def parties():
-    return Ed25519PrivateKey.generate(), X25519PrivateKey.generate()
-
-
-def _sentences(count=60, seed=0):
-    rng = np.random.default_rng(seed)
-    result = []
-    for length in rng.integers(1, 25, size=count):
-        vectors = rng.normal(size=(length, DIM))
-        result.append((vectors / np.linalg.norm(vectors, axis=1, keepdims=True), rng.integers(0, TAGS, length),
-                       rng.integers(0, 7, length)))
-    return result
-
-
-def _write(path, parties, sentences, dtype="float16", **options):
-    institution, server = parties
-    records = [encode_sentence(*sentence, dtype=dtype) for sentence in sentences]
-    return write_contribution(path, records, institution="site-a", representer_id="rep-1", dim=DIM, neighbours=100,
-                              pseudonymization="groups", signing_key=institution, server_key=server.public_key(),
-                              dtype=dtype, **{"chunk_bytes": 1000, **options})
-
-
-@pytest.fixture(scope="module")
-def written(tmp_path_factory, parties):
-    path = tmp_path_factory.mktemp("dpc") / "a.dpc"
-    sentences = _sentences()
-    return path, _write(path, parties, sentences), sentences
-
-
-def _validate(path, parties, **expected):
-    institution, server = parties
-    return validate_contribution(path, server, institution.public_key(),
-                                 **{"representer_ids": ["rep-1"], "dim": DIM, "num_tags": TAGS, **expected})
+from .conftest import DIM, random_sentences, resigned, validate, write
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_round_trip_keeps_every_sentence_in_order(tmp_path, parties, dtype):
-    sentences = _sentences(seed=1)
-    header = _write(tmp_path / "a.dpc", parties, sentences, dtype=dtype)
+    sentences = random_sentences(seed=1)
+    header = write(tmp_path / "a.dpc", parties, sentences, dtype=dtype)
     institution, server = parties
     decoded = list(iter_sentences(tmp_path / "a.dpc", server, institution.public_key()))
     assert len(decoded) == header.sentences == len(sentences)
@@ -82,6 +43,37 @@ def test_round_trip_keeps_every_sentence_in_order(tmp_path, parties, dtype):
         np.testing.assert_array_equal(got.casing, casing)
         np.testing.assert_allclose(got.vectors, vectors, atol=1e-3 if dtype == "float16" else 1e-7)
         assert got.vectors.dtype == np.dtype(dtype)
+
+
+# SHA-256 of the file `test_the_bytes_on_disk_are_those_of_format_version_3` writes: the same
+# bytes as client/contribution.py wrote before the contribution package (format version 3).
+FORMAT_3_SHA256 = {"float16": "a956d3109487c9a36369dda5915b0f3a3d85c903774dbbe6b4150e6f5d667bfe",
+                   "float32": "bdaa59d13e82719d7f36345ab7b89f540687b5e7516245ac8f88dc41e9077709"}
+
+
+@pytest.mark.parametrize("dtype", FORMAT_3_SHA256)
+def test_the_bytes_on_disk_are_those_of_format_version_3(tmp_path, monkeypatch, dtype):
+    """With fixed keys, nonce, ephemeral key and creation time, a contribution's bytes are those
+    written before: files written then still read, and the format did not move."""
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+    monkeypatch.setattr(container.secrets, "token_hex", lambda size: "5a" * size)
+    monkeypatch.setattr(container, "datetime", Clock)
+    monkeypatch.setattr(sealing, "X25519PrivateKey", type("Ephemeral", (), {
+        "generate": staticmethod(lambda: X25519PrivateKey.from_private_bytes(bytes(range(3, 35))))}))
+    institution = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
+    server = X25519PrivateKey.from_private_bytes(bytes(range(2, 34)))
+    records = [encode_sentence(np.linspace(-1, 1, 6 * n).reshape(n, 6), np.arange(n) % 9, np.arange(n) % 7, dtype)
+               for n in (1, 5, 17, 40) * 10]
+    path = tmp_path / "a.dpc"
+    container.write_contribution(path, records, institution="site-a", representer_id="rep-1", dim=6, neighbours=100,
+                                 pseudonymization="groups", signing_key=institution, server_key=server.public_key(),
+                                 dtype=dtype, chunk_bytes=1000, bound=lambda: {"neighbours": 100})
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == FORMAT_3_SHA256[dtype]
+    assert len(list(iter_sentences(path, server, institution.public_key()))) == len(records)
 
 
 def test_header_holds_only_the_agreed_fields(written, parties):
@@ -95,25 +87,17 @@ def test_header_holds_only_the_agreed_fields(written, parties):
     assert len(bytes.fromhex(header.nonce)) == 16
 
 
+def test_every_header_field_is_documented():
+    documented = ContributionHeader.__doc__.split("Its fields:")[1]
+    for field in dataclasses.fields(ContributionHeader):
+        assert f"{field.name}:" in documented or f"{field.name}," in documented, field.name
+
+
 def test_payload_is_exactly_the_records(written, parties):
     path, header, sentences = written
     institution, server = parties
     payload = b"".join(decrypt_payload(path, server, institution.public_key()))
     assert len(payload) == sum(record_size(len(tags), DIM, "float16") for _, tags, _ in sentences)
-
-
-def test_validation_accepts_a_good_contribution(written, parties):
-    assert _validate(written[0], parties) == written[1]
-
-
-@pytest.mark.parametrize("expected, message", [
-    ({"representer_ids": ["rep-2"]}, "representer id rep-1 is not one the server expects"),
-    ({"dim": DIM + 1}, "vectors of size 6"),
-    ({"num_tags": 3}, "tag id >= 3"),
-])
-def test_validation_rejects_what_the_server_does_not_expect(written, parties, expected, message):
-    with pytest.raises(ContributionError, match=message):
-        _validate(written[0], parties, **expected)
 
 
 def test_every_flipped_byte_is_rejected(written, parties, tmp_path):
@@ -124,15 +108,15 @@ def test_every_flipped_byte_is_rejected(written, parties, tmp_path):
         altered[position] ^= 0x01
         (tmp_path / "b.dpc").write_bytes(altered)
         with pytest.raises(ContributionError):
-            _validate(tmp_path / "b.dpc", parties)
+            validate(tmp_path / "b.dpc", parties)
 
 
 def test_wrong_institution_or_server_key_is_rejected(written, parties):
     path = written[0]
     with pytest.raises(ContributionError, match="signature does not verify"):
-        _validate(path, (Ed25519PrivateKey.generate(), parties[1]))
+        validate(path, (Ed25519PrivateKey.generate(), parties[1]))
     with pytest.raises(ContributionError, match="does not decrypt"):
-        _validate(path, (parties[0], X25519PrivateKey.generate()))
+        validate(path, (parties[0], X25519PrivateKey.generate()))
 
 
 @pytest.mark.parametrize("claim", ["as it was", "as the thief's"])
@@ -151,7 +135,7 @@ def test_a_header_re_signed_by_another_institution_does_not_verify_or_decrypt(wr
         with pytest.raises(BindingError, match="does not decrypt .* re-signed after sealing"):
             list(iter_sentences(tmp_path / "b.dpc", parties[1], thief.public_key()))
         with pytest.raises(BindingError):
-            _validate(tmp_path / "b.dpc", (thief, parties[1]))
+            validate(tmp_path / "b.dpc", (thief, parties[1]))
 
 
 # A change to each header field bound to the ciphertext (every field but the three that
@@ -188,21 +172,92 @@ def test_other_format_versions_are_refused_naming_the_version_and_the_field(writ
             read(tmp_path / "b.dpc")
 
 
+# A signed header with one field of another type or out of range, and what the refusal says.
+ILL_FORMED = {
+    "institution": ("", "institution must be a non-empty string, got ''"),
+    "signing_key_sha256": ("AB" * 32, "signing_key_sha256 must be a SHA-256 in lowercase hex"),
+    "representer_id": (7, "representer_id must be a non-empty string, got 7"),
+    "sentences": (-1, "sentences must be a whole number >= 0, got -1"),
+    "tokens": (True, "tokens must be a whole number >= 0, got True"),
+    "dim": ("6", "dim must be a whole number >= 1, got '6'"),
+    "dtype": ("float64", "dtype must be one of float16, float32, got 'float64'"),
+    "neighbours": (0, "neighbours must be a whole number >= 1, got 0"),
+    "pseudonymization": ("groups", "pseudonymization must be one of embedding-neighbours"),
+    "reidentification_bound": ([], r"reidentification_bound must be a JSON object, got \[\]"),
+    "created": ("yesterday", "created must be an ISO 8601 time, got 'yesterday'"),
+    "nonce": ("00" * 8, "nonce must be 16 bytes in lowercase hex"),
+    "body_sha256": (None, "body_sha256 must be a SHA-256 in lowercase hex, got None"),
+}
+
+
+def test_every_header_field_is_checked_when_read():
+    assert set(ILL_FORMED) | {"format_version"} == {field.name for field in dataclasses.fields(ContributionHeader)}
+
+
+@pytest.mark.parametrize("field", ILL_FORMED)
+def test_a_signed_header_with_an_ill_typed_or_out_of_range_field_is_refused_naming_it(written, parties, tmp_path,
+                                                                                      field):
+    value, message = ILL_FORMED[field]
+    (tmp_path / "b.dpc").write_bytes(resigned(written[0].read_bytes(), parties[0], **{field: value}))
+    for read in (read_header, lambda path: verify_contribution(path, parties[0].public_key())):
+        with pytest.raises(ContributionError, match=f"b.dpc: the contribution header is malformed: {message}"):
+            read(tmp_path / "b.dpc")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda fields: {name: value for name, value in fields.items() if name not in ("dim", "nonce")},
+     "it lacks dim, nonce"),
+    (lambda fields: {**fields, "extra": 1}, "unknown fields extra"),
+])
+def test_a_signed_header_lacking_a_field_or_with_an_unknown_one_is_refused_naming_it(tmp_path, parties, monkeypatch,
+                                                                                    change, message):
+    real_to_bytes = ContributionHeader.to_bytes
+    monkeypatch.setattr(ContributionHeader, "to_bytes",
+                        lambda self: json.dumps(change(json.loads(real_to_bytes(self))), sort_keys=True).encode())
+    write(tmp_path / "a.dpc", parties, random_sentences(count=2))
+    with pytest.raises(ContributionError, match=f"header is malformed: {message}"):
+        verify_contribution(tmp_path / "a.dpc", parties[0].public_key())
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("institution", "", "institution must be a non-empty string"),
+    ("representer_id", "", "representer_id must be a non-empty string"),
+    ("dim", 0, "dim must be a whole number >= 1, got 0"),
+    ("dtype", "float64", "dtype must be one of float16, float32, got 'float64'"),
+    ("neighbours", 0, "neighbours must be a whole number >= 1, got 0"),
+    ("neighbours", 2.5, "neighbours must be a whole number >= 1, got 2.5"),
+    ("pseudonymization", "clusters", "pseudonymization must be one of neighbours, groups, got 'clusters'"),
+])
+def test_the_writer_refuses_a_header_value_before_writing_anything(tmp_path, parties, option, value, message):
+    institution, server = parties
+    options = {"institution": "site-a", "representer_id": "rep-1", "dim": DIM, "dtype": "float16", "neighbours": 100,
+               "pseudonymization": "groups", option: value}
+    with pytest.raises(ValueError, match=message):
+        ContributionWriter(tmp_path / "a.dpc", signing_key=institution, server_key=server.public_key(), **options)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_writer_refuses_a_bound_that_is_not_an_object(tmp_path, parties):
+    with pytest.raises(ContributionError, match="reidentification_bound must be a JSON object, got 0.5"):
+        write(tmp_path / "a.dpc", parties, random_sentences(count=2), bound=lambda: 0.5)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("cut", [1, 12, 100, 500, 2000])
 def test_truncated_file_is_rejected(written, parties, tmp_path, cut):
     data = written[0].read_bytes()
     (tmp_path / "b.dpc").write_bytes(data[:-cut])
     with pytest.raises(ContributionError, match="truncated|altered"):
-        _validate(tmp_path / "b.dpc", parties)
+        validate(tmp_path / "b.dpc", parties)
 
 
 def test_dropped_final_chunk_is_detected_even_when_signed(tmp_path, parties, monkeypatch):
     """A file whose last chunk is not sealed as final is refused, even with a valid signature."""
     real_seal = ContributionWriter._seal
     monkeypatch.setattr(ContributionWriter, "_seal", lambda self, final, associated_data=b"": real_seal(self, False))
-    _write(tmp_path / "a.dpc", parties, _sentences(count=5))
+    write(tmp_path / "a.dpc", parties, random_sentences(count=5))
     with pytest.raises(ContributionError, match="final chunk is missing"):
-        _validate(tmp_path / "a.dpc", parties)
+        validate(tmp_path / "a.dpc", parties)
 
 
 def test_not_a_contribution_file(tmp_path, parties):
@@ -214,9 +269,9 @@ def test_not_a_contribution_file(tmp_path, parties):
 
 
 def test_records_of_another_size_or_dtype_are_refused(tmp_path, parties):
-    vectors, tags, casing = _sentences(count=1)[0]
+    vectors, tags, casing = random_sentences(count=1)[0]
     with pytest.raises(ValueError, match="does not match"):
-        _write(tmp_path / "a.dpc", parties, [(vectors[:, :3], tags, casing)])
+        write(tmp_path / "a.dpc", parties, [(vectors[:, :3], tags, casing)])
     with pytest.raises(ValueError, match="one vector, tag and casing id each"):
         encode_sentence(vectors, tags[:-1], casing)
     assert list(tmp_path.iterdir()) == []
@@ -234,7 +289,7 @@ def test_disk_full_while_writing_leaves_no_file(tmp_path, parties, monkeypatch, 
 
     monkeypatch.setattr(ContributionWriter, "_write", disk_full)
     with pytest.raises(OSError, match="No space left"):
-        _write(tmp_path / "a.dpc", parties, _sentences(count=40))
+        write(tmp_path / "a.dpc", parties, random_sentences(count=40))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -244,15 +299,15 @@ def test_an_exception_inside_the_writer_block_leaves_no_file(tmp_path, parties):
         with ContributionWriter(tmp_path / "a.dpc", institution="site-a", representer_id="rep-1", dim=DIM,
                                 neighbours=100, pseudonymization="groups", signing_key=institution,
                                 server_key=server.public_key()) as writer:
-            writer.add(encode_sentence(*_sentences(count=1)[0]))
+            writer.add(encode_sentence(*random_sentences(count=1)[0]))
             raise RuntimeError("interrupted")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_malformed_signed_header_is_rejected(tmp_path, parties, monkeypatch):
     """Even a correctly signed header must have exactly the agreed fields and types."""
-    monkeypatch.setattr(contribution.ContributionHeader, "to_bytes",
+    monkeypatch.setattr(container.ContributionHeader, "to_bytes",
                         lambda self: b'{"institution": "site-a", "extra": 1}')
-    _write(tmp_path / "a.dpc", parties, _sentences(count=2))
+    write(tmp_path / "a.dpc", parties, random_sentences(count=2))
     with pytest.raises(ContributionError, match="header is malformed"):
         verify_contribution(tmp_path / "a.dpc", parties[0].public_key())
