@@ -91,9 +91,14 @@ def sentences(documents):
 def test_scores(documents, predict_sentences, vocabulary) -> dict:
     """The headline scores (`corpus.metrics.score_row`: token HIPAA with the official i2b2 2014
     tokens, primary, and with the project's, entity strict) of a sentence predictor on `documents`."""
+    return score_row(evaluate_corpus(documents, test_predictions(documents, predict_sentences, vocabulary)))
+
+
+def test_predictions(documents, predict_sentences, vocabulary) -> list:
+    """`documents` with their spans replaced by a sentence predictor's."""
     per_document = [prepare_text(d.text) for d in documents]
     predictions = predict_sentences([s for doc in per_document for s in doc])
-    return score_row(evaluate_corpus(documents, predicted_documents(documents, per_document, predictions, vocabulary)))
+    return predicted_documents(documents, per_document, predictions, vocabulary)
 
 
 def retrained_tagger(out: Path, representer, labeled, vocabulary, embeddings, neighbours: int,

@@ -7,9 +7,11 @@ retraining vary the tagger's initialisation and the export's draws.
 
     python experiments/export_schemes.py [--run runs/adversarial_reference/three-phase_N100_raw_export]
         [--neighbours 100] [--seeds 0 1 2] [--retrain-epochs 20] [--retrain-patience 3]
+        [--schemes raw neighbours groups] [--results-name export_schemes]
 
-Retrained taggers go to <run>/export_schemes/<scheme>_seed<k> (a rerun resumes them).
-Writes results/export_schemes.{md,json}.
+Each scheme is also scored merged with the pattern layer (`client deidentify --patterns`) and
+as the seed ensemble of its retrained taggers (representer/ensemble.py). Retrained taggers go to
+<run>/<results name>/<scheme>_seed<k> (a rerun resumes them). Writes results/<results name>.{md,json}.
 """
 
 from __future__ import annotations
@@ -22,11 +24,21 @@ import keras
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adversarial import DATA, ROOT, load_data, retrained_predictor, retrained_tagger, sentences, test_scores  # noqa: E402
+from adversarial import (  # noqa: E402
+    DATA,
+    ROOT,
+    load_data,
+    retrained_predictor,
+    retrained_tagger,
+    sentences,
+    test_predictions,
+)
 from adversary.pseudonymize import SCHEMES  # noqa: E402
-from corpus.metrics import COLUMN_TITLES, PRIMARY, format_score  # noqa: E402
+from client.patterns import with_patterns  # noqa: E402
+from corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, format_score, score_row  # noqa: E402
 from corpus.tagging import tag_vocabulary  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
+from representer.ensemble import TaggerEnsemble  # noqa: E402
 from representer.representation import load_representer  # noqa: E402
 from representer.threads import configure_threads  # noqa: E402
 from results_files import write_results  # noqa: E402
@@ -43,6 +55,9 @@ def main() -> None:
     parser.add_argument("--retrain-epochs", type=int, default=20)
     parser.add_argument("--retrain-patience", type=int, default=3)
     parser.add_argument("--tagger-units", type=int, default=128)
+    parser.add_argument("--schemes", nargs="+", choices=(RAW, *SCHEMES), default=[RAW, *SCHEMES])
+    parser.add_argument("--results-name", default="export_schemes",
+                        help="results/<name>.{md,json}; the retrained taggers in <run>/<name>/")
     args = parser.parse_args()
     if not DATA.is_dir():
         sys.exit(f"PhysioNet deid not found at {DATA} (it lives in ../shared/data beside the repository)")
@@ -53,19 +68,28 @@ def main() -> None:
     representer = load_representer(args.run / "training" / "models" / "representer.keras")
     labeled = [sentences(docs) for docs in (train_docs, valid_docs)]
     rows = []
-    for scheme in (RAW, *SCHEMES):
+
+    def scored(scheme: str, tagger, **row) -> dict:
+        predicted = test_predictions(test_docs, retrained_predictor(representer, tagger, embeddings), vocabulary)
+        return {"scheme": scheme, **row, **score_row(evaluate_corpus(test_docs, predicted)),
+                "patterns": score_row(evaluate_corpus(test_docs, [with_patterns(d) for d in predicted]))}
+
+    for scheme in args.schemes:
+        taggers = []
+        neighbours = 1 if scheme == RAW else args.neighbours
         for seed in args.seeds:
-            folder = args.run / "export_schemes" / f"{scheme}_seed{seed}"
+            folder = args.run / args.results_name / f"{scheme}_seed{seed}"
             settings = argparse.Namespace(**{**vars(args), "seed": seed})
-            neighbours = 1 if scheme == RAW else args.neighbours
             tagger, metrics = retrained_tagger(folder, representer, labeled, vocabulary, embeddings, neighbours,
                                                settings, scheme="neighbours" if scheme == RAW else scheme)
-            scores = test_scores(test_docs, retrained_predictor(representer, tagger, embeddings), vocabulary)
-            rows.append({"scheme": scheme, "neighbours": neighbours, "seed": seed, "epochs": metrics["epochs"],
-                         **scores})
-            print(f"{scheme} seed {seed}: {scores[PRIMARY]:.4f}", flush=True)
-            keras.backend.clear_session()
-    write_results("export_schemes", table(rows, args), {"run": str(args.run), "rows": rows, "command": sys.argv})
+            rows.append(scored(scheme, tagger, neighbours=neighbours, seed=seed, epochs=metrics["epochs"]))
+            print(f"{scheme} seed {seed}: {rows[-1][PRIMARY]:.4f}", flush=True)
+            taggers.append(tagger)
+        if len(taggers) > 1:
+            rows.append(scored(scheme, TaggerEnsemble(taggers), neighbours=neighbours, seed="ensemble"))
+            print(f"{scheme} ensemble of {len(taggers)}: {rows[-1][PRIMARY]:.4f}", flush=True)
+        keras.backend.clear_session()
+    write_results(args.results_name, table(rows, args), {"run": str(args.run), "rows": rows, "command": sys.argv})
 
 
 def table(rows: list[dict], args) -> str:
@@ -74,15 +98,23 @@ def table(rows: list[dict], args) -> str:
     lines = [f"Tagger retrained on exports of the training splits made with the representer of `{run}`, "
              f"N = {args.neighbours}, scored on PhysioNet `test`; seeds {', '.join(map(str, args.seeds))} "
              "(tagger initialisation and export draws).", "",
-             f"| export | {COLUMN_TITLES[PRIMARY]}, mean ± sd | per seed [95% bootstrap CI over notes] | "
-             f"{COLUMN_TITLES['token_hipaa_f1']}, mean |", "|---|---|---|---|"]
+             f"| export | tagger | {COLUMN_TITLES[PRIMARY]}, mean ± sd | per seed [95% bootstrap CI over notes] | "
+             f"{COLUMN_TITLES['token_hipaa_f1']}, mean | seed ensemble, {COLUMN_TITLES[PRIMARY]} [95% CI] |",
+             "|---|---|---|---|---|---|"]
     for scheme in dict.fromkeys(row["scheme"] for row in rows):
-        own = [row for row in rows if row["scheme"] == scheme]
-        f1 = [row[PRIMARY] for row in own]
-        spread = f" ± {np.std(f1, ddof=1):.4f}" if len(f1) > 1 else ""
-        cells = "; ".join(f"{row[PRIMARY]:.4f} {format_score(row[PRIMARY + '_interval'])}" for row in own)
-        lines.append(f"| {scheme} | {np.mean(f1):.4f}{spread} | {cells} | "
-                     f"{np.mean([r['token_hipaa_f1'] for r in own]):.4f} |")
+        own = [row for row in rows if row["scheme"] == scheme and row["seed"] != "ensemble"]
+        ensemble = [row for row in rows if row["scheme"] == scheme and row["seed"] == "ensemble"]
+        for tagger, pick in (("alone", lambda row: row), ("+ patterns", lambda row: row.get("patterns"))):
+            if any(pick(row) is None for row in own + ensemble):
+                continue  # rows of an earlier version, scored without the patterns
+            f1 = [pick(row)[PRIMARY] for row in own]
+            spread = f" ± {np.std(f1, ddof=1):.4f}" if len(f1) > 1 else ""
+            cells = "; ".join(f"{pick(row)[PRIMARY]:.4f} {format_score(pick(row)[PRIMARY + '_interval'])}"
+                              for row in own)
+            together = "; ".join(f"{pick(row)[PRIMARY]:.4f} {format_score(pick(row)[PRIMARY + '_interval'])}"
+                                 for row in ensemble) or "-"
+            lines.append(f"| {scheme} | {tagger} | {np.mean(f1):.4f}{spread} | {cells} | "
+                         f"{np.mean([pick(r)['token_hipaa_f1'] for r in own]):.4f} | {together} |")
     return "\n".join(lines)
 
 

@@ -48,7 +48,9 @@ def configurations(seeds: list[int]) -> list[dict]:
                 {"corpus": "physionet", "name": "FastText + casing", "embeddings": "fasttext", "casing": True},
                 {"corpus": "meddocan", "name": "FastText + casing", "embeddings": "fasttext", "casing": True},
                 {"corpus": "physionet", "name": "pseudonymized N=100, groups", "embeddings": "glove", "casing": True,
-                 "neighbours": 100, "scheme": "groups"}]
+                 "neighbours": 100, "scheme": "groups"},
+                {"corpus": "physionet", "name": "originals + pseudonymized copies N=100, groups", "embeddings": "glove",
+                 "casing": True, "neighbours": 100, "scheme": "groups", "keep_originals": True}]
     rows = [{**row, "seed": first} for row in headline]
     rows.insert(1, {"corpus": "physionet", "name": "GloVe", "embeddings": "glove", "casing": False, "seed": first})
     rows += [{"corpus": "physionet", "name": f"pseudonymized N={n}", "embeddings": "glove", "casing": True,
@@ -111,6 +113,7 @@ def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
     metrics = train_tagger_run(train, valid, run_dir, embeddings=spec, casing=config["casing"],
                                pseudonymizer=config.get("neighbours") and Pseudonymizer(vectors, config["neighbours"],
                                                                          config["scheme"]),
+                               keep_originals=config.get("keep_originals", False),
                                max_epochs=max_epochs, patience=patience,
                                seed=config["seed"], loaded_embeddings=vectors)
     train_seconds = time.perf_counter() - started

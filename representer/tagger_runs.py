@@ -37,10 +37,12 @@ def labeled_sentences(documents: Sequence[Document], scheme: str, label: str) ->
 
 def train_tagger_run(train_documents: Sequence[Document], valid_documents: Sequence[Document], run_dir: str | Path, *,
                      embeddings: str = "glove", casing: bool = True, scheme: str = "BIO", label: str = "source",
-                     pseudonymizer=None, lstm_units: int = 128, max_epochs: int = 20, patience: int = 3,
-                     seed: int = 0, progress: bool = True, loaded_embeddings: Embeddings | None = None) -> dict:
+                     pseudonymizer=None, keep_originals: bool = False, lstm_units: int = 128, max_epochs: int = 20,
+                     patience: int = 3, seed: int = 0, progress: bool = True,
+                     loaded_embeddings: Embeddings | None = None) -> dict:
     """Train a tagger on raw embeddings (or, given an `adversary.pseudonymize.Pseudonymizer`,
-    on pseudonymized training sentences) with early stopping on the validation documents;
+    on pseudonymized training sentences, with `keep_originals` on the originals and a
+    pseudonymized copy of each: augmentation) with early stopping on the validation documents;
     writes the run directory (config.json, history.json, metrics.json, models/tagger.keras) and
     returns the best metrics. Every input problem is reported before any training starts."""
     if label not in LABELS:
@@ -54,8 +56,11 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
     vectors = loaded_embeddings or load_embeddings(embeddings)
     vocabulary = tag_vocabulary({LABELS[label](span) for d in (*train_documents, *valid_documents) for span in d.spans},
                                 scheme)
+    if keep_originals and pseudonymizer is None:
+        raise ValueError("keeping the originals beside pseudonymized copies needs a pseudonymizer")
     if pseudonymizer is not None:
-        train_sentences = pseudonymizer.labeled_sentences(train_sentences, random.Random(seed))
+        copies = pseudonymizer.labeled_sentences(train_sentences, random.Random(seed))
+        train_sentences = [*train_sentences, *copies] if keep_originals else copies
     train = SentenceData.from_sentences(train_sentences, vectors, vocabulary)
     valid = SentenceData.from_sentences(valid_sentences, vectors, vocabulary)
     keras.utils.set_random_seed(seed)
@@ -64,6 +69,7 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
     setup = {"format_version": RUN_FORMAT, "embeddings": embeddings, "embeddings_id": vectors.source_id,
              "casing": casing, "scheme": scheme, "label": label, "tag_vocabulary": vocabulary,
              "pseudonymization_neighbours": pseudonymizer and pseudonymizer.neighbours,
+             "pseudonymization_scheme": pseudonymizer and pseudonymizer.scheme, "keep_originals": keep_originals,
              "train_documents": len(train_documents),
              "train_sentences": len(train), "valid_documents": len(valid_documents), "valid_sentences": len(valid)}
     return run_training(procedure, train, valid, run_dir, max_epochs=max_epochs, patience=patience, seed=seed,

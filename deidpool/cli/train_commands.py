@@ -43,6 +43,9 @@ def train_tagger(
     neighbours: int | None = typer.Option(None, "--neighbours", "-n", min=1,
                                           help="Pseudonymization baseline: train on PHI moved to one of N embedding "
                                                "neighbours."),
+    with_originals: bool = typer.Option(False, "--with-originals",
+                                        help="With -n: train on the original notes and a pseudonymized copy of each "
+                                             "(augmentation)."),
     scheme: str = typer.Option("BIO", "--scheme", help="Tag scheme: BIO or BIOES."),
     label: str = typer.Option("source", "--label",
                               help="Tag labels: source (the corpus's own types) or type (i2b2 2014 types)."),
@@ -64,6 +67,7 @@ def train_tagger(
             vectors = load_embeddings(embeddings)
             metrics = train_tagger_run(train, valid, out, embeddings=embeddings, casing=casing, scheme=scheme,
                                        label=label, pseudonymizer=neighbours and Pseudonymizer(vectors, neighbours),
+                                       keep_originals=with_originals,
                                        lstm_units=lstm_units, max_epochs=max_epochs, patience=patience, seed=seed,
                                        loaded_embeddings=vectors)
         except ValueError as error:

@@ -2,12 +2,14 @@
 trained): the headline is the official i2b2 2014 token HIPAA F1, every score column names its
 measure, the bootstrap interval has a column, and the project tokenizer's F1 stays beside it."""
 
+import argparse
 import json
 
 import pytest
 
 import adversarial
 import classic_baselines
+import export_schemes
 import federation
 import noise_lookup
 import tagger_baselines
@@ -90,6 +92,19 @@ def test_tagger_ensemble_table_sets_the_ensemble_beside_its_seeds():
     assert column(lines, "decoding") == ["seeds alone", "ensemble of 2", "seeds alone + patterns",
                                          "ensemble of 2 + patterns"]
     assert column(lines, OFFICIAL) == ["0.8500 ± 0.0707", "0.8800", "0.9250 ± 0.0354", "0.9600"]
+
+
+def test_export_schemes_table_reports_seeds_patterns_and_the_ensemble(tmp_path):
+    rows = [{"scheme": "groups", "seed": seed, **scores(f1, f1 - 0.1), "patterns": scores(f1 + 0.05, f1)}
+            for seed, f1 in ((0, 0.8), (1, 0.9))]
+    rows.append({"scheme": "groups", "seed": "ensemble", **scores(0.88, 0.8), "patterns": scores(0.93, 0.9)})
+    args = argparse.Namespace(run=tmp_path, neighbours=100, seeds=[0, 1])
+    lines = table_lines(export_schemes.table(rows, args))
+    assert column(lines, "tagger") == ["alone", "+ patterns"]
+    assert column(lines, f"{OFFICIAL}, mean ± sd") == ["0.8500 ± 0.0707", "0.9000 ± 0.0707"]
+    assert [cell.split()[0] for cell in column(lines, f"seed ensemble, {OFFICIAL} [95% CI]")] == ["0.8800", "0.9300"]
+    old = [{k: v for k, v in row.items() if k != "patterns"} for row in rows]  # an earlier version's rows
+    assert column(table_lines(export_schemes.table(old, args)), "tagger") == ["alone"]
 
 
 def test_classic_baselines_table_reports_the_official_f1_of_its_own_and_cited_rows(tmp_path, monkeypatch):

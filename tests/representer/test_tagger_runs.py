@@ -69,6 +69,16 @@ def test_train_and_predict_write_and_read_a_run_directory(tmp_path, tiny_vectors
         document.validate()
 
 
+@pytest.mark.parametrize("keep_originals, sentences", [(False, 12), (True, 24)])
+def test_pseudonymized_training_replaces_or_augments_the_originals(tmp_path, tiny_vectors, keep_originals, sentences):
+    train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run", embeddings="tiny", lstm_units=2, max_epochs=1,
+                     patience=1, progress=False, loaded_embeddings=tiny_vectors,
+                     pseudonymizer=Pseudonymizer(tiny_vectors, 5, "groups"), keep_originals=keep_originals)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["train_sentences"] == sentences and config["keep_originals"] is keep_originals
+    assert (config["pseudonymization_neighbours"], config["pseudonymization_scheme"]) == (5, "groups")
+
+
 def test_a_run_directory_of_another_version_is_refused(tmp_path, tiny_vectors):
     train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run", embeddings="tiny", lstm_units=2, max_epochs=1,
                      patience=1, progress=False, loaded_embeddings=tiny_vectors)
@@ -87,6 +97,9 @@ def test_a_run_directory_of_another_version_is_refused(tmp_path, tiny_vectors):
 def test_bad_training_input_is_refused_before_training(tmp_path, tiny_vectors, train, valid, message):
     with pytest.raises(ValueError, match=message):
         train_tagger_run(train, valid, tmp_path / "run", embeddings="tiny", loaded_embeddings=tiny_vectors)
+    with pytest.raises(ValueError, match="needs a pseudonymizer"):
+        train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run", embeddings="tiny", loaded_embeddings=tiny_vectors,
+                         keep_originals=True)
     assert not (tmp_path / "run").exists()
 
 
