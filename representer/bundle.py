@@ -3,7 +3,9 @@ signed by the provider's Ed25519 key, as a directory or a `.tar` file (DESIGN.md
 Keras is imported only to load or publish models: verifying a bundle needs no ML framework.
 
 A bundle holds `manifest.json`, `manifest.sig` (base64 Ed25519 signature of the manifest's
-bytes) and the model files the manifest lists with their SHA-256, nothing else. The
+bytes) and the model files the manifest lists with their SHA-256, nothing else. A pipeline's
+tagger is `tagger.keras`, or, for a seed ensemble (`representer.ensemble`), its members
+`tagger-1.keras`, `tagger-2.keras`, ... The
 representer id is derived from the representer file's hash, so a pipeline built on a
 representer keeps its id.
 
@@ -24,9 +26,11 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +44,7 @@ from representer.keys import fingerprint
 FORMAT_VERSION = 1
 MANIFEST, SIGNATURE = "manifest.json", "manifest.sig"
 REPRESENTER_FILE, TAGGER_FILE = "representer.keras", "tagger.keras"
+ENSEMBLE_MEMBER = re.compile(r"tagger-([1-9][0-9]*)\.keras")  # the taggers of a seed-ensemble pipeline
 LABELS = {"source_type": "source_type", "source": "source_type", "type": "type"}  # run config -> `Span` attribute
 TAG_KEYS = ("tags", "tag_vocabulary")  # the tag vocabulary in a run's config.json
 
@@ -67,7 +72,12 @@ class Bundle:
 
     @property
     def is_pipeline(self) -> bool:
-        return TAGGER_FILE in self.files
+        return bool(self.tagger_files)
+
+    @property
+    def tagger_files(self) -> list[str]:
+        """The pipeline's tagger file, or its ensemble's members in order; [] for a representer."""
+        return tagger_files(self.files)
 
     @property
     def tags(self) -> list[str]:
@@ -93,10 +103,18 @@ class Bundle:
         return self._load(REPRESENTER_FILE, lambda path: load_representer(path, deterministic))
 
     def load_tagger(self):
-        """The pipeline's `representer.tagger.Tagger`."""
+        """The pipeline's `representer.tagger.Tagger`, or its `representer.ensemble.TaggerEnsemble`."""
         if not self.is_pipeline:
             raise BundleError(f"{self.path} is a representer bundle without a tagger, not a pipeline")
-        return self._load(TAGGER_FILE, _load_tagger)
+        taggers = [self._load(name, _load_tagger) for name in self.tagger_files]
+        if len(taggers) == 1:
+            return taggers[0]
+        from representer.ensemble import TaggerEnsemble
+
+        try:
+            return TaggerEnsemble(taggers)
+        except ValueError as error:
+            raise BundleError(f"{self.path}: {error}") from None
 
     def _load(self, name: str, loader):
         with tempfile.TemporaryDirectory() as directory:
@@ -123,15 +141,23 @@ class Bundle:
         return embeddings
 
 
+def tagger_files(names) -> list[str]:
+    """Among file `names`: TAGGER_FILE, or the ensemble members by number; [] when neither."""
+    if TAGGER_FILE in names:
+        return [TAGGER_FILE]
+    members = {int(found.group(1)): name for name in names if (found := ENSEMBLE_MEMBER.fullmatch(name))}
+    return [members[number] for number in sorted(members)]
+
+
 def write_bundle(out: str | Path, signing_key: Ed25519PrivateKey, files: dict[str, bytes], metadata: dict) -> dict:
-    """Write a signed bundle of `files` (REPRESENTER_FILE, optionally TAGGER_FILE) to `out`, a
+    """Write a signed bundle of `files` (REPRESENTER_FILE, optionally the taggers) to `out`, a
     new directory, or a `.tar` file when `out` ends so. `metadata` holds the manifest's
     descriptive entries; the version, id, creation time and hashes are added. Returns the
     manifest. The bundle appears only once complete."""
     out = Path(out)
     if out.exists():
         raise BundleError(f"{out} already exists; refusing to overwrite it")
-    manifest = {"format_version": FORMAT_VERSION, "kind": "pipeline" if TAGGER_FILE in files else "representer",
+    manifest = {"format_version": FORMAT_VERSION, "kind": "pipeline" if tagger_files(files) else "representer",
                 "representer_id": representer_id(files[REPRESENTER_FILE]),
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "signed_by": fingerprint(signing_key.public_key()), **metadata,
@@ -195,6 +221,9 @@ def open_bundle(path: str | Path, provider_key: Ed25519PublicKey) -> Bundle:
             raise BundleError(f"{path}: {name} does not match its SHA-256 in the manifest; the file was altered")
     if REPRESENTER_FILE not in entries or manifest["representer_id"] != representer_id(entries[REPRESENTER_FILE]):
         raise BundleError(f"{path}: the representer id does not match the representer file")
+    members = tagger_files(entries)
+    if members and members != [TAGGER_FILE] and members != [f"tagger-{n}.keras" for n in range(1, len(members) + 1)]:
+        raise BundleError(f"{path}: the ensemble's tagger files are not numbered 1 to {len(members)} ({members})")
     return Bundle(path, manifest, entries)
 
 
@@ -271,15 +300,20 @@ def publish_run(run_dir: str | Path, signing_key: Ed25519PrivateKey, out: str | 
     return write_bundle(out, signing_key, files, metadata)
 
 
-def publish_pipeline(bundle: Bundle, tagger_file: str | Path, signing_key: Ed25519PrivateKey, out: str | Path,
-                     training: dict) -> dict:
+def publish_pipeline(bundle: Bundle, tagger_file: str | Path | Sequence[str | Path], signing_key: Ed25519PrivateKey,
+                     out: str | Path, training: dict) -> dict:
     """Publish `bundle`'s representer with a tagger trained on its representations (the
-    pooled tagger) as a pipeline; `training` summarises the tagger's training run."""
-    tagger = _read_model(Path(tagger_file))
+    pooled tagger), or with several as a seed ensemble, as a pipeline; `training` summarises
+    the taggers' training."""
+    paths = [tagger_file] if isinstance(tagger_file, (str, Path)) else list(tagger_file)
+    if not paths:
+        raise BundleError("a pipeline needs at least one tagger file")
+    names = [TAGGER_FILE] if len(paths) == 1 else [f"tagger-{number}.keras" for number in range(1, len(paths) + 1)]
+    taggers = {name: _read_model(Path(path)) for name, path in zip(names, paths)}
     metadata = {key: value for key, value in bundle.manifest.items()
                 if key not in ("format_version", "kind", "representer_id", "created", "signed_by", "files")}
-    return write_bundle(out, signing_key, {REPRESENTER_FILE: bundle.files[REPRESENTER_FILE], TAGGER_FILE: tagger},
-                        {**metadata, "pipeline": {"training": training}})
+    return write_bundle(out, signing_key, {REPRESENTER_FILE: bundle.files[REPRESENTER_FILE], **taggers},
+                        {**metadata, "pipeline": {"training": training, "taggers": len(paths)}})
 
 
 def _load_tagger(path: Path):

@@ -5,12 +5,14 @@ import json
 import sys
 import tarfile
 
+import keras
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from corpus.casing import CASING
-from representer.bundle import BundleError, open_bundle, publish_pipeline, publish_run
+from representer.bundle import BundleError, open_bundle, publish_pipeline, publish_run, write_bundle
+from representer.ensemble import TaggerEnsemble
 from representer.representation import build_representer, save_representer
 from representer.tagger import Tagger, build_tagger
 
@@ -88,8 +90,32 @@ def test_pipeline_keeps_the_representer_id_and_adds_the_tagger(bundle_dir, pipel
     pipeline = open_bundle(pipeline_tar, provider.public_key())
     assert pipeline.is_pipeline and pipeline.manifest["kind"] == "pipeline"
     assert pipeline.representer_id == representer.representer_id
-    assert pipeline.manifest["pipeline"] == {"training": {"val_f1": 0.8}}
+    assert pipeline.manifest["pipeline"] == {"training": {"val_f1": 0.8}, "taggers": 1}
     assert pipeline.tags == TAGS and isinstance(pipeline.load_tagger(), Tagger)
+
+
+def test_a_seed_ensemble_publishes_and_loads_from_a_signed_pipeline(tmp_path, bundle_dir, provider):
+    files = []
+    for seed in range(3):
+        keras.utils.set_random_seed(seed)
+        files.append(tmp_path / f"seed{seed}.keras")
+        build_tagger(REPR_SIZE, len(TAGS), lstm_units=UNITS).save(files[-1])
+    representer = open_bundle(bundle_dir, provider.public_key())
+    publish_pipeline(representer, files, provider, tmp_path / "ensemble.tar", training={"seeds": [0, 1, 2]})
+    pipeline = open_bundle(tmp_path / "ensemble.tar", provider.public_key())
+    assert pipeline.tagger_files == ["tagger-1.keras", "tagger-2.keras", "tagger-3.keras"]
+    assert pipeline.manifest["pipeline"]["taggers"] == 3 and pipeline.manifest["kind"] == "pipeline"
+    loaded = pipeline.load_tagger()
+    assert isinstance(loaded, TaggerEnsemble) and len(loaded.taggers) == 3
+    expected = TaggerEnsemble([keras.saving.load_model(path, compile=False) for path in files])
+    inputs = {"features": np.random.default_rng(1).normal(size=(2, 5, REPR_SIZE)).astype("float32"),
+              "casing": np.zeros((2, 5), "int8"), "mask": np.arange(5)[None] < np.array([[5], [3]])}
+    np.testing.assert_array_equal(loaded.predict_tags(inputs), expected.predict_tags(inputs))
+    gap = {"representer.keras": representer.files["representer.keras"], "tagger-1.keras": files[0].read_bytes(),
+           "tagger-3.keras": files[2].read_bytes()}
+    write_bundle(tmp_path / "gap", provider, gap, {})
+    with pytest.raises(BundleError, match="not numbered 1 to 2"):
+        open_bundle(tmp_path / "gap", provider.public_key())
 
 
 def test_a_run_with_a_tagger_publishes_a_pipeline(tmp_path, run_dir, provider):
