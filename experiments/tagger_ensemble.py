@@ -1,7 +1,7 @@
 """Seed ensembles of the taggers that experiments/tagger_baselines.py trained (issue: quality):
 each configuration's seed runs decoded as one (representer/ensemble.py: mean unary scores under
 the mean CRF transitions), beside each seed alone, on PhysioNet `test`, with and without the
-pattern layer; writes experiments/results/<results name>_ensemble.{md,json}.
+pattern layer, overall and per i2b2 category; writes experiments/results/<results name>_ensemble.{md,json}.
 
     python experiments/tagger_ensemble.py [--results-name baselines_f1_stopping]
 """
@@ -12,7 +12,9 @@ import argparse
 import json
 import sys
 
-from corpus.metrics import evaluate_corpus, score_row
+from client.patterns import with_patterns
+from corpus.metrics import evaluate_corpus, format_score, score_row
+from pattern_layer import scores as category_scores
 from representer.ensemble import TaggerEnsemble
 from representer.tagger_runs import load_tagger_run, predict_documents
 from results_files import SCORE_COLUMNS, git_commit, over_seeds, score_header, write_results
@@ -40,8 +42,11 @@ def main() -> None:
         ensemble = TaggerEnsemble([member for member, _, _ in members])
         predicted = predict_documents(ensemble, setup, vectors, test)
         scores = score_row(evaluate_corpus(test, predicted), SCORED)
+        merged = [with_patterns(d) for d in predicted]
         results.append({"name": name, "seeds": [r["seed"] for r in seeds], "alone": seeds, "ensemble": scores,
-                        **pattern_scores({"corpus": "physionet"}, test, predicted)})
+                        **pattern_scores({"corpus": "physionet"}, test, predicted),
+                        "per_category": {"ensemble": category_scores(test, predicted)["per_category"],
+                                         "ensemble + patterns": category_scores(test, merged)["per_category"]}})
         print(f"{name}: ensemble of {len(seeds)} seeds done", flush=True)
     write_results(f"{args.results_name}_ensemble", table(results, args.results_name),
                   {"commit": git_commit(), "results": results})
@@ -61,7 +66,21 @@ def table(results: list[dict], results_name: str) -> str:
                      (f"ensemble of {len(alone)} + patterns", [result["patterns"]])]
         lines += [f"| {result['name']} | {what} | " + " | ".join(over_seeds(scored, c) for c in SCORE_COLUMNS) + " |"
                   for what, scored in rows]
+    lines += ["", "Per i2b2 category (official i2b2 2014 tokens of HIPAA types, spans of the category on both sides; "
+              "found: recall of the category's tokens under any predicted label).", "",
+              "| configuration | decoding | category | P | R | F1 | F1 95% CI | tp | fp | fn | found |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for result in results:
+        for decoding, categories in result.get("per_category", {}).items():
+            for category, c in categories.items():
+                cells = [_share(c["precision"]), _share(c["recall"]), _share(c["f1"]), format_score(c["f1_interval"]),
+                         str(c["tp"]), str(c["fp"]), str(c["fn"]), _share(c["found_recall"])]
+                lines.append(f"| {result['name']} | {decoding} | {category} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _share(value) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 if __name__ == "__main__":

@@ -58,10 +58,16 @@ def baseline_row(seed: int, official: float, project: float, **extra) -> dict:
             **scores(official, project), **extra}
 
 
-def table_lines(text: str) -> list[str]:
-    """The lines of the Markdown table in `text` (after any paragraph that introduces it)."""
-    lines = text.splitlines()
-    return lines[next(i for i, line in enumerate(lines) if line.startswith("|")):]
+def table_lines(text: str, number: int = 0) -> list[str]:
+    """The lines of the `number`th Markdown table in `text` (paragraphs around it left out)."""
+    tables, previous = [], ""
+    for line in text.splitlines():
+        if line.startswith("|"):
+            if not previous.startswith("|"):
+                tables.append([])
+            tables[-1].append(line)
+        previous = line
+    return tables[number]
 
 
 def test_tagger_baselines_table_reports_the_official_f1_over_seeds():
@@ -87,11 +93,18 @@ def test_tagger_baselines_table_adds_the_pattern_layer_row_once_every_seed_has_i
 def test_tagger_ensemble_table_sets_the_ensemble_beside_its_seeds():
     alone = [baseline_row(0, 0.8, 0.5, patterns=scores(0.9, 0.85)),
              baseline_row(1, 0.9, 0.6, patterns=scores(0.95, 0.9))]
-    lines = table_lines(tagger_ensemble.table([{"name": "GloVe + casing", "alone": alone, "ensemble": scores(0.88, 0.7),
-                                                "patterns": scores(0.96, 0.9)}], "baselines"))
+    date = {"precision": 0.9, "recall": 0.5, "f1": 0.6429, "f1_interval": [0.5, 0.7], "tp": 5, "fp": 1, "fn": 5,
+            "found_recall": 0.6}
+    text = tagger_ensemble.table([{"name": "GloVe + casing", "alone": alone, "ensemble": scores(0.88, 0.7),
+                                   "patterns": scores(0.96, 0.9), "per_category": {"ensemble": {"DATE": date}}}],
+                                 "baselines")
+    lines = table_lines(text)
     assert column(lines, "decoding") == ["seeds alone", "ensemble of 2", "seeds alone + patterns",
                                          "ensemble of 2 + patterns"]
     assert column(lines, OFFICIAL) == ["0.8500 ± 0.0707", "0.8800", "0.9250 ± 0.0354", "0.9600"]
+    categories = table_lines(text, 1)
+    assert column(categories, "category") == ["DATE"] and column(categories, "R") == ["0.5000"]
+    assert column(categories, "found") == ["0.6000"]
 
 
 def test_export_schemes_table_reports_seeds_patterns_and_the_ensemble(tmp_path):
