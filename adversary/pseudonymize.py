@@ -197,13 +197,16 @@ class Pseudonymizer:
         for "groups" the row's group, for a row in none only itself)."""
         if self.scheme == "neighbours":
             return self.embeddings.neighbour_table(self.neighbours)
+        return self.embeddings.kept(("group candidates", self.neighbours), self._group_table)
+
+    def _group_table(self) -> np.ndarray:
         groups, members = self._groups
         table = np.full((len(groups), max(map(len, members.values()), default=1)), -1, dtype=np.int32)
         table[:, 0] = np.arange(len(groups))
-        for rows in members.values():
-            for row in rows:
-                others = rows[rows != row]
-                table[row, 1:len(others) + 1] = others
+        for rows in members.values():  # each member's row: the group's other members, in order
+            size = len(rows)
+            table[rows, 1:size] = np.broadcast_to(rows, (size, size))[~np.eye(size, dtype=bool)].reshape(size, -1)
+        table.flags.writeable = False  # kept with the embeddings and shared by every pseudonymizer
         return table
 
     @cached_property
