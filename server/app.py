@@ -9,8 +9,11 @@ import logging
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from server.errors import Refused
 from server.limits import RateLimits
@@ -21,6 +24,7 @@ from server.state import ServerState
 
 log = logging.getLogger(__name__)
 STORAGE_FULL = (errno.ENOSPC, errno.EDQUOT)
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def create_app(data_dir: str | Path) -> FastAPI:
@@ -53,6 +57,13 @@ def _add_exception_handlers(app: FastAPI) -> None:
         headers = error.headers or ({"WWW-Authenticate": "Bearer"} if error.status == 401 else None)
         return JSONResponse({"detail": error.detail}, status_code=error.status, headers=headers)
 
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, error: HTTPException) -> Response:
+        """Starlette's 405 allows the methods of the first route of the path: Allow names all its routes' methods."""
+        if error.status_code == 405:
+            error = HTTPException(405, error.detail, headers={"Allow": ", ".join(_allowed_methods(request))})
+        return await http_exception_handler(request, error)
+
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
         return JSONResponse({"detail": _validation_message(error)}, status_code=422)
@@ -70,6 +81,12 @@ def _add_exception_handlers(app: FastAPI) -> None:
         log.error("%s %s: the server's storage is full (%s)", request.method, request.url.path, error.strerror)
         return JSONResponse({"detail": "the server's storage is full, nothing was stored: try again later"},
                             status_code=507)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """The methods that some route answers at the request's path."""
+    return [method for method in METHODS if any(route.matches({**request.scope, "method": method})[0] is Match.FULL
+                                                for route in request.app.router.routes)]
 
 
 def _validation_message(error: RequestValidationError) -> str:

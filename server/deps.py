@@ -10,12 +10,13 @@ from typing import Annotated
 from fastapi import Depends, Header, HTTPException, Request
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from client.signed_requests import INSTITUTION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from client.transport import CONTENT_TYPE
 from server.auth import (
+    NONCE_PATTERN,
     AuthError,
     check_admin_authorization,
     check_metrics_authorization,
@@ -53,10 +54,19 @@ def get_session(state: StateDep) -> Iterator[Session]:
 
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
-_admin_bearer = HTTPBearer(auto_error=False, description="The admin token printed by `deidpool server init`.")
+_admin_bearer = HTTPBearer(auto_error=False, scheme_name="AdminToken",
+                          description="The admin token printed by `deidpool server init`.")
 _metrics_bearer = HTTPBearer(auto_error=False, scheme_name="MetricsToken",
                              description="The metrics token printed by `deidpool server rotate-metrics-token`, or "
                                          "the admin token.")
+_institution_key = APIKeyHeader(name=INSTITUTION_HEADER, scheme_name="Institution", auto_error=False,
+                                description="The id of a registered institution, which signs the request with its "
+                                            "Ed25519 key: an upload in its body, other requests in "
+                                            f"{SIGNATURE_HEADER} (docs/server.md, Signed institution requests).")
+InstitutionIdDep = Annotated[str | None, Depends(_institution_key)]
+# The nonce's rule, declared in the OpenAPI document; check_signed_request enforces it (401, as any signed request's)
+NonceHeader = Annotated[str | None, Header(alias=NONCE_HEADER,
+                                           json_schema_extra={"pattern": f"^{NONCE_PATTERN.pattern}$"})]
 
 
 def _authorization(credentials: HTTPAuthorizationCredentials | None) -> str | None:
@@ -88,10 +98,9 @@ def require_viewer(state: StateDep, authorization: Annotated[str | None, Header(
                               headers={"WWW-Authenticate": LOGIN})
 
 
-def signed_institution(request: Request, state: StateDep,
-                       institution: Annotated[str | None, Header(alias=INSTITUTION_HEADER)] = None,
+def signed_institution(request: Request, state: StateDep, institution: InstitutionIdDep,
                        timestamp: Annotated[str | None, Header(alias=TIMESTAMP_HEADER)] = None,
-                       nonce: Annotated[str | None, Header(alias=NONCE_HEADER)] = None,
+                       nonce: NonceHeader = None,
                        signature: Annotated[str | None, Header(alias=SIGNATURE_HEADER)] = None) -> Institution:
     """The institution that signed this request, which it had not sent before (docs/server.md,
     Signed institution requests). Its session is its own, closed before the nonce is recorded:
@@ -109,8 +118,7 @@ def signed_institution(request: Request, state: StateDep,
     return row
 
 
-def uploading_institution(state: StateDep,
-                          institution: Annotated[str | None, Header(alias=INSTITUTION_HEADER)] = None) -> str:
+def uploading_institution(state: StateDep, institution: InstitutionIdDep) -> str:
     """The X-Deidpool-Institution of an upload, refused before the body is read unless it names
     an enabled institution (the body's signature is checked after). Its session is its own, closed
     before the upload is stored."""

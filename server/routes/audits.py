@@ -9,10 +9,11 @@ from sqlalchemy import select
 from server.audits import record_audit
 from server.database import Audit
 from server.deps import SessionDep, StateDep
-from server.routes.institutions import MAX_PEM_CHARS
+from server.routes.institutions import Ed25519PublicKeyPem
 from server.routes.routers import admin_router, api_router, refusals
 from server.views import AuditView, audit_view
 
+ED25519_SIGNATURE_PATTERN = "^[A-Za-z0-9+/]{86}==$"  # 64 bytes in base64; record_audit verifies it (400)
 admin = admin_router("/api/audits")
 router = api_router("/api/audits")
 
@@ -20,10 +21,9 @@ router = api_router("/api/audits")
 class AuditIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     report: dict = Field(description="The audit report (adversary.audit), with `representer_id` and `verdict`.")
-    signature: str = Field(min_length=1, max_length=200, description="Base64 Ed25519 signature of the report's "
-                                                                     "canonical JSON.")
-    signer_public_key: str = Field(min_length=1, max_length=MAX_PEM_CHARS, description="The signer's Ed25519 "
-                                                                                       "public key, PEM.")
+    signature: str = Field(min_length=1, max_length=200, json_schema_extra={"pattern": ED25519_SIGNATURE_PATTERN},
+                           description="Base64 Ed25519 signature of the report's canonical JSON.")
+    signer_public_key: Ed25519PublicKeyPem = Field(description="The signer's Ed25519 public key, PEM.")
 
 
 @admin.post("", status_code=201, responses=refusals(400, 404, 413, 422))

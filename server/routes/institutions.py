@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -16,13 +18,25 @@ from server.routes.routers import admin_router, refusals
 from server.views import InstitutionView, institution_view
 
 MAX_PEM_CHARS = 4096
+# Declared in the OpenAPI document, checked by the routes (check_institution_id, load_ed25519_public_key), which
+# answer with their own messages. The key's pattern is an Ed25519 key's PEM as keys are written: the DER prefix of
+# its SubjectPublicKeyInfo in base64 ("MCowBQYDK2VwAyEA"), then its 32 bytes (any 32 bytes are a key); the loader
+# also reads other layouts (wrapped lines, text around the PEM).
+INSTITUTION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+ED25519_PUBLIC_KEY_PEM_PATTERN = (r"^-----BEGIN PUBLIC KEY-----\r?\n"
+                                  r"MCowBQYDK2VwAyEA[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\r?\n"
+                                  r"-----END PUBLIC KEY-----(\r?\n)?$")
+Ed25519PublicKeyPem = Annotated[str, Field(max_length=MAX_PEM_CHARS,
+                                           json_schema_extra={"pattern": ED25519_PUBLIC_KEY_PEM_PATTERN})]
 admin = admin_router("/api/institutions")
 
 
 class InstitutionIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-    id: str = Field(min_length=1, max_length=64, description="Institution id (letters, digits, '.', '_', '-').")
-    public_key: str = Field(min_length=1, max_length=MAX_PEM_CHARS, description="Ed25519 public key, PEM.")
+    id: str = Field(min_length=1, max_length=64, json_schema_extra={"pattern": INSTITUTION_ID_PATTERN},
+                    description="Institution id: 1-64 letters, digits, '.', '_' or '-', starting with a letter or "
+                                "digit.")
+    public_key: Ed25519PublicKeyPem = Field(description="Ed25519 public key, PEM.")
 
 
 @admin.post("", status_code=201, responses=refusals(400, 409, 413, 422))

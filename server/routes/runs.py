@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -22,11 +22,19 @@ RunId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Training run id.")]
 admin = admin_router("/api/runs")
 
 
+def _whole(value: object) -> object:
+    """3.0 as 3: JSON has one kind of number, and JSON Schema counts 3.0 an integer."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole)]  # "3" and 3.5 stay refused (strict)
+
+
 class RunIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-    max_epochs: int = Field(30, ge=1, le=10_000)
-    patience: int = Field(5, ge=1, le=10_000)
-    seed: int = Field(0, ge=0, le=2**31 - 1)
+    max_epochs: WholeNumber = Field(30, ge=1, le=10_000)
+    patience: WholeNumber = Field(5, ge=1, le=10_000)
+    seed: WholeNumber = Field(0, ge=0, le=2**31 - 1)
     valid_fraction: float = Field(0.1, gt=0, lt=1, description="Share of each institution's sentences "
                                                                "held out for validation.")
 

@@ -96,6 +96,7 @@ def test_bad_institution_bodies_give_422_naming_the_field(api, admin, body, word
 
 @pytest.mark.parametrize("path, body", [
     ("/api/institutions", b"{not json"), ("/api/runs", b"[]"), ("/api/runs", b'{"max_epochs": "3"}'),
+    ("/api/runs", b'{"max_epochs": 3.5}'),
     ("/api/runs", b'{"valid_fraction": 1.5}'), ("/api/runs", b'{"seed": -1}'), ("/api/audits", b'{"report": 1}'),
     ("/api/runs/1/publish", b'{"override_audit": "yes"}'),
 ])

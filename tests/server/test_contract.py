@@ -31,7 +31,7 @@ def test_every_route_declares_the_statuses_its_kind_implies(api):
         parameters = {parameter["name"] for parameter in operation.get("parameters", [])}
         bodies = set(operation.get("requestBody", {}).get("content", {}))
         implied = {429}  # rate limits (server/limits.py) answer before any route
-        if operation.get("security") or "X-Deidpool-Institution" in parameters:
+        if operation.get("security"):
             implied.add(401)
         if parameters or "application/json" in bodies:
             implied.add(422)
@@ -65,6 +65,26 @@ def test_every_success_declares_its_body(api):
                     assert document["components"]["schemas"][reference.rsplit("/", 1)[-1]]["properties"], label
                 else:
                     assert schema["type"] == "string", label
+
+
+def test_exactly_the_operations_that_need_credentials_declare_their_security_scheme(api, site):
+    """Without credentials an operation answers 401 if and only if the document declares what it
+    needs: the admin token, the metrics token, or an institution's signed request. Clients, and
+    schemathesis's ignored_auth, read it there."""
+    document = api.app.openapi()
+    assert set(document["components"]["securitySchemes"]) == {"AdminToken", "MetricsToken", "Institution"}
+    for label, operation in _operations(api.app).items():
+        method, path = label.split(" ")
+        reply = api.request(method, path.format(run_id=1, institution="site-a"))
+        assert (reply.status_code == 401) == bool(operation.get("security")), f"{label}: {reply.status_code}"
+
+
+def test_a_method_a_path_lacks_gets_405_allowing_every_method_it_has(api):
+    """GET and POST /api/runs are two routes: Allow names both, not only the first's."""
+    for path, allowed in [("/api/runs", "GET, POST"), ("/api/audits", "GET, POST"), ("/api/runs/1", "GET"),
+                          ("/api/contributions", "GET, POST"), ("/metrics", "GET")]:
+        reply = api.delete(path)
+        assert reply.status_code == 405 and reply.headers["Allow"] == allowed, path
 
 
 def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files, tmp_path, monkeypatch):

@@ -58,6 +58,14 @@ def test_a_run_needs_a_representer_and_contributions(api, admin, site):
     assert reply.status_code == 409 and "no contribution" in reply.json()["detail"]
 
 
+def test_run_settings_take_whole_numbers_written_as_floats(api, admin, contributed):
+    """JSON Schema counts 3.0 an integer, and so does the server (3.5 and "3" are refused, test_api)."""
+    reply = api.post("/api/runs", headers=admin, json={"max_epochs": 3.0, "seed": 4e0})
+    assert reply.status_code == 202
+    assert reply.json()["config"] == {"max_epochs": 3, "patience": 5, "seed": 4, "valid_fraction": 0.1}
+    assert '"max_epochs":3,' in reply.text
+
+
 def test_a_queued_run_covers_every_contribution_of_the_current_representer(api, admin, contributed):
     reply = api.post("/api/runs", headers=admin, json={"max_epochs": 3, "patience": 2, "seed": 4,
                                                        "valid_fraction": 0.25})
