@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
+from contribution.identity import check_institution_id
 from representer.keys import SIGNING, KeyFileError, KeyPair, create_key_pair
 
 NAME = "institution"
-_VALID_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def create_institution_keys(directory: str | Path, institution: str, passphrase: str | None = None) -> KeyPair:
@@ -19,12 +18,6 @@ def create_institution_keys(directory: str | Path, institution: str, passphrase:
     pair = create_key_pair(directory, NAME, SIGNING, passphrase)
     (Path(directory) / f"{NAME}.json").write_text(json.dumps({"institution": institution}) + "\n")
     return pair
-
-
-def check_institution_id(institution: str) -> None:
-    if not _VALID_ID.fullmatch(institution):
-        raise ValueError(f"institution id {institution!r} must be 1-64 letters, digits, '.', '_' or '-', "
-                         "starting with a letter or digit")
 
 
 def institution_id(key_path: str | Path) -> str:

@@ -22,10 +22,9 @@ from pathlib import Path
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from client.signed_requests import INSTITUTION_HEADER, signed_headers
-from contribution.container import CHUNK_BYTES, read_header
+from contribution.container import CHUNK_BYTES, CONTENT_TYPE, read_header
+from contribution.signed_requests import INSTITUTION_HEADER, signed_headers
 
-CONTENT_TYPE = "application/vnd.deidpool.contribution"
 ENDPOINT = "/api/contributions"
 RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504, 507}
 MAX_RETRY_AFTER_SECONDS = 600

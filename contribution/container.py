@@ -59,6 +59,7 @@ FORMAT_VERSION = 3
 PSEUDONYMIZATION_SCHEMES = {"neighbours": "embedding-neighbours+plausible-numbers/1",
                             "groups": "embedding-groups+number-blocks/1"}
 MAGIC, END_MAGIC = b"DPCONTR\x01", b"DPCEND\x00\x01"
+CONTENT_TYPE = "application/vnd.deidpool.contribution"  # a .dpc file's media type, its upload's Content-Type
 SIGNATURE_CONTEXT = b"deidpool contribution header v1\n"
 CHUNK_BYTES = 1 << 20
 MAX_FRAME_BYTES = 64 << 20

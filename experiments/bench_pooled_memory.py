@@ -53,8 +53,7 @@ def build_pool(folder: Path, sentences: int, lstm_units: int, seed: int) -> Path
     from fastapi.testclient import TestClient
 
     from client.identity import create_institution_keys
-    from client.transport import CONTENT_TYPE
-    from contribution.container import write_contribution
+    from contribution.container import CONTENT_TYPE, write_contribution
     from representer import keys
     from representer.tiny import publish_tiny_pipeline
     from server.app import create_app

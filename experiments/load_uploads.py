@@ -147,7 +147,8 @@ def upload_order(files: list[dict], duplicates: float, seed: int) -> list[dict]:
 
 def upload(client: httpx.Client, file: dict) -> dict:
     """POST one contribution as client.transport does; returns its status and latency."""
-    from client.transport import CONTENT_TYPE, ENDPOINT
+    from client.transport import ENDPOINT
+    from contribution.container import CONTENT_TYPE
 
     body = file["path"].read_bytes()
     started = time.perf_counter()
@@ -163,7 +164,7 @@ def stored_state(pool: SimpleNamespace) -> dict:
     database rows and the names of every file under the payload folder."""
     from sqlalchemy import select
 
-    from client.signed_requests import signed_headers
+    from contribution.signed_requests import signed_headers
     from server.database import Contribution, open_database
 
     listed = {}

@@ -13,8 +13,8 @@ from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from client.signed_requests import INSTITUTION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
-from client.transport import CONTENT_TYPE
+from contribution.container import CONTENT_TYPE
+from contribution.signed_requests import INSTITUTION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from server.auth import (
     NONCE_PATTERN,
     AuthError,

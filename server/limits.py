@@ -15,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from client.signed_requests import INSTITUTION_HEADER
+from contribution.signed_requests import INSTITUTION_HEADER
 from server.auth import AuthError, check_admin_authorization
 from server.database import Institution
 from server.state import ServerState

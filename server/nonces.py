@@ -11,7 +11,7 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from client.signed_requests import NONCE_HEADER
+from contribution.signed_requests import NONCE_HEADER
 from server.auth import AuthError
 from server.database import RequestNonce, utcnow
 

@@ -98,7 +98,8 @@ def client_keygen(
     passphrase: bool = typer.Option(False, "--passphrase", help=_PASSPHRASE_HELP),
 ) -> None:
     """Create the institution's Ed25519 key that signs its contributions; the server registers institution.pub."""
-    from client.identity import check_institution_id, create_institution_keys
+    from client.identity import create_institution_keys
+    from contribution.identity import check_institution_id
 
     try:
         check_institution_id(institution)
@@ -252,7 +253,7 @@ def contributions(
 ) -> None:
     """List this institution's contributions stored on the server (a request signed with its key)."""
     from client.identity import institution_id
-    from client.signed_requests import signed_headers
+    from contribution.signed_requests import signed_headers
     from deidpool.cli.http import ServerConnection
 
     path = "/api/contributions"

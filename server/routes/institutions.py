@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from client.identity import check_institution_id
+from contribution.identity import INSTITUTION_ID_PATTERN, check_institution_id
 from representer import keys
 from server.auth import load_ed25519_public_key
 from server.database import Institution
@@ -22,7 +22,6 @@ MAX_PEM_CHARS = 4096
 # answer with their own messages. The key's pattern is an Ed25519 key's PEM as keys are written: the DER prefix of
 # its SubjectPublicKeyInfo in base64 ("MCowBQYDK2VwAyEA"), then its 32 bytes (any 32 bytes are a key); the loader
 # also reads other layouts (wrapped lines, text around the PEM).
-INSTITUTION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ED25519_PUBLIC_KEY_PEM_PATTERN = (r"^-----BEGIN PUBLIC KEY-----\r?\n"
                                   r"MCowBQYDK2VwAyEA[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\r?\n"
                                   r"-----END PUBLIC KEY-----(\r?\n)?$")

@@ -8,8 +8,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from client.transport import CONTENT_TYPE, UploadError, upload_contribution
-from contribution.container import write_contribution
+from client.transport import UploadError, upload_contribution
+from contribution.container import CONTENT_TYPE, write_contribution
 from contribution.records import encode_sentence
 
 

@@ -19,8 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, func, select, text
 
 from client.identity import create_institution_keys
-from client.transport import CONTENT_TYPE
-from contribution.container import write_contribution
+from contribution.container import CONTENT_TYPE, write_contribution
 from contribution.records import encode_sentence
 from representer import keys
 from server.app import create_app

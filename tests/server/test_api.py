@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from fastapi.routing import iter_route_contexts
 
-from client.transport import CONTENT_TYPE
+from contribution.container import CONTENT_TYPE
 from representer import keys
 from server.deps import BUNDLE_TYPE, MAX_JSON_BYTES
 

@@ -6,7 +6,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi.testclient import TestClient
 
-from client.signed_requests import signed_headers
+from contribution.signed_requests import signed_headers
 from server.app import create_app
 from server.limits import TokenBuckets
 

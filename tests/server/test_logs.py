@@ -10,7 +10,7 @@ import secrets
 
 import pytest
 
-from client.signed_requests import signed_headers
+from contribution.signed_requests import signed_headers
 from server.initialize import rotate_metrics_token, rotate_viewer_token
 from server.logs import INFO_LOGGERS, configure_logging
 

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from client.signed_requests import NONCE_HEADER, signed_headers
+from contribution.signed_requests import NONCE_HEADER, signed_headers
 from server.app import create_app
 from server.auth import AuthError
 from server.database import RequestNonce

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from client.signed_requests import signed_headers
 from client.transport import upload_contribution
+from contribution.signed_requests import signed_headers
 from server import payloads
 from server.app import create_app
 from server.payloads import PayloadStore

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import Status, events, from_schema
 
-from client.transport import CONTENT_TYPE
+from contribution.container import CONTENT_TYPE
 from server.deps import BUNDLE_TYPE, OCTET_STREAM
 
 from .conftest import contribution_file, set_limits, upload

@@ -12,8 +12,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from client.signed_requests import signed_headers
 from contribution import container
+from contribution.signed_requests import signed_headers
 from server.database import Contribution
 
 from ..contribution.conftest import resigned

@@ -1,5 +1,5 @@
 """Requests an institution signs with its Ed25519 key (docs/server.md, Signed institution
-requests): the signed message and the headers that carry it, shared by the client that
+requests): the signed message and the headers that carry it, shared by the institution that
 signs and the server that checks. Every request carries a fresh random nonce, which the
 server accepts once (a captured request cannot be replayed)."""
 

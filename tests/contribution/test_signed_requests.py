@@ -1,0 +1,43 @@
+"""Tests of the protocol pieces institutions and the server share: signed request headers and
+the institution id rule."""
+
+import base64
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from contribution.identity import check_institution_id
+from contribution.signed_requests import (
+    INSTITUTION_HEADER,
+    NONCE_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    request_message,
+    signed_headers,
+)
+
+
+def test_signed_headers_verify_over_the_request_message():
+    key = Ed25519PrivateKey.generate()
+    headers = signed_headers(key, "site-a", "get", "/api/contributions", timestamp=1700000000, nonce="n" * 22)
+    assert headers[INSTITUTION_HEADER] == "site-a" and headers[TIMESTAMP_HEADER] == "1700000000"
+    message = request_message("GET", "/api/contributions", "1700000000", "n" * 22)
+    assert message == b"GET\n/api/contributions\n1700000000\n" + b"n" * 22
+    key.public_key().verify(base64.b64decode(headers[SIGNATURE_HEADER]), message)
+
+
+def test_every_request_gets_a_fresh_nonce():
+    key = Ed25519PrivateKey.generate()
+    first, second = (signed_headers(key, "site-a", "GET", "/api/contributions")[NONCE_HEADER] for _ in range(2))
+    assert first != second and len(first) == 22
+
+
+@pytest.mark.parametrize("institution", ["a", "Site-1.b_c", "x" * 64])
+def test_institution_ids_within_the_rule_pass(institution):
+    check_institution_id(institution)
+
+
+@pytest.mark.parametrize("institution", ["", ".a", "-a", "x" * 65, "../etc", "a b", "a\n", "é"])
+def test_institution_ids_outside_the_rule_are_refused(institution):
+    with pytest.raises(ValueError, match="institution id"):
+        check_institution_id(institution)
