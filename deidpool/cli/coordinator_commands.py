@@ -134,11 +134,18 @@ def wait_run(run_id: Annotated[int, typer.Argument(help="Training run id.")], se
 def publish(run_id: Annotated[int, typer.Argument(help="A succeeded training run id.")], server: Server, token: Token,
             override_audit: bool = typer.Option(False, "--override-audit", help="Publish although the representer "
                                                 "has no export-path audit with verdict "
-                                                "\"consistent with chance\".")) -> None:
-    """Publish a succeeded run as a server-signed pipeline."""
+                                                "\"consistent with chance\"."),
+            ensemble_with: list[int] = typer.Option([], "--ensemble-with", metavar="RUN_ID",
+                                                    help="Another succeeded run of the same representer (e.g. "
+                                                         "another seed) whose tagger joins a seed ensemble; "
+                                                         "repeatable.")) -> None:
+    """Publish a succeeded run (or a seed ensemble of runs) as a server-signed pipeline."""
     with clean_errors(), ServerConnection(server, token) as connection:
-        pipeline = connection.call("POST", f"/api/runs/{run_id}/publish", json={"override_audit": override_audit})
-    typer.echo(f"published pipeline {pipeline['id']} of run {run_id} (sha256 {pipeline['payload_sha256']})"
+        pipeline = connection.call("POST", f"/api/runs/{run_id}/publish",
+                                   json={"override_audit": override_audit, "ensemble_with": ensemble_with})
+    runs = ", ".join(map(str, [run_id, *ensemble_with]))
+    typer.echo(f"published pipeline {pipeline['id']} of run{'s' if ensemble_with else ''} {runs} "
+               f"(sha256 {pipeline['payload_sha256']})"
                + (" WITHOUT a passing audit (override)" if pipeline["audit_override"] else ""))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Path
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -28,6 +28,8 @@ def _whole(value: object) -> object:
 
 
 WholeNumber = Annotated[int, BeforeValidator(_whole)]  # "3" and 3.5 stay refused (strict)
+# the bounds before the validator, or pydantic writes them into the schema as "ge"/"le", not "minimum"/"maximum"
+RunIdItem = Annotated[int, Field(ge=1, le=2**31 - 1), BeforeValidator(_whole)]
 
 
 class RunIn(BaseModel):
@@ -42,6 +44,17 @@ class RunIn(BaseModel):
 class PublishIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     override_audit: bool = Field(False, description="Publish although the representer has no passing audit.")
+    ensemble_with: list[RunIdItem] = Field(
+        [], max_length=10, json_schema_extra={"uniqueItems": True},
+        description="Other succeeded runs of the same representer (e.g. other seeds): their taggers are published "
+                    "with the run's as a seed ensemble.")
+
+    @field_validator("ensemble_with")
+    @classmethod
+    def _distinct(cls, runs: list[int]) -> list[int]:
+        if len(set(runs)) != len(runs):
+            raise ValueError("lists a run more than once")
+        return runs
 
 
 def run_epochs(session: Session, run_id: int) -> list[RunEpoch]:
@@ -70,5 +83,6 @@ def get_run(run_id: RunId, session: SessionDep) -> RunView:
 
 @admin.post("/{run_id}/publish", status_code=201, responses=refusals(400, 404, 409, 413, 422, 507))
 def publish(run_id: RunId, state: StateDep, body: PublishIn = PublishIn()) -> PipelineView:
-    """Publish a succeeded run as a server-signed pipeline (needs a passing audit, or override_audit)."""
-    return pipeline_view(publish_run(state, run_id, body.override_audit))
+    """Publish a succeeded run (with `ensemble_with`, a seed ensemble of runs) as a server-signed pipeline
+    (needs a passing audit, or override_audit)."""
+    return pipeline_view(publish_run(state, run_id, body.override_audit, body.ensemble_with))

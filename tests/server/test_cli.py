@@ -94,6 +94,7 @@ def test_coordinator_and_client_commands(served, key_files, pipeline_path, works
     report.write_text(json.dumps({"verdict": "consistent with chance", "path": "export", "held_out_pairs": 10}))
     recorded = run("coordinator", "record-audit", report, "--key", key_files.provider.private)
     assert f"of {site.representer}: consistent with chance" in recorded
+    assert "lists run" in run("coordinator", "publish", run_id, "--ensemble-with", run_id, code=2)
     assert "published pipeline 1" in run("coordinator", "publish", run_id)
 
     pipeline = tmp_path / "pipeline.tar"

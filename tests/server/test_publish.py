@@ -12,8 +12,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from adversary.audit import BROKEN, CHANCE
 from representer import keys
 from representer.bundle import TAGGER_FILE, BundleError, open_bundle
+from representer.ensemble import TaggerEnsemble
 from server.auth import canonical_json
-from server.database import SUCCEEDED, RunEpoch, TrainingRun
+from server.database import FAILED, SUCCEEDED, RunEpoch, TrainingRun
 
 from .conftest import contribution_file, stored, upload
 
@@ -29,11 +30,10 @@ def contributed(api, site, tmp_path):
     return hashes
 
 
-@pytest.fixture
-def finished_run(api, admin, contributed, server_dir, workspace):
-    """A queued run faked into a succeeded one: an untrained tagger in D/runs/<id>/models and
-    the row marked succeeded with two epochs (what the worker would leave)."""
-    run_id = api.post("/api/runs", headers=admin, json={"max_epochs": 2}).json()["id"]
+def _finish(api, admin, server_dir, workspace, **config):
+    """A run queued with `config` and faked into a succeeded one: an untrained tagger in
+    D/runs/<id>/models and the row marked succeeded with two epochs (what the worker would leave)."""
+    run_id = api.post("/api/runs", headers=admin, json={"max_epochs": 2, **config}).json()["id"]
     models = server_dir.layout.run_dir(run_id) / "models"
     models.mkdir(parents=True)
     shutil.copyfile(workspace / "run" / "models" / TAGGER_FILE, models / TAGGER_FILE)
@@ -43,6 +43,11 @@ def finished_run(api, admin, contributed, server_dir, workspace):
         run.metrics = {"val_loss": 0.5, "val_phi_f1": 0.8}
         session.add_all([RunEpoch(run_id=run_id, epoch=epoch, metrics={"val_loss": 1 / epoch}) for epoch in (1, 2)])
     return run_id
+
+
+@pytest.fixture
+def finished_run(api, admin, contributed, server_dir, workspace):
+    return _finish(api, admin, server_dir, workspace)
 
 
 def _signed_audit(report, key=None):
@@ -146,3 +151,45 @@ def test_bad_audits_are_refused(api, admin, site, server_dir, change, status, wo
     reply = api.post("/api/audits", headers=admin, json=change(audit))
     assert reply.status_code == status and words in reply.json()["detail"]
     assert stored(server_dir) == before
+
+
+def test_publish_a_seed_ensemble_of_runs(api, admin, finished_run, server_dir, workspace):
+    other = _finish(api, admin, server_dir, workspace, seed=1)
+    reply = api.post(f"/api/runs/{finished_run}/publish", headers=admin,
+                     json={"override_audit": True, "ensemble_with": [other]})
+    assert reply.status_code == 201, reply.text
+    assert reply.json()["run_id"] == finished_run
+    training = api.get("/api/pipelines/latest").json()["training"]
+    assert training["run_id"] == finished_run and training["metrics"]["val_phi_f1"] == 0.8
+    assert [(run["run_id"], run["best_epoch"], run["config"]["seed"]) for run in training["ensemble"]] == [
+        (finished_run, 2, 0), (other, 2, 1)]
+    bundle_path = server_dir.path.parent / "pipeline.tar"
+    bundle_path.write_bytes(api.get("/api/pipelines/latest/bundle").content)
+    bundle = open_bundle(bundle_path, keys.load_public_key(server_dir.layout.signing_public_key, keys.SIGNING))
+    assert bundle.tagger_files == ["tagger-1.keras", "tagger-2.keras"]
+    assert bundle.manifest["pipeline"]["taggers"] == 2
+    assert isinstance(bundle.load_tagger(), TaggerEnsemble)
+
+
+def test_publish_refuses_ensembles_of_unknown_unfinished_or_repeated_runs(api, admin, finished_run, server_dir,
+                                                                          workspace):
+    queued = api.post("/api/runs", headers=admin, json={}).json()["id"]
+    failed = _finish(api, admin, server_dir, workspace)
+    with api.app.state.server.sessions.begin() as session:
+        session.get(TrainingRun, failed).status = FAILED
+    elsewhere = _finish(api, admin, server_dir, workspace)
+    with api.app.state.server.sessions.begin() as session:
+        session.get(TrainingRun, elsewhere).representer_id = "rep-other"
+    untrained = _finish(api, admin, server_dir, workspace)
+    (server_dir.layout.run_dir(untrained) / "models" / TAGGER_FILE).unlink()
+    before = stored(server_dir)
+    for members, status, words in [([99], 404, "no training run 99"), ([queued], 409, "queued"),
+                                   ([failed], 409, "failed"), ([elsewhere], 409, "rep-other"),
+                                   ([untrained], 409, f"run {untrained} has no tagger file"),
+                                   ([finished_run], 422, "itself"), ([failed, failed], 422, "more than once"),
+                                   ([0], 422, "ensemble_with"), (list(range(2, 13)), 422, "ensemble_with")]:
+        reply = api.post(f"/api/runs/{finished_run}/publish", headers=admin,
+                         json={"override_audit": True, "ensemble_with": members})
+        assert reply.status_code == status and words in reply.json()["detail"], (members, reply.text)
+    assert stored(server_dir) == before
+    assert api.get("/api/pipelines/latest").status_code == 404
