@@ -18,7 +18,7 @@ from pattern_layer import scores as category_scores
 from representer.ensemble import TaggerEnsemble
 from representer.tagger_runs import load_tagger_run, predict_documents
 from results_files import SCORE_COLUMNS, git_commit, over_seeds, score_header, write_results
-from tagger_baselines import DATA, RESULTS, RUNS, SCORED, load_data, pattern_scores, run_folder
+from tagger_baselines import DATA, RESULTS, RUNS, SCORED, load_data, run_folder
 
 
 def main() -> None:
@@ -44,7 +44,7 @@ def main() -> None:
         scores = score_row(evaluate_corpus(test, predicted), SCORED)
         merged = [with_patterns(d) for d in predicted]
         results.append({"name": name, "seeds": [r["seed"] for r in seeds], "alone": seeds, "ensemble": scores,
-                        **pattern_scores({"corpus": "physionet"}, test, predicted),
+                        "patterns": score_row(evaluate_corpus(test, merged), SCORED),
                         "per_category": {"ensemble": category_scores(test, predicted)["per_category"],
                                          "ensemble + patterns": category_scores(test, merged)["per_category"]}})
         print(f"{name}: ensemble of {len(seeds)} seeds done", flush=True)

@@ -149,6 +149,11 @@ def tagger_files(names) -> list[str]:
     return [members[number] for number in sorted(members)]
 
 
+def _ensemble_names(count: int) -> list[str]:
+    """The file names of a seed ensemble's `count` taggers, numbered from 1 (`ENSEMBLE_MEMBER`)."""
+    return [f"tagger-{number}.keras" for number in range(1, count + 1)]
+
+
 def write_bundle(out: str | Path, signing_key: Ed25519PrivateKey, files: dict[str, bytes], metadata: dict) -> dict:
     """Write a signed bundle of `files` (REPRESENTER_FILE, optionally the taggers) to `out`, a
     new directory, or a `.tar` file when `out` ends so. `metadata` holds the manifest's
@@ -222,7 +227,7 @@ def open_bundle(path: str | Path, provider_key: Ed25519PublicKey) -> Bundle:
     if REPRESENTER_FILE not in entries or manifest["representer_id"] != representer_id(entries[REPRESENTER_FILE]):
         raise BundleError(f"{path}: the representer id does not match the representer file")
     members = tagger_files(entries)
-    if members and members != [TAGGER_FILE] and members != [f"tagger-{n}.keras" for n in range(1, len(members) + 1)]:
+    if members and members != [TAGGER_FILE] and members != _ensemble_names(len(members)):
         raise BundleError(f"{path}: the ensemble's tagger files are not numbered 1 to {len(members)} ({members})")
     return Bundle(path, manifest, entries)
 
@@ -308,7 +313,7 @@ def publish_pipeline(bundle: Bundle, tagger_file: str | Path | Sequence[str | Pa
     paths = [tagger_file] if isinstance(tagger_file, (str, Path)) else list(tagger_file)
     if not paths:
         raise BundleError("a pipeline needs at least one tagger file")
-    names = [TAGGER_FILE] if len(paths) == 1 else [f"tagger-{number}.keras" for number in range(1, len(paths) + 1)]
+    names = [TAGGER_FILE] if len(paths) == 1 else _ensemble_names(len(paths))
     taggers = {name: _read_model(Path(path)) for name, path in zip(names, paths)}
     metadata = {key: value for key, value in bundle.manifest.items()
                 if key not in ("format_version", "kind", "representer_id", "created", "signed_by", "files")}
