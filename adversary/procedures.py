@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from adversary.gradient_reversal import GradientReversal
-from adversary.models import DEFAULT_UNITS, CombinedAdversary, adversary_step, train_adversary_step
+from adversary.models import DEFAULT_UNITS, PAPER, CombinedAdversary, adversary_step, train_adversary_step
 from adversary.pairs import PairSource
 from adversary.pseudonymize import Pseudonymizer
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
@@ -60,10 +60,10 @@ class AdversarialData:
 
 
 def build_adversary(representation_dim: int, embedding_dim: int, units: int = DEFAULT_UNITS,
-                    kind: type = CombinedAdversary):
-    """An adversary of `kind` (`CombinedAdversary` or `PartnerOnlyProbe`) with its weights
-    created (ready for an optimizer or a checkpoint)."""
-    adversary = kind(units)
+                    kind: type = CombinedAdversary, design: str = PAPER):
+    """An adversary of `kind` (`CombinedAdversary` or `PartnerOnlyProbe`) and `design` (see
+    adversary.models) with its weights created (ready for an optimizer or a checkpoint)."""
+    adversary = kind(units, design)
     representation, embeddings = (np.zeros((1, 1, representation_dim), "float32"),
                                   np.zeros((1, 1, embedding_dim), "float32"))
     adversary({"embeddings": embeddings, "representation": representation, "partner_representation": representation,

@@ -30,6 +30,7 @@ from adversary.audit import (
 )
 from adversary.inversion import vocabulary_ranks
 from adversary.lookup import lookup_attack, one_fake_per_sentence
+from adversary.models import POOLED
 from adversary.pairs import PairSource
 from adversary.procedures import MIN_EPOCH_STEPS, automatic_passes, build_adversary
 from adversary.pseudonymize import Pseudonymizer
@@ -209,8 +210,10 @@ def test_audit_report_files_and_structure(audited):
             assert head["ci"][0] <= head["rate"] <= head["ci"][1] and head["trials"] == report["held_out_pairs"]
     config = json.loads((report_dir / "config.json").read_text())
     assert config["epochs"] == 3 and config["passes"] == 2 and config["representer"].endswith("representer.keras")
+    assert config["attacker_design"] == report["attacker_design"] == POOLED
     markdown = (report_dir / "report.md").read_text()
-    assert report["passes"] == 2 and "3 epochs of attack training (2 draws of pairs each)" in markdown
+    assert report["passes"] == 2 and ("3 epochs of attack training (2 draws of pairs each; fresh attackers and the "
+                                      "floor of the pooled design") in markdown
     assert "| raw/fresh | t2 |" in markdown and f"| {FLOOR} | combined |" in markdown
     assert report["verdict_reason"] in markdown and "baseline: context-only" in markdown
     assert "For reference only, not a chance level: 1/N = 0.5000" in markdown

@@ -6,7 +6,10 @@ import pytest
 import tensorflow as tf
 
 from adversary.models import (
+    DESIGNS,
     LOG_2,
+    PAPER,
+    POOLED,
     AdversaryT1,
     AdversaryT2,
     CombinedAdversary,
@@ -14,6 +17,7 @@ from adversary.models import (
     adversary_metrics,
     adversary_outputs,
     adversary_step,
+    max_and_mean_over_time,
     train_adversary_step,
 )
 from representer.noise import set_deterministic
@@ -56,9 +60,9 @@ def random_inputs(lengths, time, seed):
     return {**values, "mask": np.arange(time)[None, :] < np.array(lengths)[:, None]}
 
 
-@pytest.fixture(scope="module")
-def combined():
-    return CombinedAdversary(UNITS)
+@pytest.fixture(scope="module", params=DESIGNS)
+def combined(request):
+    return CombinedAdversary(UNITS, request.param)
 
 
 def test_outputs_are_probabilities_and_combined_is_their_mean(combined):
@@ -74,20 +78,39 @@ def test_padded_positions_do_not_change_the_outputs(combined):
         np.testing.assert_allclose(numpy(adversary(padded))[0], numpy(adversary(alone))[0], atol=1e-6)
 
 
+@pytest.mark.parametrize("design", DESIGNS)
 @pytest.mark.parametrize("adversary_class, reads", [
     (AdversaryT1, {"embeddings", "partner_representation"}),
     (AdversaryT2, {"representation", "partner_representation"}),
     (PartnerOnlyProbe, {"partner_representation"})])
-def test_each_adversary_reads_exactly_the_inputs_its_task_names(adversary_class, reads):
+def test_each_adversary_reads_exactly_the_inputs_its_task_names(adversary_class, reads, design):
     """T1 must read the original's embeddings and the partner's representation: the original is
     the same in a real and a fake pair, so nothing but the representer can tell them apart."""
-    adversary = adversary_class(UNITS)
+    adversary = adversary_class(UNITS, design)
     inputs = random_inputs([3, 5], 5, seed=7)
     base = numpy(keras.ops.convert_to_tensor(_output(adversary(inputs))))
     for name in ("embeddings", "representation", "partner_representation"):
         changed = {**inputs, name: inputs[name] + 1.0}
         differs = not np.allclose(numpy(_output(adversary(changed))), base, atol=1e-6)
         assert differs == (name in reads), name
+
+
+def test_the_pooled_design_reduces_over_the_kept_positions_only():
+    sequence = np.array([[[1.0, -2.0], [3.0, -4.0], [9.0, 9.0]]], dtype="float32")
+    pooled = numpy(max_and_mean_over_time(sequence, np.array([[True, True, False]])))
+    np.testing.assert_allclose(pooled, [[3.0, -2.0, 2.0, -3.0]])
+
+
+def test_the_pooled_t2_reads_the_element_wise_difference_and_product():
+    """Both designs read the same inputs; only the pooled T2 adds |r - r'| and r * r' per token."""
+    inputs = random_inputs([3], 3, seed=4)
+    widths = {design: int(AdversaryT2(UNITS, design).pair_features(inputs).shape[-1]) for design in DESIGNS}
+    assert widths == {PAPER: 2 * REPR + 1, POOLED: 4 * REPR + 1}
+
+
+def test_an_unknown_design_is_refused():
+    with pytest.raises(ValueError, match="paper, pooled"):
+        CombinedAdversary(UNITS, "deep")
 
 
 def _output(outputs):
@@ -100,13 +123,15 @@ def test_adversaries_load_from_saved_files(combined, tmp_path):
     combined.save(tmp_path / "adversary.keras")
     loaded = keras.saving.load_model(tmp_path / "adversary.keras")
     assert isinstance(loaded, CombinedAdversary) and loaded.units == UNITS
+    assert loaded.design == loaded.t1.design == loaded.t2.design == combined.design
     np.testing.assert_allclose(numpy(loaded(inputs)["combined"]), expected, atol=1e-6)
 
 
+@pytest.mark.parametrize("design", DESIGNS)
 @pytest.mark.parametrize("adversary_class", [AdversaryT1, AdversaryT2])
-def test_each_adversary_learns_to_tell_identical_from_perturbed_sequences(adversary_class):
+def test_each_adversary_learns_to_tell_identical_from_perturbed_sequences(adversary_class, design):
     keras.utils.set_random_seed(0)
-    adversary = adversary_class(UNITS)
+    adversary = adversary_class(UNITS, design)
     adversary.compile(keras.optimizers.Adam(0.02), loss="binary_crossentropy", metrics=[keras.metrics.BinaryAccuracy()])
     train, test = toy_pairs(512, seed=0), toy_pairs(256, seed=1)
     adversary.fit(adversary_inputs(train), train["label"], batch_size=32, epochs=12, verbose=0)
