@@ -8,6 +8,7 @@ Results are appended run by run to the JSON file, so an interrupted script resum
 stopped; `--only NAME` runs a single configuration.
 
     python experiments/tagger_baselines.py [--max-epochs 15] [--patience 3] [--seeds 0 1] [--results-name NAME]
+        [--only TEXT] [--report-only | --rescore-patterns]
 """
 
 from __future__ import annotations
@@ -189,6 +190,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--only", help="run only the configurations whose key contains this text")
     parser.add_argument("--report-only", action="store_true", help="rewrite the table and plot from the JSON results")
+    parser.add_argument("--rescore-patterns", action="store_true",
+                        help="score every saved PhysioNet tagger merged with the current pattern layer again (after "
+                             "the patterns changed), rewrite the table and plot, train nothing")
     parser.add_argument("--results-name", default="baselines",
                         help="results/<name>.{md,json} and <name>_f1_vs_n.png, runs in runs/baselines/<name> "
                              "(a rerun with another name starts afresh)")
@@ -206,7 +210,8 @@ def main() -> None:
         plot(results, plot_file)
         return
     for index, result in enumerate(results):
-        if result["corpus"] != "physionet" or "patterns" in result or (args.only and args.only not in result["key"]):
+        if (result["corpus"] != "physionet" or ("patterns" in result and not args.rescore_patterns)
+                or (args.only and args.only not in result["key"])):
             continue
         if not run_folder(RUNS / args.results_name, result).exists():
             print(f"no saved tagger for {result['key']}: its scores with the pattern layer stay missing")
@@ -214,6 +219,10 @@ def main() -> None:
         data.setdefault("physionet", load_data("physionet"))
         results[index] = add_pattern_scores(result, data["physionet"][2], RUNS / args.results_name)
         results_file.write_text(json.dumps(results, indent=2) + "\n")
+    if args.rescore_patterns:
+        table_file.write_text(table(results) + "\n")
+        plot(results, plot_file)
+        return
     for config in configurations(args.seeds):
         if config["key"] in done or (args.only and args.only not in config["key"]):
             continue

@@ -1,7 +1,8 @@
 """Seed ensembles of the taggers that experiments/tagger_baselines.py trained (issue: quality):
 each configuration's seed runs decoded as one (representer/ensemble.py: mean unary scores under
-the mean CRF transitions), beside each seed alone, on PhysioNet `test`, with and without the
-pattern layer, overall and per i2b2 category; writes experiments/results/<results name>_ensemble.{md,json}.
+the mean CRF transitions), beside each seed alone, on PhysioNet `test` (with and without the
+English pattern layer, overall and per i2b2 category) and MEDDOCAN dev; writes
+experiments/results/<results name>_ensemble.{md,json}.
 
     python experiments/tagger_ensemble.py [--results-name baselines_f1_stopping]
 """
@@ -24,48 +25,50 @@ from tagger_baselines import DATA, RESULTS, RUNS, SCORED, load_data, run_folder
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results-name", default="baselines_f1_stopping",
-                        help="the tagger_baselines results whose PhysioNet runs to ensemble")
+                        help="the tagger_baselines results whose runs to ensemble")
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"reference corpora not found at {DATA} (they live in ../shared/data beside the repository)")
-    rows = [r for r in json.loads((RESULTS / f"{args.results_name}.json").read_text()) if r["corpus"] == "physionet"]
-    test = load_data("physionet")[2]
+    rows = json.loads((RESULTS / f"{args.results_name}.json").read_text())
     results = []
-    for name in dict.fromkeys(r["name"] for r in rows):
-        seeds = [r for r in rows if r["name"] == name]
+    for corpus, name in dict.fromkeys((r["corpus"], r["name"]) for r in rows):
+        seeds = [r for r in rows if (r["corpus"], r["name"]) == (corpus, name)]
         if len(seeds) < 2:
             continue
+        test = load_data(corpus)[2]
         members = [load_tagger_run(run_folder(RUNS / args.results_name, r)) for r in seeds]
         tagger, setup, vectors = members[0]
         if any(config["tag_vocabulary"] != setup["tag_vocabulary"] for _, config, _ in members):
             sys.exit(f"the runs of {name} have different tag vocabularies")
         ensemble = TaggerEnsemble([member for member, _, _ in members])
         predicted = predict_documents(ensemble, setup, vectors, test)
-        scores = score_row(evaluate_corpus(test, predicted), SCORED)
-        merged = [with_patterns(d) for d in predicted]
-        results.append({"name": name, "seeds": [r["seed"] for r in seeds], "alone": seeds, "ensemble": scores,
-                        "patterns": score_row(evaluate_corpus(test, merged), SCORED),
-                        "per_category": {"ensemble": category_scores(test, predicted)["per_category"],
-                                         "ensemble + patterns": category_scores(test, merged)["per_category"]}})
-        print(f"{name}: ensemble of {len(seeds)} seeds done", flush=True)
+        result = {"corpus": corpus, "name": name, "seeds": [r["seed"] for r in seeds], "alone": seeds,
+                  "ensemble": score_row(evaluate_corpus(test, predicted), SCORED)}
+        if corpus == "physionet":  # the pattern layer and the i2b2 categories are English notes'
+            merged = [with_patterns(d) for d in predicted]
+            result.update({"patterns": score_row(evaluate_corpus(test, merged), SCORED),
+                           "per_category": {"ensemble": category_scores(test, predicted)["per_category"],
+                                            "ensemble + patterns": category_scores(test, merged)["per_category"]}})
+        results.append(result)
+        print(f"{corpus} {name}: ensemble of {len(seeds)} seeds done", flush=True)
     write_results(f"{args.results_name}_ensemble", table(results, args.results_name),
                   {"commit": git_commit(), "results": results})
 
 
 def table(results: list[dict], results_name: str) -> str:
-    lines = [f"Seed ensembles of the PhysioNet taggers of {results_name}.md (commit {git_commit()}; command "
+    lines = [f"Seed ensembles of the taggers of {results_name}.md (commit {git_commit()}; command "
              "`python experiments/tagger_ensemble.py`): mean unary scores of the seeds' taggers under their mean CRF "
-             "transitions, on PhysioNet `test`; the single seeds as mean ± sd. '+ patterns': merged with the pattern "
-             "layer as `client deidentify --patterns` does.", "",
-             "| configuration | decoding | " + score_header(), "|---|---|" + "---:|" * len(SCORE_COLUMNS)]
+             "transitions, on PhysioNet `test` and MEDDOCAN dev; the single seeds as mean ± sd. '+ patterns' "
+             "(PhysioNet): merged with the pattern layer as `client deidentify --patterns` does.", "",
+             "| corpus | configuration | decoding | " + score_header(), "|---|---|---|" + "---:|" * len(SCORE_COLUMNS)]
     for result in results:
         alone = result["alone"]
         rows = [("seeds alone", alone), (f"ensemble of {len(alone)}", [result["ensemble"]])]
         if all("patterns" in r for r in alone) and "patterns" in result:
             rows += [("seeds alone + patterns", [r["patterns"] for r in alone]),
                      (f"ensemble of {len(alone)} + patterns", [result["patterns"]])]
-        lines += [f"| {result['name']} | {what} | " + " | ".join(over_seeds(scored, c) for c in SCORE_COLUMNS) + " |"
-                  for what, scored in rows]
+        lines += [f"| {result.get('corpus', 'physionet')} | {result['name']} | {what} | "
+                  + " | ".join(over_seeds(scored, c) for c in SCORE_COLUMNS) + " |" for what, scored in rows]
     lines += ["", "Per i2b2 category (official i2b2 2014 tokens of HIPAA types, spans of the category on both sides; "
               "found: recall of the category's tokens under any predicted label).", "",
               "| configuration | decoding | category | P | R | F1 | F1 95% CI | tp | fp | fn | found |",
