@@ -107,6 +107,15 @@ def test_tagger_ensemble_table_sets_the_ensemble_beside_its_seeds():
     assert column(categories, "found") == ["0.6000"]
 
 
+def test_tagger_ensemble_table_has_no_pattern_rows_for_meddocan():
+    alone = [baseline_row(0, 0.8, 0.5), baseline_row(1, 0.9, 0.6)]
+    text = tagger_ensemble.table([{"corpus": "meddocan", "name": "FastText + casing", "alone": alone,
+                                   "ensemble": scores(0.88, 0.7)}], "baselines")
+    lines = table_lines(text)
+    assert column(lines, "corpus") == ["meddocan", "meddocan"]
+    assert column(lines, "decoding") == ["seeds alone", "ensemble of 2"]
+
+
 def test_export_schemes_table_reports_seeds_patterns_and_the_ensemble(tmp_path):
     rows = [{"scheme": "groups", "seed": seed, **scores(f1, f1 - 0.1), "patterns": scores(f1 + 0.05, f1)}
             for seed, f1 in ((0, 0.8), (1, 0.9))]

@@ -1,0 +1,88 @@
+"""Several audits of one representer, side by side (issue: privacy): the reports that `deidpool
+audit` wrote with different `--seed`s (attack initialisation and pair draws), every attack's
+held-out accuracy per seed and over seeds, the verdicts, the inversion beside its baselines and
+the re-identification bound; writes experiments/results/<results name>.{md,json}.
+
+    python experiments/audit_seeds.py REPORT_DIR [REPORT_DIR ...] --results-name NAME [--title TEXT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from results_files import git_commit, write_results
+
+# What the audits side by side must share (config.json keys): only the seed may differ.
+SAME = ("representer", "export_path", "neighbours", "pseudonymization", "epochs", "passes", "units", "attacker_design")
+
+
+def read_report(folder: Path) -> dict:
+    """A report folder's metrics.json and config.json, as {"metrics", "config"}."""
+    try:
+        return {"metrics": json.loads((folder / "metrics.json").read_text()),
+                "config": json.loads((folder / "config.json").read_text())}
+    except FileNotFoundError as error:
+        raise SystemExit(f"{folder}: no finished audit report ({Path(error.filename).name} missing)") from None
+
+
+def measurements(metrics: dict) -> dict[str, float]:
+    """One audit's numbers by row name: every adversary output, the lookup rates, the inversions
+    and their baselines (top-1 / top-10) and, on the export path, the bound's mean success."""
+    rows = {f"{name} ({head})": result["rate"] for name, attack in metrics["attacks"].items()
+            for head, result in attack["heads"].items()}
+    rows.update({f"lookup: {name}": result["rate"] for name, result in metrics["lookup"].items()})
+    baselines = {f"baseline {name}": result for name, result in metrics["inversion_baselines"].items()}
+    inversions = {**metrics["inversion"], **baselines}
+    for name, result in inversions.items():
+        rows.update({f"inversion {name} top-1": result["top1"], f"inversion {name} top-10": result["top10"]})
+    for prior, value in metrics.get("bound", {}).get("overall", {}).get("mean_success", {}).items():
+        rows[f"bound, {prior} prior"] = value
+    return rows
+
+
+def table(reports: list[dict], title: str) -> str:
+    seeds = [report["config"]["seed"] for report in reports]
+    per_seed = [measurements(report["metrics"]) for report in reports]
+    first = reports[0]["metrics"]
+    lines = [f"# {title}", "",
+             f"{len(reports)} audits (seeds {', '.join(map(str, seeds))}) of "
+             f"`{reports[0]['config']['representer']}`, {first['path']} path, N = {first['neighbours']}, "
+             f"{first['epochs']} epochs x {first['passes']} draws, {first['held_out_pairs']} held-out pairs, "
+             f"attacker design {first.get('attacker_design', 'paper')}; commit {git_commit()}. Chance: the 95% "
+             f"Wilson interval holds 0.5 and the rate is at most {first['chance_bound']}; positive controls must reach "
+             f"{first['control_threshold']}.", "",
+             "| verdict | " + " | ".join(f"seed {seed}" for seed in seeds) + " |",
+             "|---|" + "---|" * len(seeds),
+             "| overall | " + " | ".join(report["metrics"]["verdict"] for report in reports) + " |", "",
+             "| measurement | " + " | ".join(f"seed {seed}" for seed in seeds) + " | mean ± sd |",
+             "|---|" + "---:|" * (len(seeds) + 1)]
+    for name in per_seed[0]:
+        values = [rows.get(name) for rows in per_seed]
+        known = [value for value in values if value is not None]
+        spread = f"{statistics.mean(known):.3f} ± {statistics.stdev(known):.3f}" if len(known) > 1 else "-"
+        cells = " | ".join("-" if value is None else f"{value:.3f}" for value in values)
+        lines.append(f"| {name} | {cells} | {spread} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("reports", type=Path, nargs="+", help="audit report folders (deidpool audit --out)")
+    parser.add_argument("--results-name", required=True, help="results/<name>.{md,json}")
+    parser.add_argument("--title", default="Privacy audits over seeds")
+    args = parser.parse_args()
+    reports = [read_report(folder) for folder in args.reports]
+    for key in SAME:
+        values = {str(report["config"].get(key)) for report in reports}
+        if len(values) > 1:
+            sys.exit(f"the reports differ in {key} ({', '.join(sorted(values))}): only seeds may differ")
+    write_results(args.results_name, table(reports, args.title),
+                  {"reports": [str(folder) for folder in args.reports], "audits": reports})
+
+
+if __name__ == "__main__":
+    main()
