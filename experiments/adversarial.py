@@ -52,6 +52,7 @@ from corpus.prepare import prepare_document, prepare_text  # noqa: E402
 from corpus.tagging import tag_vocabulary  # noqa: E402
 from representer.dataset import SentenceData, predicted_documents  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
+from representer.noise import noise_free_copy  # noqa: E402
 from representer.representation import OUTPUT_NOISE_STDDEV, load_representer  # noqa: E402
 from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
 from representer.tagger_runs import split_documents  # noqa: E402
@@ -129,14 +130,16 @@ def retrained_tagger(out: Path, representer, labeled, vocabulary, embeddings, ne
 
 
 def joint_predictor(representer, tagger, embeddings):
-    """Prepared sentences -> tags of the jointly trained `tagger` on `representer`'s output."""
-    pipeline = compile_pipeline(representer, tagger, embeddings.dim)
+    """Prepared sentences -> tags of the jointly trained `tagger` on `representer`'s output, its
+    noise off, as `client deidentify` runs a pipeline."""
+    pipeline = compile_pipeline(noise_free_copy(representer), tagger, embeddings.dim)
     return lambda prepared: apply_to_sentences(pipeline, SentenceData.from_sentences(prepared, embeddings))
 
 
 def retrained_predictor(representer, tagger, embeddings):
-    """Prepared sentences -> tags of a `tagger` trained on exported representations (casing beside them)."""
-    represent = compile_representer(representer, embeddings.dim)
+    """Prepared sentences -> tags of a `tagger` trained on exported representations (casing beside them),
+    the representer's noise off, as `client deidentify` runs a pipeline."""
+    represent = compile_representer(noise_free_copy(representer), embeddings.dim)
 
     def predict(prepared):
         unlabeled = SentenceData.from_sentences(prepared, embeddings)
