@@ -42,8 +42,9 @@ def main() -> None:
             sys.exit(f"the runs of {name} have different tag vocabularies")
         ensemble = TaggerEnsemble([member for member, _, _ in members])
         predicted = predict_documents(ensemble, setup, vectors, test)
+        scored = evaluate_corpus(test, predicted)
         result = {"corpus": corpus, "name": name, "seeds": [r["seed"] for r in seeds], "alone": seeds,
-                  "ensemble": score_row(evaluate_corpus(test, predicted), SCORED)}
+                  "ensemble": score_row(scored, SCORED), "per_type": scored["entity_strict"]["per_type"]}
         if corpus == "physionet":  # the pattern layer and the i2b2 categories are English notes'
             merged = [with_patterns(d) for d in predicted]
             result.update({"patterns": score_row(evaluate_corpus(test, merged), SCORED),
@@ -79,6 +80,15 @@ def table(results: list[dict], results_name: str) -> str:
                 cells = [_share(c["precision"]), _share(c["recall"]), _share(c["f1"]), format_score(c["f1_interval"]),
                          str(c["tp"]), str(c["fp"]), str(c["fn"]), _share(c["found_recall"])]
                 lines.append(f"| {result['name']} | {decoding} | {category} | " + " | ".join(cells) + " |")
+    lines += ["", "Entity strict per type of the seed ensemble (i2b2 2014 types; MEDDOCAN's mapped to them).", "",
+              "| corpus | configuration | type | P | R | F1 | tp | fp | fn |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for result in results:
+        for kind, c in result.get("per_type", {}).items():
+            cells = [_share(c["precision"]), _share(c["recall"]), _share(c["f1"]), str(c["tp"]), str(c["fp"]),
+                     str(c["fn"])]
+            lines.append(f"| {result.get('corpus', 'physionet')} | {result['name']} | {kind} | " + " | ".join(cells)
+                         + " |")
     return "\n".join(lines)
 
 

@@ -109,11 +109,14 @@ def test_tagger_ensemble_table_sets_the_ensemble_beside_its_seeds():
 
 def test_tagger_ensemble_table_has_no_pattern_rows_for_meddocan():
     alone = [baseline_row(0, 0.8, 0.5), baseline_row(1, 0.9, 0.6)]
+    fechas = {"precision": 0.99, "recall": 0.5, "f1": 0.6644, "tp": 10, "fp": 0, "fn": 10}
     text = tagger_ensemble.table([{"corpus": "meddocan", "name": "FastText + casing", "alone": alone,
-                                   "ensemble": scores(0.88, 0.7)}], "baselines")
+                                   "ensemble": scores(0.88, 0.7), "per_type": {"FECHAS": fechas}}], "baselines")
     lines = table_lines(text)
     assert column(lines, "corpus") == ["meddocan", "meddocan"]
     assert column(lines, "decoding") == ["seeds alone", "ensemble of 2"]
+    types = table_lines(text, 2)
+    assert column(types, "type") == ["FECHAS"] and column(types, "R") == ["0.5000"] and column(types, "fn") == ["10"]
 
 
 def test_export_schemes_table_reports_seeds_patterns_and_the_ensemble(tmp_path):
