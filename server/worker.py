@@ -186,12 +186,17 @@ def _held_by(worker_id: str):
     return (TrainingRun.worker_id == worker_id) & (TrainingRun.status == RUNNING)
 
 
+def _oldest_held(worker_id: str):
+    """The query for the id of the oldest running run claimed by `worker_id`: the run a cluster's
+    chief takes back and its followers train."""
+    return select(TrainingRun.id).where(_held_by(worker_id)).order_by(TrainingRun.id).limit(1)
+
+
 def _resume_held_run(sessions: sessionmaker, worker_id: str) -> int | None:
     """The oldest running run held by `worker_id`, its heartbeat renewed (so that no other
     worker takes it over meanwhile); None when there is none."""
     with sessions.begin() as session:
-        run_id = session.scalars(select(TrainingRun.id).where(_held_by(worker_id)).order_by(TrainingRun.id)
-                                 .limit(1).with_for_update()).first()
+        run_id = session.scalars(_oldest_held(worker_id).with_for_update()).first()
         if run_id is None:
             return None
         renewed = session.execute(update(TrainingRun).where(TrainingRun.id == run_id, _held_by(worker_id))
@@ -204,8 +209,7 @@ def _chief_run(sessions: sessionmaker, chief_id: str, trained: int | None) -> in
     chief trains: `_resume_held_run` takes the same), unless it is `trained`, the follower's
     last run. Reads only."""
     with sessions() as session:
-        run_id = session.scalars(select(TrainingRun.id).where(_held_by(chief_id)).order_by(TrainingRun.id)
-                                 .limit(1)).first()
+        run_id = session.scalars(_oldest_held(chief_id)).first()
     return None if run_id == trained else run_id
 
 
