@@ -1,7 +1,8 @@
 """Speed of every compute path on this machine, side by side, each as a rate and as a fraction of
 its FLOP ceiling (issue: speed). Writes experiments/results/speed.{md,json} (or --results-name).
 
-    python experiments/bench_speed.py [--tasks export deidentify ...] [--sentences N] [--repeats 3]
+    python experiments/bench_speed.py [--tasks export deidentify ...] [--runtimes onnxruntime tensorflow]
+                                      [--sentences N] [--repeats 3]
 
 Tasks, on PhysioNet with production-size models (GloVe 50d; representer BiLSTM 128 -> d = 50;
 tagger 2 x BiLSTM 128 + CRF; adversaries 2 x BiLSTM 64), untrained, since speed does not depend
@@ -13,6 +14,8 @@ on the weights:
 - tagger inference: Viterbi tags of `test` on GloVe features, sentences/s;
 - a tagger training epoch, a P1 epoch and a P3 epoch (parts a and b) over the training splits
   (provider + site_a + site_b + site_c, or a random --sentences of them), seconds.
+Export and de-identification run once under each of --runtimes (`client.inference`: ONNX
+Runtime or a compiled TensorFlow function); the others are TensorFlow's.
 
 Every task runs once untimed (tracing, caches) and then --repeats times; the table gives the
 median. FLOPs are counted from the built models' shapes: a token costs 2 x rows x columns for
@@ -26,6 +29,7 @@ the table also gives that rate (a 32 x 256 by 256 x 512 product, the tagger's se
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import random
@@ -48,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, TRAIN_SPLITS, sentences  # noqa: E402
 from adversary.procedures import AdversarialData, AlternatingTraining, DeidTraining, build_models  # noqa: E402
 from bench_client import prepare  # noqa: E402
+from client.inference import RUNTIMES  # noqa: E402
 from corpus.formats import read_corpus  # noqa: E402
 from corpus.tagging import tag_vocabulary  # noqa: E402
 from representer.dataset import BATCH_SIZE, SentenceData  # noqa: E402
@@ -56,6 +61,7 @@ from representer.training import TaggerTraining  # noqa: E402
 from results_files import write_results  # noqa: E402
 
 TASKS = ("export", "deidentify", "tagger-inference", "tagger-epoch", "p1-epoch", "p3-epoch")
+RUNTIME_TASKS = ("export", "deidentify")  # the tasks client.inference serves
 NEIGHBOURS = 100
 TRAINING_FACTOR = 3  # a training step: forward, and about twice that backward
 
@@ -243,6 +249,8 @@ def _row(task: str, result: dict, peak: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
+    parser.add_argument("--runtimes", nargs="+", choices=RUNTIMES, default=list(RUNTIMES),
+                        help="inference runtimes to time export and de-identification under")
     parser.add_argument("--sentences", type=int, help="random training sentences for the training tasks "
                                                       "(default: all of the training splits)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each task after an untimed one")
@@ -256,10 +264,16 @@ def main() -> None:
     results = {}
     with tempfile.TemporaryDirectory() as directory:
         bench = Bench(Path(directory), args.sentences, args.seed)
+        gc.freeze()  # the bench's own data, like the objects the `deidpool` command freezes, is no task's garbage
         for task in args.tasks:
-            load = os.getloadavg()[0]
-            results[task] = {**RUNNERS[task](bench, args.repeats), "load_before": load}
-            print(_row(task, results[task], peak), flush=True)
+            for runtime in args.runtimes if task in RUNTIME_TASKS else [None]:
+                label = f"{task} ({runtime})" if runtime else task
+                if runtime:
+                    os.environ["DEIDPOOL_RUNTIME"] = runtime
+                load = os.getloadavg()[0]
+                results[label] = {**RUNNERS[task](bench, args.repeats), "load_before": load}
+                print(_row(label, results[label], peak), flush=True)
+            os.environ.pop("DEIDPOOL_RUNTIME", None)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     machine = (f"{len(os.sched_getaffinity(0))} CPU cores, {platform.machine()}, Python {platform.python_version()}, "
                f"TensorFlow {tf.__version__}, TensorFlow pools: "

@@ -29,6 +29,7 @@ from corpus.tokenize import Token
 GLOVE_NAME = "glove-6b-50d"
 _DIGIT = re.compile(r"\d")
 _HASH_ROWS = 8192  # rows per chunk when hashing (a chunk is copied to C order)
+_REMEMBERED_WORDS = 1 << 20  # distinct words whose rows `lookup_ids` keeps (about 100 MB at most)
 _SIMILARITY_CELLS = 1 << 24  # similarities per chunk of `neighbour_table` (64 MB of float32)
 
 
@@ -60,6 +61,7 @@ class Embeddings:
         self._subwords = isinstance(kv, FastTextKeyedVectors)
         self._neighbour_cache: dict[tuple[str, int], list[str]] = {}
         self._kept: dict[tuple, np.ndarray] = {}
+        self._rows: dict[str, int] = {}
 
     @property
     def embeds_unknown_words(self) -> bool:
@@ -98,8 +100,18 @@ class Embeddings:
 
     def lookup_ids(self, tokens: Iterable[str | Token]) -> np.ndarray:
         """Row of each token in `kv.vectors` (int64), -1 when out of vocabulary."""
-        keys = (self._key(_text(token)) for token in tokens)
-        return np.fromiter((-1 if key is None else self.kv.key_to_index[key] for key in keys), dtype=np.int64)
+        return np.fromiter((self._row(_text(token)) for token in tokens), dtype=np.int64)
+
+    def _row(self, word: str) -> int:
+        """`word`'s row (-1: none), remembered: resolving a word under the lookup policy costs up to
+        four dictionary probes and a regular expression, and notes repeat their words."""
+        row = self._rows.get(word)
+        if row is None:
+            if len(self._rows) >= _REMEMBERED_WORDS:
+                self._rows.clear()
+            key = self._key(word)
+            row = self._rows[word] = -1 if key is None else self.kv.key_to_index[key]
+        return row
 
     def oov_rate(self, tokens: Iterable[str | Token]) -> float:
         """Share of tokens outside the vocabulary (for FastText: those embedded by subwords)."""

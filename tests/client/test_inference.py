@@ -1,9 +1,11 @@
 """Tests of applying compiled models to sentences: NumPy batches give the outputs of the tf.data
-batches, and calls of any size reuse one trace of the compiled function."""
+batches, calls of any size reuse one trace of the compiled function, and both runtimes give the
+same vectors and tags."""
 
 import numpy as np
+import pytest
 
-from client.inference import apply_to_sentences, compile_pipeline, compile_representer
+from client.inference import apply_to_sentences, compile_pipeline, compile_representer, runtime
 from corpus.prepare import prepare_text
 from representer.dataset import SentenceData, inference_batches, padded_batches
 
@@ -17,7 +19,7 @@ def through_tf_data(function, data: SentenceData, batch_size: int) -> list[np.nd
     """The outputs as `apply_to_sentences` computed them before NumPy batching."""
     result = [None] * len(data)
     for batch in inference_batches(data, batch_size):
-        for output, index, length in zip(function(batch).numpy(), batch["index"].numpy(), batch["length"].numpy()):
+        for output, index, length in zip(function(batch), batch["index"].numpy(), batch["length"].numpy()):
             result[index] = output[:length]
     return result
 
@@ -31,7 +33,13 @@ def test_padded_batches_are_the_tf_data_batches(documents, embeddings):
             np.testing.assert_array_equal(values, theirs[name])
 
 
-def test_outputs_equal_the_tf_data_path_and_calls_of_any_size_trace_once(documents, pipeline, embeddings):
+@pytest.fixture
+def tensorflow_runtime(monkeypatch):
+    monkeypatch.setenv("DEIDPOOL_RUNTIME", "tensorflow")
+
+
+def test_outputs_equal_the_tf_data_path_and_calls_of_any_size_trace_once(documents, pipeline, embeddings,
+                                                                         tensorflow_runtime):
     representer, traces = pipeline.load_representer(deterministic=True), []
 
     def counted(inputs):  # runs only while the compiled function is traced
@@ -47,7 +55,7 @@ def test_outputs_equal_the_tf_data_path_and_calls_of_any_size_trace_once(documen
     assert len(traces) == 1
 
 
-def test_representer_vectors_equal_the_tf_data_path(documents, pipeline, embeddings):
+def test_representer_vectors_equal_the_tf_data_path(documents, pipeline, embeddings, tensorflow_runtime):
     represent = compile_representer(pipeline.load_representer(deterministic=True), embeddings.dim)
     data = sentence_data(documents, embeddings, slice(0, 2))
     for ours, theirs in zip(apply_to_sentences(represent, data, 8), through_tf_data(represent, data, 8), strict=True):
@@ -59,9 +67,45 @@ def test_no_sentences_give_no_outputs(pipeline, embeddings):
     assert apply_to_sentences(lambda batch: None, empty) == []
 
 
-def test_a_call_builds_no_tf_data_pipeline(documents, pipeline, embeddings, monkeypatch):
+def test_a_call_builds_no_tf_data_pipeline(documents, pipeline, embeddings, monkeypatch, tensorflow_runtime):
     import tensorflow as tf
 
     represent = compile_representer(pipeline.load_representer(deterministic=True), embeddings.dim)
     monkeypatch.setattr(tf.data.Dataset, "from_tensor_slices", lambda *args: (_ for _ in ()).throw(AssertionError))
     assert len(apply_to_sentences(represent, sentence_data(documents, embeddings, slice(0, 1)))) > 0
+
+
+def test_both_runtimes_give_the_same_vectors_and_tags(documents, pipeline, embeddings, monkeypatch):
+    data = sentence_data(documents, embeddings, slice(0, 4))
+    outputs = {}
+    for name in ("onnxruntime", "tensorflow"):
+        monkeypatch.setenv("DEIDPOOL_RUNTIME", name)
+        representer, tagger = pipeline.load_representer(deterministic=True), pipeline.load_tagger()
+        outputs[name] = (apply_to_sentences(compile_representer(representer, embeddings.dim), data),
+                         apply_to_sentences(compile_pipeline(representer, tagger, embeddings.dim), data))
+    for onnx_vectors, tf_vectors in zip(outputs["onnxruntime"][0], outputs["tensorflow"][0], strict=True):
+        np.testing.assert_allclose(onnx_vectors, tf_vectors, atol=1e-5)
+    for onnx_tags, tf_tags in zip(outputs["onnxruntime"][1], outputs["tensorflow"][1], strict=True):
+        np.testing.assert_array_equal(onnx_tags, tf_tags)
+
+
+def test_the_runtime_is_onnxruntime_on_a_cpu_unless_named(monkeypatch):
+    monkeypatch.delenv("DEIDPOOL_RUNTIME", raising=False)
+    assert runtime() == "onnxruntime"  # CI has no GPU
+    monkeypatch.setenv("DEIDPOOL_RUNTIME", "tensorflow")
+    assert runtime() == "tensorflow"
+    monkeypatch.setenv("DEIDPOOL_RUNTIME", "torch")
+    with pytest.raises(ValueError, match="DEIDPOOL_RUNTIME must be one of onnxruntime, tensorflow, got 'torch'"):
+        runtime()
+
+
+def test_a_model_onnx_cannot_run_falls_back_to_tensorflow_unless_onnxruntime_was_named(pipeline, embeddings,
+                                                                                        monkeypatch):
+    representer = pipeline.load_representer(deterministic=True)
+    wrapped = lambda inputs: representer(inputs)  # noqa: E731 - not a Keras model: nothing to convert
+    data = SentenceData(np.ones((3, embeddings.dim), np.float32), np.zeros(3, np.int8), np.array([3]))
+    monkeypatch.delenv("DEIDPOOL_RUNTIME", raising=False)
+    assert apply_to_sentences(compile_representer(wrapped, embeddings.dim), data)[0].shape == (3, pipeline.repr_size)
+    monkeypatch.setenv("DEIDPOOL_RUNTIME", "onnxruntime")
+    with pytest.raises(ValueError, match="not a representer"):
+        compile_representer(wrapped, embeddings.dim)
