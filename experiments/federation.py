@@ -1,8 +1,13 @@
 """The federation experiment on the PhysioNet split (GloVe + casing, N = 100, d = 50): does
 pooling the sites' noisy representations beat the provider's data alone?
 
-    python experiments/federation.py --seeds 0 1 [--p1 E --p2 E --p3 E --tagger-epochs E]
-    python experiments/federation.py --report-only
+    python experiments/federation.py --seeds 0 1 2 [--time-budget SECONDS] [--results-name federation_reference]
+    python experiments/federation.py --seeds 0 1 2 --report-only
+
+Budgets default to METHOD.md's reference: P1 and P2 up to 20 epochs (patience 5), P3 up to 40
+(patience 10), taggers up to 25 epochs (early stopping on validation PHI F1, patience 5), audits
+20 epochs; smaller ones (--p1 4 --p3 2 ...) check that everything runs. With --time-budget the
+process stops after the last epoch that fits and exits 75; a rerun resumes from the checkpoints.
 
 Per seed: the provider trains the representer (three-phase) on its split and audits it; the
 provider and every site export their notes as real contributions (client.export: noise on,
@@ -10,11 +15,12 @@ shuffled, encrypted, signed); the server's own training code (server.pooled) tra
   provider-only   the provider's contribution
   pooled          provider + site_a + site_b + site_c
   pooled-no-c     provider + site_a + site_b (for the sight-unseen rows, scored on site_c)
-each published as a pipeline and scored with client.deidentify on `test` (and on site_c).
+each published as a pipeline and scored with client.deidentify on `test` (and on site_c), alone
+and merged with the pattern layer (`client deidentify --patterns`).
 Baselines on raw embeddings of all training notes: the non-private upper bound and the
 pseudonymization baseline (N = 100), both with the tagger-run code of the baselines.
-Runs live in runs/federation/seed-S (resumable); the table goes to results/federation.md,
-.json and federation.png.
+Runs live in runs/<results name>/seed-S (resumable); the table goes to
+results/<results name>.md, .json and .png.
 """
 
 from __future__ import annotations
@@ -25,15 +31,16 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 from datetime import date
 from pathlib import Path
 
 from corpus.metrics import COLUMN_TITLES, PRIMARY
+from representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import SCORE_COLUMNS, over_seeds, score_header
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "physionet-deid"
-RUNS = REPO / "runs" / "federation"
 RESULTS = REPO / "experiments" / "results"
 SITES = ("site_a", "site_b", "site_c")
 POOLS = {"provider-only": ("provider",), "pooled": ("provider", *SITES),
@@ -44,7 +51,8 @@ ROWS = [("non-private upper bound (raw GloVe, all training notes)", "raw", "test
         ("pooled (provider + 3 sites, server)", "pooled", "test"),
         ("sight-unseen: provider-only on site_c", "provider-only", "site_c"),
         ("sight-unseen: pooled without site_c, on site_c", "pooled-no-c", "site_c")]
-BUDGET = ("p1", "p3", "tagger_epochs", "patience", "audit_epochs")  # stored with every seed's rows
+BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience", "audit_epochs")  # in every seed's rows
+PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
 
 
 def run_seed(seed: int, args) -> dict:
@@ -56,6 +64,7 @@ def run_seed(seed: int, args) -> dict:
     from client.deidentify import find_phi
     from client.export import export_contribution
     from client.identity import create_institution_keys
+    from client.patterns import DEFAULT_PATTERNS, with_patterns
     from corpus.formats import read_corpus
     from deidpool.demo import scores, tag_set, unlabeled
     from representer import keys
@@ -64,7 +73,7 @@ def run_seed(seed: int, args) -> dict:
     from representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run
     from server.pooled import PooledContribution, open_pooled_data, train_pooled
 
-    folder = RUNS / f"seed-{seed}"
+    folder = REPO / "runs" / args.results_name / f"seed-{seed}"
     cache = folder / "rows.json"
     if cache.exists():
         return json.loads(cache.read_text())
@@ -73,8 +82,8 @@ def run_seed(seed: int, args) -> dict:
     tags = tag_set("physionet", documents)
     vectors = load_embeddings("glove")
     provider_train, provider_valid = split_documents(documents["provider"], 0.1, seed)
-    settings = AdversarialSettings(pretrain_epochs=args.p1, pretrain_patience=args.p1, max_epochs=args.p3,
-                                   patience=args.p3, seed=seed)
+    settings = AdversarialSettings(pretrain_epochs=args.p1, pretrain_patience=args.p1_patience, max_epochs=args.p3,
+                                   patience=args.p3_patience, seed=seed)
     metrics = train_adversarial_run("three-phase", provider_train, provider_valid, folder / "representer", settings,
                                     tags=tags, loaded_embeddings=vectors, data={"path": str(DATA), "split": "provider"})
     report_dir = folder / "audit"
@@ -117,8 +126,9 @@ def run_seed(seed: int, args) -> dict:
             publish_pipeline(bundle, run_dir / "models" / "tagger.keras", provider_key, pipeline_path, training)
         pipeline = open_bundle(pipeline_path, keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
         for split in ("test", "site_c"):
-            predicted = list(find_phi(unlabeled(documents[split]), pipeline, vectors))
-            rows[f"{name}@{split}"] = {**scores(documents[split], predicted), "epochs": training["epochs"]}
+            for suffix, patterns in (("", ()), (PATTERNS, DEFAULT_PATTERNS)):
+                predicted = list(find_phi(unlabeled(documents[split]), pipeline, vectors, patterns=patterns))
+                rows[f"{name}{suffix}@{split}"] = {**scores(documents[split], predicted), "epochs": training["epochs"]}
     everything = provider_train + provider_valid + [d for site in SITES for d in documents[site]]
     train_all, valid_all = split_documents(everything, 0.1, seed)
     for name, pseudonymizer in (("raw", None), ("pseudo", Pseudonymizer(vectors, 100))):
@@ -130,6 +140,8 @@ def run_seed(seed: int, args) -> dict:
         tagger, config, _ = load_tagger_run(run_dir, vectors)
         predicted = predict_documents(tagger, config, vectors, unlabeled(documents["test"]))
         rows[f"{name}@test"] = {**scores(documents["test"], predicted), "epochs": training["epochs"]}
+        rows[f"{name}{PATTERNS}@test"] = {**scores(documents["test"], [with_patterns(d) for d in predicted]),
+                                          "epochs": training["epochs"]}
     rows["audit"] = {"verdict": report["verdict"], "fresh_accuracy": report["attacks"]["target/fresh"]["accuracy"],
                      "continued_accuracy": report["attacks"].get("target/continued", {}).get("accuracy"),
                      "lookup_rate": report["lookup"]["target"]["rate"],
@@ -145,21 +157,24 @@ def _mean(values: list[float]) -> str:
     return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
 
 
-def report(seeds: list[int]) -> None:
+def report(seeds: list[int], results_name: str) -> None:
     """The table over the finished `seeds`, with the budget their runs were trained with."""
-    per_seed = {seed: json.loads((RUNS / f"seed-{seed}" / "rows.json").read_text()) for seed in seeds
-                if (RUNS / f"seed-{seed}" / "rows.json").exists()}
+    runs = REPO / "runs" / results_name
+    per_seed = {seed: json.loads((runs / f"seed-{seed}" / "rows.json").read_text()) for seed in seeds
+                if (runs / f"seed-{seed}" / "rows.json").exists()}
     if not per_seed:
-        raise SystemExit(f"no finished seed under {RUNS}")
+        raise SystemExit(f"no finished seed under {runs}")
     done = sorted(per_seed)
     stale = [seed for seed in done if PRIMARY not in per_seed[seed]["pooled@test"]]
     if stale:
         raise SystemExit(f"seeds {stale} were scored before the official i2b2 2014 token HIPAA F1 was recorded: "
-                         f"delete their rows.json under {RUNS} and run them again to rescore them")
+                         f"delete their rows.json under {runs} and run them again to rescore them")
     budgets = {json.dumps(per_seed[seed]["budget"], sort_keys=True) for seed in done}
     if len(budgets) > 1:
         raise SystemExit(f"seeds {done} were run with different budgets ({sorted(budgets)}); report them apart")
-    args = argparse.Namespace(**per_seed[done[0]]["budget"])
+    args = argparse.Namespace(**{"p1_patience": per_seed[done[0]]["budget"]["p1"],  # runs before patience was set
+                                 "p3_patience": per_seed[done[0]]["budget"]["p3"], **per_seed[done[0]]["budget"]})
+    with_patterns = all(f"pooled{PATTERNS}@test" in per_seed[seed] for seed in done)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
     machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU"
@@ -167,48 +182,56 @@ def report(seeds: list[int]) -> None:
              f"{date.today()}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
              "each 95% bootstrap interval over the scored notes is listed per seed).",
              f"Command: `python experiments/federation.py --seeds {' '.join(map(str, done))} --p1 {args.p1} "
-             f"--p3 {args.p3} --tagger-epochs {args.tagger_epochs} --patience {args.patience} "
-             f"--audit-epochs {args.audit_epochs}`.",
-             f"Budgets (2-core CPU machine): representer P1 and P2 {args.p1} epochs each, P3 {args.p3} "
-             f"(METHOD.md's reference: 20/20/40); taggers at most {args.tagger_epochs} epochs, "
-             f"patience {args.patience}; audit "
+             f"--p1-patience {args.p1_patience} --p3 {args.p3} --p3-patience {args.p3_patience} "
+             f"--tagger-epochs {args.tagger_epochs} --patience {args.patience} --audit-epochs {args.audit_epochs} "
+             f"--results-name {results_name}`.",
+             f"Budgets (2-core CPU machine): representer P1 and P2 up to {args.p1} epochs each (patience "
+             f"{args.p1_patience}), P3 up to {args.p3} (patience {args.p3_patience}; METHOD.md's reference: 20/20/40, "
+             f"patience 5/5/10); taggers at most {args.tagger_epochs} epochs, patience {args.patience}; audit "
              f"{args.audit_epochs} epochs.\n",
              "| tagger | scored on | " + score_header() + " |", "|---|---|" + "---|" * len(SCORE_COLUMNS)]
     for title, name, split in ROWS:
-        rows = [per_seed[seed][f"{name}@{split}"] for seed in done]
-        lines.append(f"| {title} | {split} | " + " | ".join(over_seeds(rows, key) for key in SCORE_COLUMNS) + " |")
+        for suffix in ("", PATTERNS) if with_patterns else ("",):
+            rows = [per_seed[seed][f"{name}{suffix}@{split}"] for seed in done]
+            lines.append(f"| {title}{' + pattern layer' if suffix else ''} | {split} | "
+                         + " | ".join(over_seeds(rows, key) for key in SCORE_COLUMNS) + " |")
     audits = [per_seed[seed]["audit"] for seed in done]
     lines += ["", "| audit of the representer | value |", "|---|---|",
               f"| verdicts | {', '.join(a['verdict'] for a in audits)} |",
               f"| fresh adversary held-out accuracy | {_mean([a['fresh_accuracy'] for a in audits])} |",
               f"| lookup attack (A2) rate | {_mean([a['lookup_rate'] for a in audits])} |",
               f"| P3 validation adversary accuracy | {_mean([a['p3_adversary_accuracy'] for a in audits])} |"]
-    pooled = statistics.mean(per_seed[s]["pooled@test"][PRIMARY] for s in done)
-    alone = statistics.mean(per_seed[s]["provider-only@test"][PRIMARY] for s in done)
-    upper = statistics.mean(per_seed[s]["raw@test"][PRIMARY] for s in done)
-    lines += ["", f"Targets, on the {COLUMN_TITLES[PRIMARY]}: "
-                  f"pooled - provider-only = {100 * (pooled - alone):+.1f} F1 points (target >= +3: "
-                  f"{'met' if pooled - alone >= 0.03 else 'MISSED'}); non-private - pooled = "
-                  f"{100 * (upper - pooled):.1f} points (target <= 1.5: "
-                  f"{'met' if upper - pooled <= 0.015 else 'MISSED'})."]
-    gains = [100 * (per_seed[s]["pooled@test"][PRIMARY] - per_seed[s]["provider-only@test"][PRIMARY]) for s in done]
-    lines.append("Pooled - provider-only per seed: " + ", ".join(f"seed {s} {g:+.1f}" for s, g in zip(done, gains))
-                 + " points.")
+    lines.append("")
+    for suffix in ("", PATTERNS) if with_patterns else ("",):
+        lines += _targets(per_seed, done, suffix)
     epochs = {name: [per_seed[s][f"{name}@test"]["epochs"] for s in done] for name in ("raw", "pseudo", *POOLS)}
     lines.append("Tagger epochs trained (early stopping, patience " f"{args.patience}): "
                  + ", ".join(f"{name} {values}" for name, values in epochs.items()) + ".")
-    if upper < pooled:
-        lines.append("The non-private row is below the pooled one, so it is no upper bound at this budget: compare "
-                     "baselines.md (same configuration, 8 epochs, 2 seeds: project-tokenizer token HIPAA F1 "
-                     "0.807 +- 0.032); more seeds "
-                     "and epochs are needed before the 1.5-point target means anything.")
     text = "\n".join(lines) + "\n"
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "federation.md").write_text(text + "\n![F1 per tagger](federation.png)\n")
-    (RESULTS / "federation.json").write_text(json.dumps({"date": str(date.today()), "commit": commit,
-                                                         "machine": machine, "seeds": per_seed}, indent=2) + "\n")
-    plot(per_seed, RESULTS / "federation.png")
+    (RESULTS / f"{results_name}.md").write_text(text + f"\n![F1 per tagger]({results_name}.png)\n")
+    (RESULTS / f"{results_name}.json").write_text(json.dumps({"date": str(date.today()), "commit": commit,
+                                                              "machine": machine, "seeds": per_seed}, indent=2) + "\n")
+    plot(per_seed, RESULTS / f"{results_name}.png")
+
+
+def _targets(per_seed: dict, done: list[int], suffix: str) -> list[str]:
+    """The two targets on the mean over seeds, and the pooled gain in every seed, for the taggers
+    alone (`suffix` "") or merged with the pattern layer."""
+    def mean(name: str) -> float:
+        return statistics.mean(per_seed[s][f"{name}{suffix}@test"][PRIMARY] for s in done)
+
+    pooled, alone, upper = mean("pooled"), mean("provider-only"), mean("raw")
+    gains = [100 * (per_seed[s][f"pooled{suffix}@test"][PRIMARY] - per_seed[s][f"provider-only{suffix}@test"][PRIMARY])
+             for s in done]
+    return [f"Targets{' with the pattern layer' if suffix else ''}, on the {COLUMN_TITLES[PRIMARY]}: "
+            f"pooled - provider-only = {100 * (pooled - alone):+.1f} F1 points (target >= +3 in every seed: "
+            f"{'met' if min(gains) >= 3 else 'MISSED'}; per seed "
+            + ", ".join(f"seed {s} {g:+.1f}" for s, g in zip(done, gains)) + "); non-private - pooled = "
+            f"{100 * (upper - pooled):.1f} points (target <= 1.5: {'met' if upper - pooled <= 0.015 else 'MISSED'})"
+            + ("; the non-private row is below the pooled one: no upper bound at this budget." if upper < pooled
+               else ".")]
 
 
 def plot(per_seed: dict, path: Path) -> None:
@@ -233,20 +256,31 @@ def plot(per_seed: dict, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--p1", type=int, default=5, help="epochs of P1 and of P2")
-    parser.add_argument("--p3", type=int, default=3, help="epochs of P3")
-    parser.add_argument("--tagger-epochs", type=int, default=12)
-    parser.add_argument("--patience", type=int, default=3)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--p1", type=int, default=20, help="most epochs of P1 and of P2")
+    parser.add_argument("--p1-patience", type=int, default=5)
+    parser.add_argument("--p3", type=int, default=40, help="most epochs of P3")
+    parser.add_argument("--p3-patience", type=int, default=10)
+    parser.add_argument("--tagger-epochs", type=int, default=25, help="most epochs of every tagger")
+    parser.add_argument("--patience", type=int, default=5, help="the taggers' early-stopping patience")
     parser.add_argument("--audit-epochs", type=int, default=20)
+    parser.add_argument("--results-name", default="federation_reference",
+                        help="stem of the result files and folder under runs/ (the short-budget runs: federation)")
+    parser.add_argument("--time-budget", type=float, help="seconds this process may train: stop after the last "
+                                                          "epoch that fits, exit 75; a rerun resumes")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     if not DATA.exists():
         raise SystemExit(f"{DATA} is absent: the experiment needs the PhysioNet split")
     if not args.report_only:
-        for seed in args.seeds:
-            run_seed(seed, args)
-    report(args.seeds)
+        try:
+            with time_budget(args.time_budget):
+                for seed in args.seeds:
+                    run_seed(seed, args)
+        except TimeBudgetExhausted as stopped:
+            print(f"resumable: {stopped}", flush=True)
+            sys.exit(RESUMABLE_EXIT_STATUS)
+    report(args.seeds, args.results_name)
 
 
 if __name__ == "__main__":
