@@ -15,6 +15,8 @@ shuffled, encrypted, signed); the server's own training code (server.pooled) tra
   provider-only   the provider's contribution
   pooled          provider + site_a + site_b + site_c
   pooled-no-c     provider + site_a + site_b (for the sight-unseen rows, scored on site_c)
+  pooled-2        provider + site_a (with the others: the growth curve, 1 to 4 institutions,
+                  with each pool's training sentences and seconds per epoch)
 each published as a pipeline and scored with client.deidentify on `test` (and on site_c), alone
 and merged with the pattern layer (`client deidentify --patterns`).
 Baselines on raw embeddings of all training notes: the non-private upper bound and the
@@ -44,7 +46,8 @@ DATA = REPO.parent / "shared" / "data" / "physionet-deid"
 RESULTS = REPO / "experiments" / "results"
 SITES = ("site_a", "site_b", "site_c")
 POOLS = {"provider-only": ("provider",), "pooled": ("provider", *SITES),
-         "pooled-no-c": ("provider", "site_a", "site_b")}
+         "pooled-no-c": ("provider", "site_a", "site_b"), "pooled-2": ("provider", "site_a")}
+GROWTH = ("provider-only", "pooled-2", "pooled-no-c", "pooled")  # 1 to 4 institutions
 ROWS = [("non-private upper bound (raw GloVe, all training notes)", "raw", "test"),
         ("pseudonymization N=100 (all training notes)", "pseudo", "test"),
         ("provider-only (representations)", "provider-only", "test"),
@@ -128,7 +131,10 @@ def run_seed(seed: int, args) -> dict:
         for split in ("test", "site_c"):
             for suffix, patterns in (("", ()), (PATTERNS, DEFAULT_PATTERNS)):
                 predicted = list(find_phi(unlabeled(documents[split]), pipeline, vectors, patterns=patterns))
-                rows[f"{name}{suffix}@{split}"] = {**scores(documents[split], predicted), "epochs": training["epochs"]}
+                rows[f"{name}{suffix}@{split}"] = {**scores(documents[split], predicted), "epochs": training["epochs"],
+                                                   "sentences": len(data.train), "epoch_seconds": statistics.median(
+                                                       r["seconds"] for r in json.loads(
+                                                           (run_dir / "history.json").read_text()))}
     everything = provider_train + provider_valid + [d for site in SITES for d in documents[site]]
     train_all, valid_all = split_documents(everything, 0.1, seed)
     for name, pseudonymizer in (("raw", None), ("pseudo", Pseudonymizer(vectors, 100))):
@@ -204,9 +210,13 @@ def report(seeds: list[int], results_name: str) -> None:
     lines.append("")
     for suffix in ("", PATTERNS) if with_patterns else ("",):
         lines += _targets(per_seed, done, suffix)
-    epochs = {name: [per_seed[s][f"{name}@test"]["epochs"] for s in done] for name in ("raw", "pseudo", *POOLS)}
+    epochs = {name: [per_seed[s][f"{name}@test"]["epochs"] for s in done] for name in ("raw", "pseudo", *POOLS)
+              if all(f"{name}@test" in per_seed[s] for s in done)}
     lines.append("Tagger epochs trained (early stopping, patience " f"{args.patience}): "
                  + ", ".join(f"{name} {values}" for name, values in epochs.items()) + ".")
+    growth = all("pooled-2@test" in per_seed[seed] for seed in done)
+    if growth:
+        lines += growth_lines(per_seed, done)
     text = "\n".join(lines) + "\n"
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -214,6 +224,8 @@ def report(seeds: list[int], results_name: str) -> None:
     (RESULTS / f"{results_name}.json").write_text(json.dumps({"date": str(date.today()), "commit": commit,
                                                               "machine": machine, "seeds": per_seed}, indent=2) + "\n")
     plot(per_seed, RESULTS / f"{results_name}.png")
+    if growth:
+        plot_growth(per_seed, RESULTS / f"{results_name}_growth.png")
 
 
 def _targets(per_seed: dict, done: list[int], suffix: str) -> list[str]:
@@ -232,6 +244,41 @@ def _targets(per_seed: dict, done: list[int], suffix: str) -> list[str]:
             f"{100 * (upper - pooled):.1f} points (target <= 1.5: {'met' if upper - pooled <= 0.015 else 'MISSED'})"
             + ("; the non-private row is below the pooled one: no upper bound at this budget." if upper < pooled
                else ".")]
+
+
+def growth_lines(per_seed: dict, done: list[int]) -> list[str]:
+    """The growth table: each pool of 1 to 4 institutions, its training sentences, seconds per
+    epoch and F1 on `test` (alone and with the pattern layer), mean ± sd over seeds."""
+    lines = ["", "Growth curve: the pooled tagger as institutions join (test; the server's trainer, median "
+                 "seconds per epoch on this CPU)", "",
+             f"| institutions | pool | training sentences | s per epoch | {COLUMN_TITLES[PRIMARY]} | with the pattern "
+             "layer |", "|---:|---|---:|---:|---|---|"]
+    for count, name in enumerate(GROWTH, 1):
+        rows = [per_seed[seed][f"{name}@test"] for seed in done]
+        merged = [per_seed[seed][f"{name}{PATTERNS}@test"] for seed in done]
+        lines.append(f"| {count} | {' + '.join(POOLS[name])} | {rows[0]['sentences']:,} | "
+                     f"{_mean([r['epoch_seconds'] for r in rows])} | {_mean([r[PRIMARY] for r in rows])} | "
+                     f"{_mean([r[PRIMARY] for r in merged])} |")
+    return lines
+
+
+def plot_growth(per_seed: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(6, 4))
+    counts = range(1, len(GROWTH) + 1)
+    for suffix, label in (("", "tagger alone"), (PATTERNS, "with the pattern layer")):
+        for seed, rows in per_seed.items():
+            axes.plot(counts, [rows[f"{name}{suffix}@test"][PRIMARY] for name in GROWTH], marker="o",
+                      color="C0" if suffix else "C1", alpha=0.7, label=label if seed == min(per_seed) else None)
+    axes.set(xlabel="institutions pooled", ylabel=COLUMN_TITLES[PRIMARY], xticks=list(counts))
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
 
 
 def plot(per_seed: dict, path: Path) -> None:
