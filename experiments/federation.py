@@ -209,7 +209,7 @@ def report(seeds: list[int], results_name: str) -> None:
               f"| P3 validation adversary accuracy | {_mean([a['p3_adversary_accuracy'] for a in audits])} |"]
     lines.append("")
     for suffix in ("", PATTERNS) if with_patterns else ("",):
-        lines += _targets(per_seed, done, suffix)
+        lines += target_lines(per_seed, done, suffix)
     epochs = {name: [per_seed[s][f"{name}@test"]["epochs"] for s in done] for name in ("raw", "pseudo", *POOLS)
               if all(f"{name}@test" in per_seed[s] for s in done)}
     lines.append("Tagger epochs trained (early stopping, patience " f"{args.patience}): "
@@ -228,7 +228,7 @@ def report(seeds: list[int], results_name: str) -> None:
         plot_growth(per_seed, RESULTS / f"{results_name}_growth.png")
 
 
-def _targets(per_seed: dict, done: list[int], suffix: str) -> list[str]:
+def target_lines(per_seed: dict, done: list[int], suffix: str) -> list[str]:
     """The two targets on the mean over seeds, and the pooled gain in every seed, for the taggers
     alone (`suffix` "") or merged with the pattern layer."""
     def mean(name: str) -> float:
