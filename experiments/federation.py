@@ -214,7 +214,7 @@ def report(seeds: list[int], results_name: str) -> None:
               if all(f"{name}@test" in per_seed[s] for s in done)}
     lines.append("Tagger epochs trained (early stopping, patience " f"{args.patience}): "
                  + ", ".join(f"{name} {values}" for name, values in epochs.items()) + ".")
-    growth = all("pooled-2@test" in per_seed[seed] for seed in done)
+    growth = with_patterns and all("pooled-2@test" in per_seed[seed] for seed in done)  # both came in together
     if growth:
         lines += growth_lines(per_seed, done)
     text = "\n".join(lines) + "\n"

@@ -183,29 +183,29 @@ def federation_seed(official: dict[str, float]) -> dict:
 
 
 def test_federation_report_and_its_targets_use_the_official_f1(tmp_path, monkeypatch):
-    monkeypatch.setattr(federation, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(federation, "REPO", tmp_path)
     monkeypatch.setattr(federation, "RESULTS", tmp_path / "results")
     for seed, pooled in ((0, 0.8), (1, 0.9)):
-        (tmp_path / "runs" / f"seed-{seed}").mkdir(parents=True)
+        (tmp_path / "runs" / "federation" / f"seed-{seed}").mkdir(parents=True)
         rows = federation_seed({"pooled": pooled, "provider-only": 0.7, "raw": 0.9})
-        (tmp_path / "runs" / f"seed-{seed}" / "rows.json").write_text(json.dumps(rows))
-    federation.report([0, 1])
+        (tmp_path / "runs" / "federation" / f"seed-{seed}" / "rows.json").write_text(json.dumps(rows))
+    federation.report([0, 1], "federation")
     text = (tmp_path / "results" / "federation.md").read_text()
     lines = [line for line in text.splitlines() if line.startswith("| tagger") or line.startswith("| pooled (")]
     assert lines[0] == "| tagger | scored on | " + score_header(SCORE_COLUMNS) + " |"
     assert column([lines[0], "", lines[1]], OFFICIAL) == ["0.8500 ± 0.0707"]
     assert column([lines[0], "", lines[1]], PROJECT) == ["0.1500 ± 0.0707"]
     assert f"Targets, on the {OFFICIAL}: pooled - provider-only = +15.0 F1 points" in text
-    assert "seed 0 +10.0, seed 1 +20.0 points" in text
+    assert "per seed seed 0 +10.0, seed 1 +20.0)" in text
 
 
 def test_federation_refuses_seeds_scored_before_the_official_measure(tmp_path, monkeypatch):
-    monkeypatch.setattr(federation, "RUNS", tmp_path)
+    monkeypatch.setattr(federation, "REPO", tmp_path)
     rows = federation_seed({})
     for key in rows["pooled@test"].copy():
         if key.startswith("token_official"):
             del rows["pooled@test"][key]
-    (tmp_path / "seed-0").mkdir()
-    (tmp_path / "seed-0" / "rows.json").write_text(json.dumps(rows))
+    (tmp_path / "runs" / "federation" / "seed-0").mkdir(parents=True)
+    (tmp_path / "runs" / "federation" / "seed-0" / "rows.json").write_text(json.dumps(rows))
     with pytest.raises(SystemExit, match=r"seeds \[0\] were scored before the official i2b2 2014"):
-        federation.report([0])
+        federation.report([0], "federation")
