@@ -67,7 +67,7 @@ def run_seed(seed: int, args) -> dict:
     from client.deidentify import find_phi
     from client.export import export_contribution
     from client.identity import create_institution_keys
-    from client.patterns import DEFAULT_PATTERNS, with_patterns
+    from client.patterns import with_patterns
     from corpus.formats import read_corpus
     from deidpool.demo import scores, tag_set, unlabeled
     from representer import keys
@@ -128,13 +128,13 @@ def run_seed(seed: int, args) -> dict:
         if not pipeline_path.exists():
             publish_pipeline(bundle, run_dir / "models" / "tagger.keras", provider_key, pipeline_path, training)
         pipeline = open_bundle(pipeline_path, keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
+        trained = {"epochs": training["epochs"], "sentences": len(data.train), "epoch_seconds": statistics.median(
+            epoch["seconds"] for epoch in json.loads((run_dir / "history.json").read_text()))}
         for split in ("test", "site_c"):
-            for suffix, patterns in (("", ()), (PATTERNS, DEFAULT_PATTERNS)):
-                predicted = list(find_phi(unlabeled(documents[split]), pipeline, vectors, patterns=patterns))
-                rows[f"{name}{suffix}@{split}"] = {**scores(documents[split], predicted), "epochs": training["epochs"],
-                                                   "sentences": len(data.train), "epoch_seconds": statistics.median(
-                                                       r["seconds"] for r in json.loads(
-                                                           (run_dir / "history.json").read_text()))}
+            predicted = list(find_phi(unlabeled(documents[split]), pipeline, vectors))
+            rows[f"{name}@{split}"] = {**scores(documents[split], predicted), **trained}
+            rows[f"{name}{PATTERNS}@{split}"] = {**scores(documents[split], [with_patterns(d) for d in predicted]),
+                                                 **trained}
     everything = provider_train + provider_valid + [d for site in SITES for d in documents[site]]
     train_all, valid_all = split_documents(everything, 0.1, seed)
     for name, pseudonymizer in (("raw", None), ("pseudo", Pseudonymizer(vectors, 100))):
@@ -181,6 +181,7 @@ def report(seeds: list[int], results_name: str) -> None:
     args = argparse.Namespace(**{"p1_patience": per_seed[done[0]]["budget"]["p1"],  # runs before patience was set
                                  "p3_patience": per_seed[done[0]]["budget"]["p3"], **per_seed[done[0]]["budget"]})
     with_patterns = all(f"pooled{PATTERNS}@test" in per_seed[seed] for seed in done)
+    suffixes = ("", PATTERNS) if with_patterns else ("",)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
     machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU"
@@ -197,7 +198,7 @@ def report(seeds: list[int], results_name: str) -> None:
              f"{args.audit_epochs} epochs.\n",
              "| tagger | scored on | " + score_header() + " |", "|---|---|" + "---|" * len(SCORE_COLUMNS)]
     for title, name, split in ROWS:
-        for suffix in ("", PATTERNS) if with_patterns else ("",):
+        for suffix in suffixes:
             rows = [per_seed[seed][f"{name}{suffix}@{split}"] for seed in done]
             lines.append(f"| {title}{' + pattern layer' if suffix else ''} | {split} | "
                          + " | ".join(over_seeds(rows, key) for key in SCORE_COLUMNS) + " |")
@@ -208,7 +209,7 @@ def report(seeds: list[int], results_name: str) -> None:
               f"| lookup attack (A2) rate | {_mean([a['lookup_rate'] for a in audits])} |",
               f"| P3 validation adversary accuracy | {_mean([a['p3_adversary_accuracy'] for a in audits])} |"]
     lines.append("")
-    for suffix in ("", PATTERNS) if with_patterns else ("",):
+    for suffix in suffixes:
         lines += target_lines(per_seed, done, suffix)
     epochs = {name: [per_seed[s][f"{name}@test"]["epochs"] for s in done] for name in ("raw", "pseudo", *POOLS)
               if all(f"{name}@test" in per_seed[s] for s in done)}

@@ -37,7 +37,7 @@ class _Graph:
     """An ONNX graph under construction: named initializers and nodes with generated names."""
 
     def __init__(self):
-        self.nodes, self.initializers, self._count = [], [], 0
+        self.nodes, self.initializers = [], []
 
     def constant(self, values: np.ndarray) -> str:
         name = f"c{len(self.initializers)}"
@@ -45,8 +45,7 @@ class _Graph:
         return name
 
     def node(self, op: str, inputs: Sequence[str], **attributes) -> str:
-        self._count += 1
-        output = f"t{self._count}"
+        output = f"t{len(self.nodes)}"
         self.nodes.append(helper.make_node(op, list(inputs), [output], **attributes))
         return output
 
@@ -169,8 +168,8 @@ def _session(model: onnx.ModelProto) -> onnxruntime.InferenceSession:
 
 
 def _noise_stddevs(representer) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The per-feature stds of the input and output noise, None where that noise is off."""
-    _check_representer(representer)
+    """The per-feature stds of the input and output noise of a representer `_representer_core`
+    has checked, None where that noise is off."""
     stddevs = []
     for name in ("input_noise", "output_noise"):
         layer = representer.get_layer(name)
@@ -210,10 +209,9 @@ class PipelineSession:
     `(features, casing, lengths) -> Viterbi tag ids (batch, time)`, 0 past each length."""
 
     def __init__(self, representer, tagger, dim: int):
+        self._session = _session(pipeline_graph(representer, getattr(tagger, "taggers", [tagger]), dim))
         if any(stddev is not None for stddev in _noise_stddevs(representer)):
             raise UnsupportedModel("a pipeline's representer runs without noise (load it deterministic)")
-        taggers = getattr(tagger, "taggers", [tagger])
-        self._session = _session(pipeline_graph(representer, taggers, dim))
         self._transitions, self._start, self._end = (keras.ops.convert_to_numpy(getattr(tagger.crf, name))
                                                      for name in ("transitions", "start_transitions",
                                                                   "end_transitions"))
