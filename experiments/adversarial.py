@@ -44,6 +44,7 @@ from adversary.audit import FLOOR, best_accuracy, run_audit  # noqa: E402
 from adversary.pairs import PairSource  # noqa: E402
 from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
 from adversary.pseudonymize import Pseudonymizer  # noqa: E402
+from audit_seeds import strongest_attack  # noqa: E402
 from client.inference import apply_to_sentences, compile_pipeline, compile_representer  # noqa: E402
 from corpus.casing import CASING  # noqa: E402
 from corpus.formats import read_corpus  # noqa: E402
@@ -57,7 +58,7 @@ from representer.representation import OUTPUT_NOISE_STDDEV, load_representer  # 
 from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
 from representer.tagger_runs import split_documents  # noqa: E402
 from representer.training import RESUMABLE_EXIT_STATUS, TaggerTraining, TimeBudgetExhausted, run_training, time_budget  # noqa: E402
-from results_files import over_seeds  # noqa: E402
+from results_files import configuration_folder, over_seeds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "physionet-deid"
@@ -166,7 +167,7 @@ def configuration_name(name: str, args) -> str:
 
 def run_dir(config: dict, args) -> Path:
     """runs/<results name>/<configuration>: smoke runs never resume into real ones."""
-    return RUNS / args.results_name / config["name"].replace(",", "").replace(" ", "_").replace("=", "")
+    return RUNS / args.results_name / configuration_folder(config["name"])
 
 
 def run(config: dict, documents, embeddings, args) -> dict:
@@ -286,13 +287,6 @@ def table(results: list[dict], baselines: list[dict]) -> str:
                      f"{' x ' + str(report['passes']) if report.get('passes', 1) > 1 else ''}",
                      " + ".join(budget.get("train_splits", TRAIN_SPLITS))])
     return "\n".join("| " + " | ".join(cells) + " |" for cells in [header, ["---"] * len(header), *rows])
-
-
-def strongest_attack(report: dict) -> float:
-    """The best held-out rate of any attack on the target: an adversary output or the lookup."""
-    adversaries = [head["rate"] for name, result in report["attacks"].items() if name.startswith("target/")
-                   for head in result["heads"].values()]
-    return max([*adversaries, report["lookup"]["target"]["rate"]])
 
 
 def plot(results: list[dict], args, path_f1: Path, path_audit: Path, path_pareto: Path) -> None:

@@ -44,6 +44,13 @@ def measurements(metrics: dict) -> dict[str, float]:
     return rows
 
 
+def strongest_attack(metrics: dict) -> float:
+    """The best held-out rate of any attack on the target: an adversary output or the lookup."""
+    adversaries = [head["rate"] for name, result in metrics["attacks"].items() if name.startswith("target/")
+                   for head in result["heads"].values()]
+    return max([*adversaries, metrics["lookup"]["target"]["rate"]])
+
+
 def table(reports: list[dict], title: str) -> str:
     seeds = [report["config"]["seed"] for report in reports]
     per_seed = [measurements(report["metrics"]) for report in reports]

@@ -36,6 +36,12 @@ def over_seeds(rows: list[dict], key: str) -> str:
     return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
+def configuration_folder(name: str) -> str:
+    """The folder name of a configuration's run under runs/<results name>/: "three-phase N=100,
+    seed 1" -> "three-phase_N100_seed_1"."""
+    return name.replace(",", "").replace(" ", "_").replace("=", "")
+
+
 def git_commit() -> str:
     """The short hash of the checkout's HEAD, or "unknown" outside a git checkout."""
     found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=RESULTS.parent, capture_output=True, text=True)
