@@ -8,7 +8,6 @@ JSON/Markdown/PNG report; on the export path, beside the inversion, the re-ident
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from adversary.bound import reidentification_bound
@@ -18,19 +17,24 @@ from adversary.models import DEFAULT_UNITS, POOLED, PartnerOnlyProbe
 from adversary.pairs import PairSource
 from adversary.procedures import AdversaryTraining, automatic_passes, build_adversary
 from adversary.pseudonymize import tag_category
+from adversary.verdicts import (
+    BARE_PATH,
+    BROKEN,
+    CHANCE,
+    CHANCE_BOUND,
+    CONTROL_THRESHOLD,
+    EXPORT_PATH,
+    INCONCLUSIVE,
+    chance_verdict,
+)
 from representer.dataset import BATCH_SIZE
 from representer.noise import noise_free_copy
 from representer.training import _write_config, _write_json, run_training
 
-Z_95 = 1.959963984540054
-CHANCE_BOUND = 0.55  # highest accuracy still read as chance
-CONTROL_THRESHOLD = 0.8  # accuracy an attack must reach on a positive control
 FLOOR = "floor/partner-only"  # the attack on the partners alone: neither a target attack nor a control
 # On the export path, the lookup attack also runs on the pseudonymized text itself, as if it were shared
 # in the clear: what pseudonymization alone leaves to a two-candidate test (a reference, not in the verdict).
 SHARED_TEXT = "shared text"
-CHANCE, BROKEN, INCONCLUSIVE = "consistent with chance", "broken", "inconclusive"
-EXPORT_PATH, BARE_PATH = "export", "representer"  # a report's "path": what its target attacks read
 
 
 def raw_embeddings(inputs, training=False):
@@ -42,26 +46,6 @@ def attacker_reference(model):
     """What the attacker computes the sentences it knows with: the representer with its noise
     off (it is public), the identity for raw embeddings."""
     return model if model is raw_embeddings else noise_free_copy(model)
-
-
-def wilson_interval(successes: float, trials: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion (95% by default)."""
-    if trials <= 0:
-        raise ValueError("a proportion needs at least one trial")
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z / (1 + z * z / trials) * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
-    # At p = 0 or 1 the bound is exactly 0 or 1 (rounding would put it a hair inside).
-    return (0.0 if p == 0 else centre - half), (1.0 if p == 1 else centre + half)
-
-
-def chance_verdict(rate: float, trials: int) -> dict:
-    """`rate` on `trials` with its Wilson interval; "consistent with chance" when the interval
-    holds 0.5 and the rate is at most CHANCE_BOUND, else "broken" (a rate well below 0.5
-    breaks it too: its answers flipped would be right)."""
-    low, high = wilson_interval(rate * trials, trials)
-    verdict = CHANCE if low <= 0.5 <= high and rate <= CHANCE_BOUND else BROKEN
-    return {"rate": rate, "trials": trials, "ci": [low, high], "verdict": verdict}
 
 
 def head_accuracies(record: dict, prefix: str = "val_accuracy") -> dict[str, float]:

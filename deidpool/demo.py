@@ -219,8 +219,8 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
              settings: DemoSettings = DemoSettings(), progress: bool = False) -> dict:
     """Run every stage into the empty (or new) folder `out`; returns the summary (also in
     out/summary.json) and writes out/report.html."""
-    from adversary.audit import CHANCE
     from adversary.runs import audit_run, train_adversarial_run
+    from adversary.verdicts import CHANCE
     from client.deidentify import find_phi
     from client.export import export_contribution
     from client.identity import create_institution_keys

@@ -1,7 +1,8 @@
 """Several audits of one representer, side by side (issue: privacy): the reports that `deidpool
 audit` wrote with different `--seed`s (attack initialisation and pair draws), every attack's
 held-out accuracy per seed and over seeds, the verdicts, the inversion beside its baselines and
-the re-identification bound; writes experiments/results/<results name>.{md,json}.
+the re-identification bound, and every target attack's held-out answers pooled over the seeds
+(`pooled_over_seeds`); writes experiments/results/<results name>.{md,json}.
 
     python experiments/audit_seeds.py REPORT_DIR [REPORT_DIR ...] --results-name NAME [--title TEXT]
 """
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
 
+from adversary.verdicts import CHANCE_BOUND, chance_verdict
 from results_files import git_commit, write_results
 
 # What the audits side by side must share (config.json keys): only the seed may differ.
@@ -51,6 +54,48 @@ def strongest_attack(metrics: dict) -> float:
     return max([*adversaries, metrics["lookup"]["target"]["rate"]])
 
 
+def target_outputs(metrics: dict) -> dict[str, dict]:
+    """Every output whose verdict judges the target, by row name: the target adversaries' heads,
+    the partner-only floor and the lookup ({"rate", "trials"} each)."""
+    outputs = {f"{name} ({head})": result for name, attack in metrics["attacks"].items()
+               if not name.startswith(("raw/", "p1/")) for head, result in attack["heads"].items()}
+    return {**outputs, "lookup: target": metrics["lookup"]["target"]}
+
+
+def null_exceedance(trials: int) -> float:
+    """The chance that an output exactly at chance (p = 0.5) ends above CHANCE_BOUND on `trials`
+    held-out pairs: P(Binomial(trials, 0.5) > CHANCE_BOUND * trials)."""
+    least = math.floor(CHANCE_BOUND * trials) + 1
+    return sum(math.comb(trials, k) for k in range(least, trials + 1)) / 2 ** trials
+
+
+def pooled_over_seeds(reports: list[dict]) -> list[str]:
+    """Markdown: each target output's held-out answers of every seed counted together, judged by
+    the audit's own chance rule, with why a single audit needs it."""
+    per_seed = [target_outputs(report["metrics"]) for report in reports]
+    trials = per_seed[0]["lookup: target"]["trials"]
+    one = null_exceedance(trials)
+    lines = ["", "## Target outputs pooled over the seeds", "",
+             f"A single audit judges {len(per_seed[0])} target outputs on {trials} held-out pairs each; an output "
+             f"exactly at chance ends above {CHANCE_BOUND} with probability {one:.3f} on {trials} pairs, so a "
+             f"representer at chance fails the chance rule on at least one of them in about "
+             f"{1 - (1 - one) ** len(per_seed[0]):.2f} of single audits if the outputs were independent. "
+             "Pooled here: every seed's answers of an output counted together. "
+             "The seeds judge the same held-out sentences with fresh pairs and fresh attackers, so the trials are "
+             "not independent and the interval is narrower than it should be: that makes broken easier to reach, "
+             "not harder. A supplement to the per-seed verdicts, not a replacement.", "",
+             "| output | answers right / trials | rate | 95% Wilson interval | verdict |", "|---|---:|---:|---|---|"]
+    for name in per_seed[0]:
+        found = [outputs[name] for outputs in per_seed if name in outputs]
+        right = sum(round(output["rate"] * output["trials"]) for output in found)
+        total = sum(output["trials"] for output in found)
+        verdict = chance_verdict(right / total, total)
+        low, high = verdict["ci"]
+        lines.append(f"| {name} | {right} / {total} | {right / total:.3f} | [{low:.3f}, {high:.3f}] | "
+                     f"{verdict['verdict']} |")
+    return lines
+
+
 def table(reports: list[dict], title: str) -> str:
     seeds = [report["config"]["seed"] for report in reports]
     per_seed = [measurements(report["metrics"]) for report in reports]
@@ -73,6 +118,8 @@ def table(reports: list[dict], title: str) -> str:
         spread = f"{statistics.mean(known):.3f} ± {statistics.stdev(known):.3f}" if len(known) > 1 else "-"
         cells = " | ".join("-" if value is None else f"{value:.3f}" for value in values)
         lines.append(f"| {name} | {cells} | {spread} |")
+    if len(reports) > 1:
+        lines += pooled_over_seeds(reports)
     return "\n".join(lines)
 
 

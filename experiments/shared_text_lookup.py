@@ -24,10 +24,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, load_data, sentences  # noqa: E402
-from adversary.audit import chance_verdict, raw_embeddings  # noqa: E402
+from adversary.audit import raw_embeddings  # noqa: E402
 from adversary.lookup import lookup_attack  # noqa: E402
 from adversary.pairs import PairSource  # noqa: E402
 from adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
+from adversary.verdicts import chance_verdict  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
 from results_files import write_results  # noqa: E402
 

@@ -7,19 +7,12 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from adversary.verdicts import BROKEN, CHANCE, EXPORT_PATH, INCONCLUSIVE
 from representer.keys import fingerprint
 from server.auth import AuthError, canonical_json, load_ed25519_public_key, verify_signature
 from server.database import Audit, Representer
 from server.errors import Refused
 from server.state import ServerState
-
-
-def verdicts() -> tuple[str, ...]:
-    """The verdicts an audit can reach, "consistent with chance" first (imported when needed:
-    adversary.audit loads TensorFlow)."""
-    from adversary.audit import BROKEN, CHANCE, INCONCLUSIVE
-
-    return CHANCE, BROKEN, INCONCLUSIVE
 
 
 def record_audit(state: ServerState, report: dict, signature: str, signer_public_key: str) -> Audit:
@@ -34,8 +27,8 @@ def record_audit(state: ServerState, report: dict, signature: str, signer_public
     representer_id, verdict = report.get("representer_id"), report.get("verdict")
     if not isinstance(representer_id, str):
         raise Refused(422, "report.representer_id is missing: the signed report must name the audited representer")
-    if verdict not in verdicts():
-        raise Refused(422, f"report.verdict {verdict!r} is not one of {', '.join(verdicts())}")
+    if verdict not in (CHANCE, BROKEN, INCONCLUSIVE):
+        raise Refused(422, f"report.verdict {verdict!r} is not one of {CHANCE}, {BROKEN}, {INCONCLUSIVE}")
     with state.sessions.begin() as session:
         if session.get(Representer, representer_id) is None:
             raise Refused(404, f"representer {representer_id} is not registered")
@@ -49,8 +42,6 @@ def passed_audit(session: Session, representer_id: str) -> Audit | None:
     """The latest audit of the representer's export path (report "path": "export", what
     contributions share) with the verdict "consistent with chance"; an audit of the bare
     representer opens no gate, whatever it says."""
-    passed = session.scalars(select(Audit).where(Audit.representer_id == representer_id, Audit.verdict == verdicts()[0])
+    passed = session.scalars(select(Audit).where(Audit.representer_id == representer_id, Audit.verdict == CHANCE)
                              .order_by(Audit.id.desc()))
-    from adversary.audit import EXPORT_PATH
-
     return next((audit for audit in passed if audit.report.get("path") == EXPORT_PATH), None)

@@ -14,19 +14,14 @@ from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
 from adversary.audit import (
-    BROKEN,
-    CHANCE,
     FLOOR,
-    INCONCLUSIVE,
     SHARED_TEXT,
     attack_result,
     attacker_reference,
-    chance_verdict,
     hidden_phi,
     overall_verdict,
     raw_embeddings,
     run_audit,
-    wilson_interval,
 )
 from adversary.inversion import vocabulary_ranks
 from adversary.lookup import lookup_attack, one_fake_per_sentence
@@ -34,6 +29,7 @@ from adversary.models import POOLED
 from adversary.pairs import PairSource
 from adversary.procedures import MIN_EPOCH_STEPS, automatic_passes, build_adversary
 from adversary.pseudonymize import Pseudonymizer
+from adversary.verdicts import BROKEN, CHANCE, INCONCLUSIVE, chance_verdict, wilson_interval
 from corpus.document import Document, Span
 from corpus.formats import write_corpus
 from corpus.prepare import prepare_document

@@ -2,6 +2,7 @@
 hand-made report folders (nothing is trained)."""
 
 import json
+import math
 
 import pytest
 
@@ -10,12 +11,15 @@ import audit_seeds
 
 def write_report(folder, seed: int, target: float, **config) -> None:
     """A report folder as `deidpool audit` leaves it, with the target's T2 head at `target`."""
-    heads = {"t1": {"rate": 0.5}, "t2": {"rate": target}, "combined": {"rate": 0.5}}
+    heads = {"t1": {"rate": 0.5, "trials": 176}, "t2": {"rate": target, "trials": 176},
+             "combined": {"rate": 0.5, "trials": 176}}
     metrics = {"verdict": "consistent with chance" if target <= 0.55 else "broken", "path": "export", "neighbours": 100,
                "epochs": 20, "passes": 7, "held_out_pairs": 176, "chance_bound": 0.55, "control_threshold": 0.8,
                "attacker_design": "pooled",
-               "attacks": {"target/fresh": {"heads": heads}, "p1/fresh": {"heads": {"t2": {"rate": 0.9}}}},
-               "lookup": {"target": {"rate": 0.47}}, "inversion": {"target": {"top1": 0.1, "top10": 0.4}},
+               "attacks": {"target/fresh": {"heads": heads},
+                           "p1/fresh": {"heads": {"t2": {"rate": 0.9, "trials": 176}}}},
+               "lookup": {"target": {"rate": 0.47, "trials": 176}},
+               "inversion": {"target": {"top1": 0.1, "top10": 0.4}},
                "inversion_baselines": {"frequency": {"top1": 0.12, "top10": 0.35}},
                "bound": {"overall": {"mean_success": {"uniform": 0.05}}}}
     folder.mkdir()
@@ -51,3 +55,19 @@ def test_an_unfinished_audit_is_named(tmp_path):
     (tmp_path / "running").mkdir()
     with pytest.raises(SystemExit, match="running: no finished audit report"):
         audit_seeds.read_report(tmp_path / "running")
+
+
+def test_target_outputs_are_pooled_over_seeds_and_judged_by_the_chance_rule(tmp_path):
+    write_report(tmp_path / "a", 0, 97 / 176)  # over 0.55 alone
+    write_report(tmp_path / "b", 1, 80 / 176)
+    text = audit_seeds.table([audit_seeds.read_report(tmp_path / name) for name in "ab"], "Audits")
+    pooled = text.split("## Target outputs pooled over the seeds")[1].splitlines()
+    assert "| target/fresh (t2) | 177 / 352 | 0.503 | [0.451, 0.555] | consistent with chance |" in pooled
+    assert "| lookup: target | 166 / 352 | 0.472 | [0.420, 0.524] | consistent with chance |" in pooled
+    assert not any(line.startswith("| p1/") for line in pooled)  # controls are not target outputs
+    assert "probability 0.100 on 176 pairs" in text
+
+
+def test_null_exceedance_is_the_binomial_tail_over_the_chance_bound():
+    assert audit_seeds.null_exceedance(176) == pytest.approx(0.1000, abs=5e-4)  # P(X >= 97), X ~ Bin(176, 0.5)
+    assert audit_seeds.null_exceedance(20) == pytest.approx(sum(math.comb(20, k) for k in range(12, 21)) / 2 ** 20)

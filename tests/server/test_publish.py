@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from adversary.audit import BROKEN, CHANCE
+from adversary.verdicts import BROKEN, CHANCE
 from representer import keys
 from representer.bundle import TAGGER_FILE, BundleError, open_bundle
 from representer.ensemble import TaggerEnsemble
