@@ -24,6 +24,7 @@ from adversary.verdicts import (
     CHANCE_BOUND,
     CONTROL_THRESHOLD,
     EXPORT_PATH,
+    HELD_OUT_DRAWS,
     INCONCLUSIVE,
     chance_verdict,
 )
@@ -93,10 +94,16 @@ def overall_verdict(adversaries: list[str], lookup: str, floor: str, controls: d
 
 def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | Path, *, epochs: int,
               adversary=None, p1_representer=None, units: int = DEFAULT_UNITS, seed: int = 0,
-              passes: int | None = None, export_path: bool = False,
+              passes: int | None = None, export_path: bool = False, held_out_draws: int = HELD_OUT_DRAWS,
               config: dict | None = None, progress: bool = True, **settings) -> dict:
     """Attack the frozen `representer` with pairs from `train`, judged on held-out pairs from
     `test` (sentences not used in attack training), and write the report to `out_dir`.
+
+    Every adversary and the lookup are judged on `held_out_draws` draws of pairs of the `test`
+    sentences (other real/fake labels, other fakes and, on the export path, other pseudonyms):
+    one draw of a few hundred pairs leaves each output's rate a standard deviation of about 0.04
+    from the truth, so a representer exactly at chance would fail the 0.55 rule on one of its
+    eight target outputs in about half of all audits.
 
     With `export_path`, the target is what `client export` shares: every attack on it reads the
     representations of freshly pseudonymized copies (`PairSource(export_path=True)`, N of the
@@ -125,9 +132,11 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     if passes is None:
         passes = automatic_passes(len(train), settings.get("batch_size", BATCH_SIZE))
     embedding_dim = test.pseudonymizer.embeddings.dim
+    trials = len(test) * held_out_draws
     _write_config(out_dir, {"epochs": epochs, "passes": passes, "units": units, "attacker_design": POOLED, "seed": seed,
                             "neighbours": test.pseudonymizer.neighbours, "export_path": export_path,
-                            "train_pairs": len(train), "held_out_pairs": len(test), **settings, **(config or {})})
+                            "train_pairs": len(train), "held_out_pairs": trials, "held_out_draws": held_out_draws,
+                            **settings, **(config or {})})
     subjects = {"target": representer, "raw": raw_embeddings}
     if p1_representer is not None:
         subjects["p1"] = p1_representer
@@ -146,13 +155,14 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     history, results = {}, {}
     for name, (subject, attacker) in attacks.items():
         run_dir = out_dir / "attacks" / name.replace("/", "-")
-        procedure = AdversaryTraining(subjects[subject], attacker, passes, reference=references[subject], **settings)
+        procedure = AdversaryTraining(subjects[subject], attacker, passes, reference=references[subject],
+                                      held_out_draws=held_out_draws, **settings)
         run_training(procedure, *pairs_of(name), run_dir, max_epochs=epochs, patience=epochs, seed=seed,
                      progress=progress)
         records = json.loads((run_dir / "history.json").read_text())
         history[name] = [{"epoch": r["epoch"], **{key[len("val_"):]: value for key, value in r.items()
                                                    if key.startswith("val_accuracy")}} for r in records]
-        results[name] = attack_result(records[-1], len(test))
+        results[name] = attack_result(records[-1], trials)
     targets = [result["verdict"] for name, result in results.items() if name.startswith("target/")]
     controls = {name: result["accuracy"] >= CONTROL_THRESHOLD for name, result in results.items()
                 if not name.startswith("target/") and name != FLOOR}
@@ -161,8 +171,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     lookup = {}
     for name, model in {**subjects, **({SHARED_TEXT: raw_embeddings} if export_path else {})}.items():
         result = lookup_attack(model, exported[1] if name == SHARED_TEXT else pairs_of(name)[1], seed,
-                               reference=references.get(name, model))
-        lookup[name] = {**result, **chance_verdict(result["rate"], result["sentences"])}
+                               reference=references.get(name, model), draws=held_out_draws)
+        lookup[name] = {**result, **chance_verdict(result["rate"], result["trials"])}
     inverters = {"epochs": epochs * passes, "units": units, "seed": seed, "progress": progress, **settings}
     inversion = {name: inversion_attack(model, *pairs_of(name), label=name,
                                         checkpoint=out_dir / "inversion" / f"{name}.npz", **inverters)
@@ -175,7 +185,7 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     report = {"verdict": verdict, "verdict_reason": reason, "path": EXPORT_PATH if export_path else BARE_PATH,
               "epochs": epochs, "passes": passes, "attacker_design": POOLED,
               "neighbours": test.pseudonymizer.neighbours,
-              "held_out_pairs": len(test),
+              "held_out_pairs": trials, "held_out_sentences": len(test), "held_out_draws": held_out_draws,
               "chance_bound": CHANCE_BOUND, "control_threshold": CONTROL_THRESHOLD, "attacks": results,
               "lookup": lookup, "inversion": inversion, "inversion_baselines": baselines,
               "one_over_n": 1 / test.pseudonymizer.neighbours}
@@ -214,7 +224,8 @@ def format_report(report: dict) -> str:
              f"{report['epochs']} epochs of attack training ({report['passes']} draws of pairs each; fresh attackers "
              f"and the floor of the {report.get('attacker_design', 'paper')} design, adversary.models), "
              f"N = {report['neighbours']}, "
-             f"{report['held_out_pairs']} held-out pairs. A result is consistent with chance when the 95% "
+             f"{report['held_out_pairs']} held-out pairs ({report.get('held_out_draws', 1)} draws over the held-out "
+             "sentences). A result is consistent with chance when the 95% "
              f"Wilson interval holds 0.5 and the rate is at most {report['chance_bound']}; positive controls "
              f"must reach {report['control_threshold']}.", "",
              "## Adversaries (held-out accuracy after the last epoch)", "",

@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 
-from adversary.pairs import BATCH_SIZE, Pairs, PairSource, pair_batches
+from adversary.pairs import BATCH_SIZE, Pairs, PairSource, concatenated, pair_batches
 from adversary.procedures import represent
 
 
@@ -31,16 +31,18 @@ def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
 
 
 def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int = BATCH_SIZE,
-                  reference=None) -> dict:
-    """The lookup attack on every sentence of `pairs` (one fake partner each): distances are
-    summed squared Euclidean distances over the tokens; a tie counts half.
+                  reference=None, draws: int = 1) -> dict:
+    """The lookup attack on every sentence of `pairs` (one fake partner each), `draws` times
+    (fakes and exports of seeds `seed` * `draws` + 0, 1, ...: one seed's draws overlap no other's):
+    distances are summed squared Euclidean distances over the tokens; a tie counts half.
 
     The stored representations are of the sentences as the attacker knows them; the fresh one
-    is an export's (of the pseudonymized copy on the export path). Returns `sentences` and
-    `successes` (how often the fresh representation was closer to the stored one of its own
-    sentence) and `rate` = successes / sentences."""
+    is an export's (of the pseudonymized copy on the export path). Returns `sentences`,
+    `trials` (sentences x draws), `successes` (how often the fresh representation was closer to
+    the stored one of its own sentence) and `rate` = successes / trials."""
     successes = 0.0
-    for batch in pair_batches(one_fake_per_sentence(pairs, seed), batch_size):
+    tests = concatenated([one_fake_per_sentence(pairs, seed * draws + draw) for draw in range(draws)])
+    for batch in pair_batches(tests, batch_size):
         mask = batch["mask"]
 
         stored, stored_fake = (represent(reference or representer, embeddings, mask).numpy()
@@ -50,4 +52,4 @@ def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int
         own = np.sum((fresh - stored) ** 2 * weight, axis=(1, 2))
         other = np.sum((fresh - stored_fake) ** 2 * weight, axis=(1, 2))
         successes += float(np.sum(own < other) + 0.5 * np.sum(own == other))
-    return {"sentences": len(pairs), "successes": successes, "rate": successes / len(pairs)}
+    return {"sentences": len(pairs), "trials": len(tests), "successes": successes, "rate": successes / len(tests)}

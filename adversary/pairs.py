@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import tensorflow as tf
@@ -44,6 +44,12 @@ class Pairs:
 
     def __len__(self):
         return len(self.lengths)
+
+
+def concatenated(draws: Sequence[Pairs]) -> Pairs:
+    """Several draws of one `PairSource` as one set of pairs: pair k * n + i is sentence i's pair
+    of draw k."""
+    return Pairs(*(np.concatenate([getattr(draw, field.name) for draw in draws]) for field in fields(Pairs)))
 
 
 class PairSource:
@@ -144,10 +150,10 @@ class PairSource:
         """The training batches of one epoch: fresh pairs, bucketed and shuffled by (`seed`, `epoch`)."""
         return pair_batches(self.draw(seed, epoch), batch_size, np.random.default_rng([seed, epoch]))
 
-    def held_out(self, seed: int, batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
-        """A fixed evaluation set (`draw(seed)` in length order): the same batches for the same `seed`.
-        Build it from sentences kept out of training."""
-        return pair_batches(self.draw(seed), batch_size)
+    def held_out(self, seed: int, batch_size: int = BATCH_SIZE, draws: int = 1) -> tf.data.Dataset:
+        """A fixed evaluation set (`draws` draws of `seed`, epochs 0, 1, ..., in length order): the
+        same batches for the same `seed`. Build it from sentences kept out of training."""
+        return pair_batches(concatenated([self.draw(seed, epoch) for epoch in range(draws)]), batch_size)
 
 
 def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,

@@ -107,9 +107,13 @@ def _apply(optimizer, loss, tape, variables):
 class _Procedure(TrainingProcedure):
     """Shared parts: optimizer settings, steps traced once per dataset signature, validation."""
 
-    def __init__(self, representer, adversary, learning_rate=0.002, clipnorm=1.0, batch_size=BATCH_SIZE):
+    def __init__(self, representer, adversary, learning_rate=0.002, clipnorm=1.0, batch_size=BATCH_SIZE,
+                 held_out_draws=1):
         self.representer, self.adversary = representer, adversary
         self.learning_rate, self.clipnorm, self.batch_size = learning_rate, clipnorm, batch_size
+        if held_out_draws < 1:
+            raise ValueError(f"held_out_draws must be at least 1, got {held_out_draws}")
+        self.held_out_draws = int(held_out_draws)
         self._steps = {}
 
     def _optimizer(self, *models):
@@ -125,11 +129,13 @@ class _Procedure(TrainingProcedure):
         return self._steps[function.__name__]
 
     def config(self):
-        return {"learning_rate": self.learning_rate, "clipnorm": self.clipnorm, "batch_size": self.batch_size}
+        # held_out_draws is recorded only when not 1, so that runs made before it existed still resume
+        extra = {"held_out_draws": self.held_out_draws} if self.held_out_draws != 1 else {}
+        return {"learning_rate": self.learning_rate, "clipnorm": self.clipnorm, "batch_size": self.batch_size, **extra}
 
     def _adversary_metrics(self, pairs: PairSource) -> dict[str, float]:
-        """Adversary metrics on the held-out pairs of `pairs`, averaged over pairs."""
-        batches = pairs.held_out(seed=0, batch_size=self.batch_size)
+        """Adversary metrics on the held-out pairs of `pairs` (`held_out_draws` draws of them), averaged over pairs."""
+        batches = pairs.held_out(seed=0, batch_size=self.batch_size, draws=self.held_out_draws)
         step = self._step(self._adversary_validation_step, batches.element_spec)
         totals, count = {}, 0
         for batch in batches:

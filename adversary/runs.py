@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adversary.schemes import EXPORT_SCHEME
+from adversary.verdicts import HELD_OUT_DRAWS
 from corpus.casing import CASING
 from corpus.document import Document
 from corpus.prepare import LabeledSentence, prepare_document
@@ -113,7 +114,7 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
               neighbours: int = 100, scheme: str = EXPORT_SCHEME, epochs: int = 20, adversary: Path | None = None,
               p1_representer: Path | None = None, embeddings: str | None = None,
               loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
-              passes: int | None = None, export_path: bool = True,
+              passes: int | None = None, export_path: bool = True, held_out_draws: int = HELD_OUT_DRAWS,
               learning_rate: float = 0.01, data: dict | None = None, progress: bool = True) -> dict:
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
     with pairs from `kept`, judged on `held_out` (see `adversary.audit.run_audit`; by default
@@ -144,5 +145,5 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
               "p1_representer": p1_file and str(p1_file), "embeddings": spec, "pseudonymization": scheme,
               "data": data or {}}
     return run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
-                     seed=seed, passes=passes, export_path=export_path, config=config, learning_rate=learning_rate,
-                     progress=progress)
+                     seed=seed, passes=passes, export_path=export_path, held_out_draws=held_out_draws, config=config,
+                     learning_rate=learning_rate, progress=progress)

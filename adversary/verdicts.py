@@ -9,6 +9,7 @@ import math
 Z_95 = 1.959963984540054
 CHANCE_BOUND = 0.55  # highest accuracy still read as chance
 CONTROL_THRESHOLD = 0.8  # accuracy an attack must reach on a positive control
+HELD_OUT_DRAWS = 5  # draws of the held-out pairs every target output is judged on (adversary.audit.run_audit)
 CHANCE, BROKEN, INCONCLUSIVE = "consistent with chance", "broken", "inconclusive"
 EXPORT_PATH, BARE_PATH = "export", "representer"  # a report's "path": what its target attacks read
 

@@ -20,7 +20,8 @@ from adversary.verdicts import CHANCE_BOUND, chance_verdict
 from results_files import git_commit, write_results
 
 # What the audits side by side must share (config.json keys): only the seed may differ.
-SAME = ("representer", "export_path", "neighbours", "pseudonymization", "epochs", "passes", "units", "attacker_design")
+SAME = ("representer", "export_path", "neighbours", "pseudonymization", "epochs", "passes", "units", "attacker_design",
+        "held_out_draws")
 
 
 def read_report(folder: Path) -> dict:
@@ -81,9 +82,9 @@ def pooled_over_seeds(reports: list[dict]) -> list[str]:
              f"representer at chance fails the chance rule on at least one of them in about "
              f"{1 - (1 - one) ** len(per_seed[0]):.2f} of single audits if the outputs were independent. "
              "Pooled here: every seed's answers of an output counted together. "
-             "The seeds judge the same held-out sentences with fresh pairs and fresh attackers, so the trials are "
-             "not independent and the interval is narrower than it should be: that makes broken easier to reach, "
-             "not harder. A supplement to the per-seed verdicts, not a replacement.", "",
+             "Every seed judges the same held-out pairs (draws of seed 0) with attackers of its own, so the answers "
+             "are not independent trials and the interval is narrower than it should be: that makes broken easier "
+             "to reach, not harder. A supplement to the per-seed verdicts, not a replacement.", "",
              "| output | answers right / trials | rate | 95% Wilson interval | verdict |", "|---|---:|---:|---|---|"]
     for name in per_seed[0]:
         found = [outputs[name] for outputs in per_seed if name in outputs]

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from adversary.schemes import EXPORT_SCHEME, SCHEMES
+from adversary.verdicts import HELD_OUT_DRAWS
 from corpus.errors import CorpusError
 from deidpool.cli.budget import TIME_BUDGET, within_budget
 from deidpool.cli.train_commands import training_documents
@@ -138,6 +139,10 @@ def audit(
     passes: int | None = typer.Option(None, "--passes", min=1, help="Fresh draws of the training pairs per attack "
                                                                     "epoch (default: enough for 180 optimizer steps; "
                                                                     "a corpus with few PHI sentences needs many)."),
+    held_out_draws: int = typer.Option(HELD_OUT_DRAWS, "--held-out-draws", min=1,
+                                       help="Draws of pairs of the held-out sentences every attack is judged on "
+                                            "(more draws: a rate nearer the truth; 1 as audits before 2026-11-24 "
+                                            "evening)."),
     time_budget: float | None = TIME_BUDGET,
 ) -> None:
     """Freeze a representer and attack it, with raw embeddings and the P1 representer as controls.
@@ -157,7 +162,8 @@ def audit(
         report = audit_run(representer, kept, held_out, out, neighbours=neighbours, scheme=pseudonymization,
                            epochs=epochs, adversary=adversary,
                            p1_representer=p1_representer, embeddings=embeddings, units=units, seed=seed,
-                           passes=passes, export_path=path == "export", learning_rate=learning_rate, data=source)
+                           passes=passes, export_path=path == "export", held_out_draws=held_out_draws,
+                           learning_rate=learning_rate, data=source)
     best = report["attacks"]["target/fresh"]
     typer.echo(f"audit of {representer} ({path} path): {report['verdict']} (fresh adversaries' best held-out accuracy "
                f"{best['accuracy']:.3f}, lookup rate {report['lookup']['target']['rate']:.3f}); report in {out}")

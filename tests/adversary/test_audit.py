@@ -134,9 +134,12 @@ def test_lookup_attack_wins_on_raw_embeddings_and_not_on_pure_noise(embeddings):
         return tf.constant(rng.normal(size=inputs["embeddings"].shape), tf.float32)
 
     many = pair_source(toy_documents(300, seed=2), embeddings)
-    result = lookup_attack(noise, many)
+    result = lookup_attack(noise, many, draws=3)
+    assert result["trials"] == 3 * result["sentences"] == 3 * len(many)
     # pure noise carries no information: about 0.5 (4 standard deviations allowed)
-    assert abs(result["rate"] - 0.5) < 4 * 0.5 / np.sqrt(result["sentences"])
+    assert abs(result["rate"] - 0.5) < 4 * 0.5 / np.sqrt(result["trials"])
+    repeated = lookup_attack(raw_embeddings, pairs, seed=2, draws=2)
+    assert repeated["trials"] == 2 * len(pairs) and repeated["rate"] == 1.0
 
 
 def test_automatic_passes_give_an_attack_epoch_its_minimum_steps():
@@ -170,7 +173,7 @@ def audited(tmp_path_factory, embeddings):
     build_adversary(6, DIM, 8).save(run / "models" / "adversary.keras")
     result = CliRunner().invoke(app, ["audit", "--representer", str(run), "--data", str(root / "notes.jsonl"),
                                       "--format", "json", "--neighbours", "2", "--epochs", "3", "--passes", "2",
-                                      "--learning-rate", "0.02", "--adversary-units", "8",
+                                      "--learning-rate", "0.02", "--adversary-units", "8", "--held-out-draws", "3",
                                       "--out", str(root / "report")])
     assert result.exit_code == 0, result.output
     return root / "report", result.output
@@ -189,7 +192,9 @@ def test_audit_report_files_and_structure(audited):
     assert set(report["lookup"]) == {"target", "raw", SHARED_TEXT}  # the CLI audits the export path
     assert set(report["inversion_baselines"]) == {"frequency", "context-only"} and report["one_over_n"] == 0.5
     hidden = report["inversion"]["target"]["tokens"]
-    assert hidden == report["held_out_pairs"]  # one hidden name or city per toy sentence
+    assert hidden == report["held_out_sentences"]  # one hidden name or city per toy sentence
+    assert report["held_out_draws"] == 3 and report["held_out_pairs"] == 3 * hidden
+    assert all(result["trials"] == report["held_out_pairs"] for result in report["lookup"].values())
     for result in [*report["inversion"].values(), *report["inversion_baselines"].values()]:
         assert result["tokens"] == hidden and 0 <= result["top1"] <= result["top10"] <= 1
     history = json.loads((report_dir / "history.json").read_text())
@@ -206,11 +211,13 @@ def test_audit_report_files_and_structure(audited):
             assert head["ci"][0] <= head["rate"] <= head["ci"][1] and head["trials"] == report["held_out_pairs"]
     config = json.loads((report_dir / "config.json").read_text())
     assert config["epochs"] == 3 and config["passes"] == 2 and config["representer"].endswith("representer.keras")
+    assert config["held_out_draws"] == 3 and config["held_out_pairs"] == 3 * hidden
     assert config["attacker_design"] == report["attacker_design"] == POOLED
     markdown = (report_dir / "report.md").read_text()
     assert report["passes"] == 2 and ("3 epochs of attack training (2 draws of pairs each; fresh attackers and the "
                                       "floor of the pooled design") in markdown
     assert "| raw/fresh | t2 |" in markdown and f"| {FLOOR} | combined |" in markdown
+    assert f"{3 * hidden} held-out pairs (3 draws over the held-out sentences)" in markdown
     assert report["verdict_reason"] in markdown and "baseline: context-only" in markdown
     assert "For reference only, not a chance level: 1/N = 0.5000" in markdown
     bound = report["bound"]  # the export path: the bound of the tokens the inversion is scored on

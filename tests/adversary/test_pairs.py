@@ -162,6 +162,19 @@ def test_held_out_pairs_are_fixed_for_a_seed(embeddings, source):
     assert any(not np.array_equal(a["label"], b["label"]) for a, b in zip(first, held_out(source, 4)))
 
 
+def test_several_held_out_draws_are_fresh_draws_of_the_same_sentences(source):
+    def pairs(draws):
+        batches = [{name: value.numpy() for name, value in batch.items()}
+                   for batch in source.held_out(seed=3, batch_size=8, draws=draws)]
+        return {int(index): label for batch in batches for index, label in zip(batch["index"], batch["label"])}
+
+    one, three = pairs(1), pairs(3)
+    assert sorted(three) == list(range(3 * len(source)))
+    assert all(three[index] == label for index, label in one.items())  # the first draw is the single one
+    labels = [[three[k * len(source) + i] for i in range(len(source))] for k in range(3)]
+    assert labels[0] != labels[1] != labels[2]  # then fresh real/fake draws
+
+
 @pytest.mark.parametrize("shuffled", [False, True])
 def test_batches_are_padded_masked_and_grouped_by_length(source, shuffled):
     pairs = source.draw(seed=2)

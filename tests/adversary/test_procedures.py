@@ -111,6 +111,25 @@ def test_an_attack_epoch_of_several_passes_trains_on_that_many_fresh_draws(toy):
         AdversaryTraining(representer, adversary, passes=0)
 
 
+def test_validation_reads_as_many_held_out_draws_as_asked_and_records_them_when_not_one(toy, monkeypatch):
+    data, (representer, _, adversary) = toy
+    one, three = (AdversaryTraining(representer, adversary, held_out_draws=draws) for draws in (1, 3))
+    assert "held_out_draws" not in one.config()  # runs made before the setting resume as they were
+    assert three.config()["held_out_draws"] == 3
+    asked, held_out = [], type(data.pairs).held_out
+
+    def counting(self, seed, batch_size=32, draws=1):
+        asked.append(draws)
+        return held_out(self, seed, batch_size, draws)
+
+    monkeypatch.setattr(type(data.pairs), "held_out", counting)
+    for procedure in (one, three):
+        assert 0 <= procedure.validate(data.pairs)["accuracy"] <= 1
+    assert asked == [1, 3]
+    with pytest.raises(ValueError, match="held_out_draws"):
+        AdversaryTraining(representer, adversary, held_out_draws=0)
+
+
 @pytest.fixture(scope="module")
 def corpus_files(tmp_path_factory, documents):
     root = tmp_path_factory.mktemp("corpus")
