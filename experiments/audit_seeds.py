@@ -22,6 +22,7 @@ from results_files import git_commit, write_results
 # What the audits side by side must share (config.json keys): only the seed may differ.
 SAME = ("representer", "export_path", "neighbours", "pseudonymization", "epochs", "passes", "units", "attacker_design",
         "held_out_draws")
+BEFORE = {"held_out_draws": 1}  # the value of a setting in reports made before it was recorded
 
 
 def read_report(folder: Path) -> dict:
@@ -132,7 +133,7 @@ def main() -> None:
     args = parser.parse_args()
     reports = [read_report(folder) for folder in args.reports]
     for key in SAME:
-        values = {str(report["config"].get(key)) for report in reports}
+        values = {str(report["config"].get(key, BEFORE.get(key))) for report in reports}
         if len(values) > 1:
             sys.exit(f"the reports differ in {key} ({', '.join(sorted(values))}): only seeds may differ")
     write_results(args.results_name, table(reports, args.title),

@@ -51,6 +51,20 @@ def test_audits_that_differ_in_more_than_the_seed_are_refused(tmp_path, monkeypa
     assert not (tmp_path / "out.md").exists()
 
 
+def test_a_report_from_before_held_out_draws_were_recorded_counts_as_one_draw(tmp_path, monkeypatch):
+    write_report(tmp_path / "old", 0, 0.5)
+    write_report(tmp_path / "new", 1, 0.5, held_out_draws=1)
+    write_report(tmp_path / "five", 2, 0.5, held_out_draws=5)
+    monkeypatch.setattr("sys.argv", ["audit_seeds.py", str(tmp_path / "old"), str(tmp_path / "new"),
+                                     "--results-name", str(tmp_path / "out")])
+    audit_seeds.main()
+    assert (tmp_path / "out.md").exists()
+    monkeypatch.setattr("sys.argv", ["audit_seeds.py", str(tmp_path / "old"), str(tmp_path / "five"),
+                                     "--results-name", str(tmp_path / "refused")])
+    with pytest.raises(SystemExit, match="differ in held_out_draws"):
+        audit_seeds.main()
+
+
 def test_an_unfinished_audit_is_named(tmp_path):
     (tmp_path / "running").mkdir()
     with pytest.raises(SystemExit, match="running: no finished audit report"):
