@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 from adversary.pairs import PairSource
 from adversary.pseudonymize import Pseudonymizer
 from adversary.runs import sentences
+from adversary.verdicts import HELD_OUT_DRAWS
 from corpus import Document, Span
 from corpus.metrics import PRIMARY, evaluate_corpus, score_row
 from deidpool.cli import app
@@ -68,8 +69,9 @@ def test_the_audit_judges_on_the_auditors_held_out_notes(demo):
     audit_notes = demo_documents(None, None, DemoSettings.tiny())["audit"]
     pseudonymizer = Pseudonymizer(load_embeddings(DemoSettings.tiny().embeddings), 100)
     [facts] = [stage["details"] for stage in summary["stages"] if stage["name"] == STAGES[2]]
-    assert 0 < config["held_out_pairs"] == facts["held-out pairs"] == len(PairSource(sentences(audit_notes),
-                                                                                     pseudonymizer))
+    report = json.loads((out / "provider" / "audit" / "metrics.json").read_text())
+    assert 0 < report["held_out_sentences"] == len(PairSource(sentences(audit_notes), pseudonymizer))
+    assert config["held_out_pairs"] == facts["held-out pairs"] == HELD_OUT_DRAWS * report["held_out_sentences"]
     assert set(facts["positive controls"]) == {"raw/fresh", "p1/fresh"}
     saved = json.loads((demo[0] / "summary.json").read_text())
     assert saved["scores"] == summary["scores"]
