@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import tensorflow as tf
 
-from adversary.pseudonymize import Pseudonymizer, tag_category
+from adversary.pseudonymize import NumberCandidates, Pseudonymizer, tag_category
 from corpus.prepare import LabeledSentence
 
 BATCH_SIZE = 32
@@ -107,6 +107,23 @@ class PairSource:
                 return candidate
         return None
 
+    def fake_symmetry(self, seed: int = 0, draws: int = 5) -> dict[str, int]:
+        """How many fake replacements (`draws` per replaceable PHI token) have exactly their
+        original's candidates. When all do, as under "groups", the pseudonymized copies of a
+        real and of a fake pair are identically distributed on the export path: no attack can
+        beat chance there in expectation, whatever the representer does."""
+        rng, fakes, same = random.Random(seed), 0, 0
+        for sentence, positions in zip(self.sentences, self.positions):
+            for position in positions:
+                word, category = sentence.tokens[position].text, tag_category(sentence.tags[position])
+                own = _candidate_set(self.pseudonymizer.candidates(word, category))
+                for _ in range(draws):
+                    replacement = self._replacement(word, rng, category)
+                    if replacement is not None:
+                        fakes += 1
+                        same += _candidate_set(self.pseudonymizer.candidates(replacement, category)) == own
+        return {"fakes": fakes, "same_candidates": same}
+
     def draw(self, seed: int, epoch: int = 0) -> Pairs:
         """One pair per sentence, deterministic in (`seed`, `epoch`) and fresh for every epoch."""
         rng = random.Random(f"{seed}/{epoch}")
@@ -154,6 +171,12 @@ class PairSource:
         """A fixed evaluation set (`draws` draws of `seed`, epochs 0, 1, ..., in length order): the
         same batches for the same `seed`. Build it from sentences kept out of training."""
         return pair_batches(concatenated([self.draw(seed, epoch) for epoch in range(draws)]), batch_size)
+
+
+def _candidate_set(candidates: Sequence[str]):
+    """Candidates in a form that compares equal for the same set: a number's lazy range as it
+    is, a word's candidates as a frozenset."""
+    return candidates if isinstance(candidates, NumberCandidates) else frozenset(candidates)
 
 
 def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,

@@ -218,6 +218,9 @@ def test_audit_report_files_and_structure(audited):
                                       "floor of the pooled design") in markdown
     assert "| raw/fresh | t2 |" in markdown and f"| {FLOOR} | combined |" in markdown
     assert f"{3 * hidden} held-out pairs (3 draws over the held-out sentences)" in markdown
+    symmetry = report["fake_symmetry"]  # the CLI's default scheme is groups: every fake within its group
+    assert symmetry["fakes"] > 0 and symmetry["same_candidates"] == symmetry["fakes"]
+    assert "are identically distributed: every pair attack's expected rate on the target is exactly 0.5" in markdown
     assert report["verdict_reason"] in markdown and "baseline: context-only" in markdown
     assert "For reference only, not a chance level: 1/N = 0.5000" in markdown
     bound = report["bound"]  # the export path: the bound of the tokens the inversion is scored on

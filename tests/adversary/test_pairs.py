@@ -162,6 +162,14 @@ def test_held_out_pairs_are_fixed_for_a_seed(embeddings, source):
     assert any(not np.array_equal(a["label"], b["label"]) for a, b in zip(first, held_out(source, 4)))
 
 
+def test_under_groups_every_fake_replacement_has_its_originals_candidates(embeddings):
+    sentences = corpus(41)
+    groups = PairSource(sentences, Pseudonymizer(embeddings, 3, "groups")).fake_symmetry(seed=1)
+    assert groups["fakes"] > 100 and groups["same_candidates"] == groups["fakes"]
+    neighbours = PairSource(sentences, Pseudonymizer(embeddings, 3, "neighbours")).fake_symmetry(seed=1)
+    assert 0 < neighbours["same_candidates"] < neighbours["fakes"]  # a date's range moves with its value
+
+
 def test_several_held_out_draws_are_fresh_draws_of_the_same_sentences(source):
     def pairs(draws):
         batches = [{name: value.numpy() for name, value in batch.items()}
