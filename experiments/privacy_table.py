@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -181,7 +183,25 @@ def summarise(gathered: Gathered) -> list[dict]:
     return rows
 
 
-def table(rows: list[dict], sources: dict) -> str:
+def chance_maximum(outputs: int, trials: int) -> float:
+    """The expected largest of `outputs` independent rates exactly at chance on `trials` pairs
+    each (normal approximation): what the strongest attack reads when nothing can be found."""
+    x = np.linspace(-8, 8, 4001)
+    density = np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    below = np.array([0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x])
+    expected = np.trapezoid(x * outputs * density * below ** (outputs - 1), x)
+    return 0.5 + expected * 0.5 / math.sqrt(trials)
+
+
+def target_rates(metrics: dict) -> int:
+    """How many rates `strongest_attack` takes the largest of in one audit."""
+    return sum(len(result["heads"]) for name, result in metrics["attacks"].items() if name.startswith("target/")) + 1
+
+
+def table(rows: list[dict], sources: dict, design: tuple[int, int] | None = None) -> str:
+    """The Markdown table; `design` = (target rates, held-out pairs) when every audit shares them."""
+    at_chance = (f" With nothing to find, the largest of {design[0]} target rates on {design[1]} held-out pairs "
+                 f"each is itself expected at {chance_maximum(*design):.3f}, not 0.5." if design else "")
     lines = ["# Privacy and utility of each export (PhysioNet, all training splits)", "",
              f"Gathered by `python experiments/privacy_table.py` at commit {git_commit()} from "
              + "; ".join(f"{kind}: {', '.join(f'`{name}`' for name in names)}" for kind, names in sources.items())
@@ -189,7 +209,7 @@ def table(rows: list[dict], sources: dict) -> str:
              "first); baselines over their tagger seeds. F1: the tagger retrained on the exports (as the pooling "
              f"server trains), {COLUMN_TITLES[PRIMARY]} on `test`. Strongest attack: the best held-out rate of any "
              "adversary output or the lookup on the target (chance 0.5; shared raw text counted as 1.0; the "
-             "pseudonymized text's is the lookup on that text). Bound: the best attacker's mean success at "
+             f"pseudonymized text's is the lookup on that text).{at_chance} Bound: the best attacker's mean success at "
              "recovering a hidden PHI token from its surrogate read exactly (uniform / wordfreq / the export's own "
              "PHI as prior); inversion: the audit's inverter, top-1 of hidden PHI tokens, beside the frequency guess.",
              "",
@@ -241,7 +261,7 @@ def main() -> None:
     parser.add_argument("--representers", nargs="+", default=["adversarial_reference"])
     parser.add_argument("--audits", nargs="+",
                         default=["audit_pooled_reference_groups", "audit_pooled_reference_groups_N500_seeds",
-                                 "audit_pooled_reference1_groups", "audit_pooled_reference1_groups_N500"])
+                                 "audit_pooled_reference1_groups"])
     parser.add_argument("--taggers", nargs="+",
                         default=["export_schemes_f1_stopping", "export_schemes_f1_stopping_rep1"])
     parser.add_argument("--baselines", default="baselines_f1_stopping")
@@ -258,7 +278,10 @@ def main() -> None:
     rows = summarise(gathered)
     sources = {"representers": args.representers, "audits": args.audits, "taggers": args.taggers,
                "baselines": [args.baselines]}
-    write_results(args.results_name, table(rows, sources), {"sources": sources, "rows": rows})
+    designs = {(target_rates(metrics), metrics["held_out_pairs"]) for found in gathered.audits.values()
+               for entries in found.values() for metrics in entries}
+    write_results(args.results_name, table(rows, sources, designs.pop() if len(designs) == 1 else None),
+                  {"sources": sources, "rows": rows})
     plot(rows, RESULTS / f"{args.results_name}_pareto.png")
 
 

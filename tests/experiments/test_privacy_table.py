@@ -2,6 +2,7 @@
 files of the other experiments (nothing is trained)."""
 
 import json
+import math
 
 import pytest
 
@@ -16,7 +17,7 @@ def audit(target: float, *, path: str = "export", neighbours: int = 100, shared_
           verdict: str = "consistent with chance") -> dict:
     """Audit metrics whose strongest attack on the target is `target` (its T1 head); the bound
     only on the export path, as `deidpool audit` reports it."""
-    metrics = {"verdict": verdict, "path": path, "neighbours": neighbours,
+    metrics = {"verdict": verdict, "path": path, "neighbours": neighbours, "held_out_pairs": 176,
             "attacks": {"target/fresh": {"heads": {"t1": {"rate": target}, "t2": {"rate": 0.45}}},
                         "raw/fresh": {"heads": {"t1": {"rate": 0.99}}}},
             "lookup": {"target": {"rate": 0.40}, "raw": {"rate": 1.0}, "shared text": {"rate": shared_text}},
@@ -127,9 +128,18 @@ def test_main_writes_the_table_and_plot_and_names_a_missing_file(tmp_path, monke
                  "--results-name", "out"]
     monkeypatch.setattr("sys.argv", ["privacy_table.py", *arguments])
     privacy_table.main()
-    assert "| paper representer, groups export N=100 | 1 / 1 / 1 | 0.8000 |" in (tmp_path / "out.md").read_text()
+    text = (tmp_path / "out.md").read_text()
+    assert "| paper representer, groups export N=100 | 1 / 1 / 1 | 0.8000 |" in text
+    assert "the largest of 3 target rates on 176 held-out pairs each is itself expected at 0.532, not 0.5" in text
     assert json.loads((tmp_path / "out.json").read_text())["sources"]["taggers"] == ["taggers"]
     assert (tmp_path / "out_pareto.png").stat().st_size > 0
     monkeypatch.setattr("sys.argv", ["privacy_table.py", *arguments[:-2], "--taggers", "absent"])
     with pytest.raises(SystemExit, match="absent.json: no such results file"):
         privacy_table.main()
+
+
+def test_the_strongest_of_several_rates_at_chance_is_expected_above_one_half():
+    assert privacy_table.chance_maximum(1, 176) == pytest.approx(0.5)
+    assert privacy_table.chance_maximum(2, 100) == pytest.approx(0.5 + 0.05 / math.sqrt(math.pi), abs=1e-4)
+    assert 0.54 < privacy_table.chance_maximum(7, 176) < 0.56
+    assert privacy_table.target_rates(audit(0.5)) == 3  # two heads of the fresh adversary and the lookup
