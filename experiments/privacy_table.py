@@ -230,23 +230,30 @@ def table(rows: list[dict], sources: dict, design: tuple[int, int] | None = None
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    """Tagger F1 against the strongest attack, one point per configuration with both spreads."""
+    """Tagger F1 against the strongest attack, one colour per configuration with both spreads:
+    filled the tagger alone, hollow merged with the pattern layer."""
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for row in rows:
         if not row["f1"] or not row["attack"]:
             continue
-        x, y = statistics.mean(row["attack"]), statistics.mean(row["f1"])
-        xerr = statistics.stdev(row["attack"]) if len(row["attack"]) > 1 else 0
-        yerr = statistics.stdev(row["f1"]) if len(row["f1"]) > 1 else 0
-        axes.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", capsize=3, label=row["configuration"])
+        x, xerr = statistics.mean(row["attack"]), _sd(row["attack"])
+        alone = axes.errorbar(x, statistics.mean(row["f1"]), xerr=xerr, yerr=_sd(row["f1"]), fmt="o", capsize=3,
+                              label=row["configuration"])
+        if row["f1_patterns"]:
+            axes.errorbar(x, statistics.mean(row["f1_patterns"]), xerr=xerr, yerr=_sd(row["f1_patterns"]), fmt="o",
+                          capsize=3, mfc="none", color=alone.lines[0].get_color())
     axes.axvline(0.5, color="grey", linestyle="--", label="chance")
     axes.set(xlabel="strongest attack on what is shared (held-out rate)",
-             ylabel=f"{COLUMN_TITLES[PRIMARY]},\ntagger trained on what is shared", xlim=(0.45, 1.02),
-             title="Utility vs privacy (left and high is better)")
+             ylabel=f"{COLUMN_TITLES[PRIMARY]},\ntagger trained on what is shared\n(filled: alone, hollow: + patterns)",
+             xlim=(0.45, 1.02), title="Utility vs privacy (left and high is better)")
     axes.legend(fontsize="x-small")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def _sd(values: list[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def read(name: str):
