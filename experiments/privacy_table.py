@@ -270,7 +270,8 @@ def main() -> None:
                         default=["audit_pooled_reference_groups", "audit_pooled_reference_groups_N500_seeds",
                                  "audit_pooled_reference1_groups"])
     parser.add_argument("--taggers", nargs="+",
-                        default=["export_schemes_f1_stopping", "export_schemes_f1_stopping_rep1"])
+                        default=["export_schemes_f1_stopping", "export_schemes_f1_stopping_rep1",
+                                 "export_schemes_f1_stopping_raw", "export_schemes_f1_stopping_rep1_raw"])
     parser.add_argument("--baselines", default="baselines_f1_stopping")
     parser.add_argument("--results-name", default="privacy_table")
     args = parser.parse_args()
