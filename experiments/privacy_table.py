@@ -271,7 +271,8 @@ def main() -> None:
                                  "audit_pooled_reference1_groups"])
     parser.add_argument("--taggers", nargs="+",
                         default=["export_schemes_f1_stopping", "export_schemes_f1_stopping_rep1",
-                                 "export_schemes_f1_stopping_raw", "export_schemes_f1_stopping_rep1_raw"])
+                                 "export_schemes_f1_stopping_raw", "export_schemes_f1_stopping_rep1_raw",
+                                 "export_schemes_f1_stopping_N500", "export_schemes_f1_stopping_rep1_N500"])
     parser.add_argument("--baselines", default="baselines_f1_stopping")
     parser.add_argument("--results-name", default="privacy_table")
     args = parser.parse_args()
