@@ -49,11 +49,16 @@ def measurements(metrics: dict) -> dict[str, float]:
     return rows
 
 
-def strongest_attack(metrics: dict) -> float:
-    """The best held-out rate of any attack on the target: an adversary output or the lookup."""
+def target_rates(metrics: dict) -> list[float]:
+    """The held-out rate of every attack on the target: each adversary output and the lookup."""
     adversaries = [head["rate"] for name, result in metrics["attacks"].items() if name.startswith("target/")
                    for head in result["heads"].values()]
-    return max([*adversaries, metrics["lookup"]["target"]["rate"]])
+    return [*adversaries, metrics["lookup"]["target"]["rate"]]
+
+
+def strongest_attack(metrics: dict) -> float:
+    """The best held-out rate of any attack on the target."""
+    return max(target_rates(metrics))
 
 
 def target_outputs(metrics: dict) -> dict[str, dict]:

@@ -39,7 +39,8 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from audit_seeds import strongest_attack  # noqa: E402
+from adversary.verdicts import EXPORT_PATH  # noqa: E402
+from audit_seeds import strongest_attack, target_rates  # noqa: E402
 from corpus.metrics import COLUMN_TITLES, PRIMARY  # noqa: E402
 from results_files import RESULTS, configuration_folder, git_commit, write_results  # noqa: E402
 
@@ -57,8 +58,9 @@ def run_of(path: str) -> str:
     return "/".join(parts[start + 1:end])
 
 
-def export_label(path: str, neighbours: int, scheme: str | None) -> str:
-    return "raw export" if path != "export" else f"{scheme} export N={neighbours}"
+def export_label(scheme: str | None, neighbours: int) -> str:
+    """A configuration's export: raw (`scheme` None), or pseudonymized under `scheme` among N."""
+    return "raw export" if scheme is None else f"{scheme} export N={neighbours}"
 
 
 class Gathered:
@@ -82,23 +84,23 @@ class Gathered:
             self.train_minutes[run] = row["train_seconds"] / 60
             audit = row.get("audit")
             if audit:
-                export = export_label(audit["path"], audit["neighbours"], None)
-                self.audits[self.configuration(run, export)][run].append({**audit, "pseudonymization": None})
+                self.audits[self.configuration(run, export_label(None, audit["neighbours"]))][run].append(
+                    {**audit, "pseudonymization": None})
 
     def add_audits(self, data: dict) -> None:
         for audit in data["audits"]:
             metrics, config = audit["metrics"], audit["config"]
             run = run_of(config["representer"])
-            export = export_label(metrics["path"], metrics["neighbours"], config.get("pseudonymization"))
-            self.audits[self.configuration(run, export)][run].append(
-                {**metrics, "pseudonymization": config.get("pseudonymization")})
+            scheme = config.get("pseudonymization") if metrics["path"] == EXPORT_PATH else None
+            self.audits[self.configuration(run, export_label(scheme, metrics["neighbours"]))][run].append(
+                {**metrics, "pseudonymization": scheme})
 
     def add_taggers(self, data: dict) -> None:
         run = run_of(data["run"])
         for row in data["rows"]:
             if row["seed"] == "ensemble":
                 continue
-            export = "raw export" if row["scheme"] == "raw" else f"{row['scheme']} export N={row['neighbours']}"
+            export = export_label(None if row["scheme"] == "raw" else row["scheme"], row["neighbours"])
             self.taggers[self.configuration(run, export)][run].append(row)
 
     def add_baselines(self, rows: list[dict]) -> None:
@@ -146,7 +148,7 @@ def text_audits(audits: dict, scheme: str, neighbours: int) -> list[dict]:
     """Every export-path audit at `scheme` and N: their lookup on the pseudonymized text and
     their bound are the pseudonymized-text baseline's too."""
     return [metrics for found in audits.values() for entries in found.values() for metrics in entries
-            if metrics["path"] == "export" and metrics["neighbours"] == neighbours
+            if metrics["path"] == EXPORT_PATH and metrics["neighbours"] == neighbours
             and metrics["pseudonymization"] == scheme and "shared text" in metrics["lookup"]]
 
 
@@ -192,10 +194,6 @@ def chance_maximum(outputs: int, trials: int) -> float:
     expected = np.trapezoid(x * outputs * density * below ** (outputs - 1), x)
     return 0.5 + expected * 0.5 / math.sqrt(trials)
 
-
-def target_rates(metrics: dict) -> int:
-    """How many rates `strongest_attack` takes the largest of in one audit."""
-    return sum(len(result["heads"]) for name, result in metrics["attacks"].items() if name.startswith("target/")) + 1
 
 
 def table(rows: list[dict], sources: dict, design: tuple[int, int] | None = None) -> str:
@@ -287,7 +285,7 @@ def main() -> None:
     rows = summarise(gathered)
     sources = {"representers": args.representers, "audits": args.audits, "taggers": args.taggers,
                "baselines": [args.baselines]}
-    designs = {(target_rates(metrics), metrics["held_out_pairs"]) for found in gathered.audits.values()
+    designs = {(len(target_rates(metrics)), metrics["held_out_pairs"]) for found in gathered.audits.values()
                for entries in found.values() for metrics in entries}
     write_results(args.results_name, table(rows, sources, designs.pop() if len(designs) == 1 else None),
                   {"sources": sources, "rows": rows})
