@@ -22,7 +22,8 @@ and merged with the pattern layer (`client deidentify --patterns`).
 Baselines on raw embeddings of all training notes: the non-private upper bound and the
 pseudonymization baseline (N = 100), both with the tagger-run code of the baselines.
 Runs live in runs/<results name>/seed-S (resumable); the table goes to
-results/<results name>.md, .json and .png.
+results/<results name>.md, .json and .png. The JSON keeps every finished seed's rows, so seeds run
+in separate processes, sessions or machines add up in one report.
 """
 
 from __future__ import annotations
@@ -163,13 +164,25 @@ def _mean(values: list[float]) -> str:
     return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
 
 
+def finished_seeds(seeds: list[int], runs: Path, stored: Path) -> dict[int, dict]:
+    """Every seed the results file `stored` holds (finished in an earlier process, session or on
+    another machine, whose run folders may be gone) and every finished seed among `seeds` under
+    `runs` (their run folders' rows win)."""
+    per_seed = {int(seed): rows for seed, rows in json.loads(stored.read_text())["seeds"].items()} if stored.exists() \
+        else {}
+    for seed in seeds:
+        cache = runs / f"seed-{seed}" / "rows.json"
+        if cache.exists():
+            per_seed[seed] = json.loads(cache.read_text())
+    return per_seed
+
+
 def report(seeds: list[int], results_name: str) -> None:
     """The table over the finished `seeds`, with the budget their runs were trained with."""
     runs = REPO / "runs" / results_name
-    per_seed = {seed: json.loads((runs / f"seed-{seed}" / "rows.json").read_text()) for seed in seeds
-                if (runs / f"seed-{seed}" / "rows.json").exists()}
+    per_seed = finished_seeds(seeds, runs, RESULTS / f"{results_name}.json")
     if not per_seed:
-        raise SystemExit(f"no finished seed under {runs}")
+        raise SystemExit(f"no finished seed under {runs} or in {RESULTS / f'{results_name}.json'}")
     done = sorted(per_seed)
     stale = [seed for seed in done if PRIMARY not in per_seed[seed]["pooled@test"]]
     if stale:

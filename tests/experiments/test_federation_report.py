@@ -1,6 +1,8 @@
 """experiments/federation.py's report parts on hand-made rows (nothing is trained): the targets
 are judged in every seed, and the growth table lists the pools from 1 to 4 institutions."""
 
+import json
+
 import federation
 from corpus.metrics import PRIMARY
 
@@ -34,3 +36,14 @@ def test_the_growth_table_goes_from_one_to_four_institutions():
         ["| 1", "provider", "7,000"], ["| 2", "provider + site_a", "12,000"],
         ["| 3", "provider + site_a + site_b", "19,000"], ["| 4", "provider + site_a + site_b + site_c", "27,000"]]
     assert table[-1].endswith("| 0.800 | 0.900 |")
+
+
+def test_the_report_keeps_the_seeds_stored_in_its_results_file(tmp_path):
+    stored = tmp_path / "federation_reference.json"
+    stored.write_text(json.dumps({"seeds": {"0": {"from": "file"}, "1": {"from": "file"}}}))
+    for seed in (1, 2):
+        (tmp_path / "runs" / f"seed-{seed}").mkdir(parents=True)
+        (tmp_path / "runs" / f"seed-{seed}" / "rows.json").write_text(json.dumps({"from": "run"}))
+    per_seed = federation.finished_seeds([1, 2, 3], tmp_path / "runs", stored)
+    assert per_seed == {0: {"from": "file"}, 1: {"from": "run"}, 2: {"from": "run"}}
+    assert federation.finished_seeds([0], tmp_path / "absent", tmp_path / "absent.json") == {}
