@@ -58,7 +58,7 @@ from representer.representation import OUTPUT_NOISE_STDDEV, load_representer  # 
 from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
 from representer.tagger_runs import split_documents  # noqa: E402
 from representer.training import RESUMABLE_EXIT_STATUS, TaggerTraining, TimeBudgetExhausted, run_training, time_budget  # noqa: E402
-from results_files import configuration_folder, over_seeds  # noqa: E402
+from results_files import configuration_folder, over_seeds, save_figure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "physionet-deid"
@@ -304,9 +304,7 @@ def plot(results: list[dict], args, path_f1: Path, path_audit: Path, path_pareto
     axes.set(xscale="log", xlabel="neighbours N", ylabel=f"{COLUMN_TITLES[PRIMARY]}, test",
              title="Three-phase adversarial representation: F1 vs N")
     axes.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path_f1, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path_f1)
     figure, axes = plt.subplots(figsize=(6, 4))
     for r in results:
         history = json.loads((run_dir(r, args) / "audit" / "history.json").read_text())
@@ -315,9 +313,7 @@ def plot(results: list[dict], args, path_f1: Path, path_audit: Path, path_pareto
     axes.axhline(0.5, color="grey", linestyle="--")
     axes.set(xlabel="audit epoch", ylabel="fresh adversary held-out accuracy (best output)", ylim=(0, 1))
     axes.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path_audit, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path_audit)
     figure, axes = plt.subplots(figsize=(6, 4))
     for r in scored:
         axes.plot(strongest_attack(r["audit"]), r["retrained"][PRIMARY], "o", label=r["name"])
@@ -326,9 +322,7 @@ def plot(results: list[dict], args, path_f1: Path, path_audit: Path, path_pareto
              ylabel=f"{COLUMN_TITLES[PRIMARY]},\ntagger retrained on exports",
              xlim=(0.45, 1.0), title="Utility vs privacy (left and high is better)")
     axes.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path_pareto, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path_pareto)
 
 
 def main() -> None:

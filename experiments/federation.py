@@ -40,7 +40,7 @@ from pathlib import Path
 
 from corpus.metrics import COLUMN_TITLES, PRIMARY
 from representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
-from results_files import SCORE_COLUMNS, over_seeds, score_header
+from results_files import SCORE_COLUMNS, over_seeds, save_figure, score_header
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "physionet-deid"
@@ -290,9 +290,7 @@ def plot_growth(per_seed: dict, path: Path) -> None:
                       color="C0" if suffix else "C1", alpha=0.7, label=label if seed == min(per_seed) else None)
     axes.set(xlabel="institutions pooled", ylabel=COLUMN_TITLES[PRIMARY], xticks=list(counts))
     axes.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
+    save_figure(figure, path, dpi=100)
 
 
 def plot(per_seed: dict, path: Path) -> None:
@@ -310,9 +308,7 @@ def plot(per_seed: dict, path: Path) -> None:
     axes.set_xticks(range(len(ROWS)), labels, fontsize="x-small")
     axes.set(ylabel="F1", ylim=(0, 1))
     axes.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
+    save_figure(figure, path, dpi=100)
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from adversary.verdicts import EXPORT_PATH  # noqa: E402
 from audit_seeds import strongest_attack, target_rates  # noqa: E402
 from corpus.metrics import COLUMN_TITLES, PRIMARY  # noqa: E402
-from results_files import RESULTS, configuration_folder, git_commit, write_results  # noqa: E402
+from results_files import RESULTS, configuration_folder, git_commit, save_figure, write_results  # noqa: E402
 
 PRIORS = ("uniform", "frequency", "empirical")
 NON_PRIVATE = "GloVe + casing"  # tagger_baselines.py's name of the non-private tagger
@@ -245,9 +245,7 @@ def plot(rows: list[dict], path: Path) -> None:
              ylabel=f"{COLUMN_TITLES[PRIMARY]},\ntagger trained on what is shared\n(filled: alone, hollow: + patterns)",
              xlim=(0.45, 1.02), title="Utility vs privacy (left and high is better)")
     axes.legend(fontsize="x-small")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def _sd(values: list[float]) -> float:

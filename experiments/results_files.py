@@ -54,3 +54,12 @@ def write_results(stem: str, table: str, data) -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{stem}.md").write_text(table + "\n")
     (RESULTS / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n")
+
+
+def save_figure(figure, path: Path, dpi: int = 120) -> None:
+    """Lay `figure` out tightly, write it to `path` and free it."""
+    from matplotlib import pyplot
+
+    figure.tight_layout()
+    figure.savefig(path, dpi=dpi)
+    pyplot.close(figure)

@@ -32,7 +32,7 @@ from corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  #
 from corpus.prepare import prepare_document  # noqa: E402
 from representer.embeddings import load_embeddings, save_fasttext, train_fasttext  # noqa: E402
 from representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
-from results_files import SCORE_COLUMNS, git_commit, over_seeds, score_header  # noqa: E402
+from results_files import SCORE_COLUMNS, git_commit, over_seeds, save_figure, score_header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -179,8 +179,7 @@ def plot(results: list[dict], path: Path) -> None:
     axes.set_xticks([n for n, _ in sweep], [str(n) for n, _ in sweep])
     axes.minorticks_off()
     axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    save_figure(figure, path)
 
 
 def main() -> None:

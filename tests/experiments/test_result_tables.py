@@ -201,6 +201,7 @@ def test_federation_report_and_its_targets_use_the_official_f1(tmp_path, monkeyp
 
 def test_federation_refuses_seeds_scored_before_the_official_measure(tmp_path, monkeypatch):
     monkeypatch.setattr(federation, "REPO", tmp_path)
+    monkeypatch.setattr(federation, "RESULTS", tmp_path / "results")
     rows = federation_seed({})
     for key in rows["pooled@test"].copy():
         if key.startswith("token_official"):
