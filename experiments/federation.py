@@ -168,8 +168,8 @@ def finished_seeds(seeds: list[int], runs: Path, stored: Path) -> dict[int, dict
     """Every seed the results file `stored` holds (finished in an earlier process, session or on
     another machine, whose run folders may be gone) and every finished seed among `seeds` under
     `runs` (their run folders' rows win)."""
-    per_seed = {int(seed): rows for seed, rows in json.loads(stored.read_text())["seeds"].items()} if stored.exists() \
-        else {}
+    kept = json.loads(stored.read_text())["seeds"] if stored.exists() else {}
+    per_seed = {int(seed): rows for seed, rows in kept.items()}
     for seed in seeds:
         cache = runs / f"seed-{seed}" / "rows.json"
         if cache.exists():
@@ -180,9 +180,10 @@ def finished_seeds(seeds: list[int], runs: Path, stored: Path) -> dict[int, dict
 def report(seeds: list[int], results_name: str) -> None:
     """The table over the finished `seeds`, with the budget their runs were trained with."""
     runs = REPO / "runs" / results_name
-    per_seed = finished_seeds(seeds, runs, RESULTS / f"{results_name}.json")
+    stored = RESULTS / f"{results_name}.json"
+    per_seed = finished_seeds(seeds, runs, stored)
     if not per_seed:
-        raise SystemExit(f"no finished seed under {runs} or in {RESULTS / f'{results_name}.json'}")
+        raise SystemExit(f"no finished seed under {runs} or in {stored}")
     done = sorted(per_seed)
     stale = [seed for seed in done if PRIMARY not in per_seed[seed]["pooled@test"]]
     if stale:
@@ -235,8 +236,8 @@ def report(seeds: list[int], results_name: str) -> None:
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{results_name}.md").write_text(text + f"\n![F1 per tagger]({results_name}.png)\n")
-    (RESULTS / f"{results_name}.json").write_text(json.dumps({"date": str(date.today()), "commit": commit,
-                                                              "machine": machine, "seeds": per_seed}, indent=2) + "\n")
+    stored.write_text(json.dumps({"date": str(date.today()), "commit": commit, "machine": machine,
+                                  "seeds": per_seed}, indent=2) + "\n")
     plot(per_seed, RESULTS / f"{results_name}.png")
     if growth:
         plot_growth(per_seed, RESULTS / f"{results_name}_growth.png")

@@ -195,7 +195,6 @@ def chance_maximum(outputs: int, trials: int) -> float:
     return 0.5 + expected * 0.5 / math.sqrt(trials)
 
 
-
 def table(rows: list[dict], sources: dict, design: tuple[int, int] | None = None) -> str:
     """The Markdown table; `design` = (target rates, held-out pairs) when every audit shares them."""
     at_chance = (f" With nothing to find, the largest of {design[0]} target rates on {design[1]} held-out pairs "
