@@ -35,7 +35,8 @@ averages over documents: macro precision and recall are the means of the per-doc
 precision and recall, and macro F1 is their harmonic mean. Any ratio 0/0 is 0. Each top-level
 measure carries its report name under "measure", and under "f1_interval" the 95% percentile
 bootstrap interval of its micro F1 over documents (`f1_interval`: the documents resampled
-with replacement 1000 times, seed 0).
+with replacement 1000 times, seed 0). Two taggers scored on the same documents are compared by
+`f1_difference_interval`, the paired bootstrap interval of their F1 difference.
 
 `score_row` flattens the headline measures into `<measure>_<part>` keys for result files and
 tables, and `COLUMN_TITLES` names each such key with its measure and tokenization.
@@ -216,12 +217,36 @@ def f1_interval(per_document: Sequence[Counts], resamples: int = RESAMPLES, leve
     counts; returns the (1 - level) / 2 and (1 + level) / 2 quantiles. (0, 0) without documents."""
     if not per_document:
         return 0.0, 0.0
+    drawn = np.random.default_rng(seed).integers(len(per_document), size=(resamples, len(per_document)))
+    return _quantiles(_resampled_f1(per_document, drawn), level)
+
+
+def f1_difference_interval(pairs: Sequence[tuple[Sequence[Counts], Sequence[Counts]]], resamples: int = RESAMPLES,
+                           level: float = LEVEL, seed: int = 0) -> tuple[float, float]:
+    """The paired percentile bootstrap interval of the mean over `pairs` of micro F1(first) -
+    micro F1(second): each resample draws the documents once, with replacement, and scores both
+    sides of every pair on those same documents, so what the two taggers share (the notes'
+    difficulty) cancels. Every sequence holds the counts of the same documents in the same order
+    (`primary_counts`); several pairs are e.g. one per seed."""
+    documents = {len(side) for pair in pairs for side in pair}
+    if len(documents) != 1 or 0 in documents:
+        raise ValueError(f"every side must count the same documents, at least one (got {sorted(documents)})")
+    count = documents.pop()
+    drawn = np.random.default_rng(seed).integers(count, size=(resamples, count))
+    differences = [_resampled_f1(first, drawn) - _resampled_f1(second, drawn) for first, second in pairs]
+    return _quantiles(np.mean(differences, axis=0), level)
+
+
+def _resampled_f1(per_document: Sequence[Counts], drawn: np.ndarray) -> np.ndarray:
+    """The micro F1 of each row of document indices `drawn`."""
     counts = np.array([(c.tp, c.fp, c.fn) for c in per_document])
-    drawn = counts[np.random.default_rng(seed).integers(len(counts), size=(resamples, len(counts)))].sum(axis=1)
-    tp, fp, fn = drawn.T
+    tp, fp, fn = counts[drawn].sum(axis=1).T
     denominator = 2 * tp + fp + fn  # micro F1 = 2 tp / (2 tp + fp + fn), 0 where nothing is PHI
-    f1 = np.divide(2 * tp, denominator, out=np.zeros(resamples), where=denominator > 0)
-    low, high = np.quantile(f1, [(1 - level) / 2, (1 + level) / 2])
+    return np.divide(2 * tp, denominator, out=np.zeros(len(drawn)), where=denominator > 0)
+
+
+def _quantiles(values: np.ndarray, level: float) -> tuple[float, float]:
+    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
     return float(low), float(high)
 
 
@@ -242,6 +267,13 @@ def _breakdown(pairs: Sequence[_Pair], group: Callable[[Span], str], matches: Ma
                                 [s for s in pair.pred if group(s) == name], matches) for pair in pairs)
         result[name] = sum(counts, Counts()).as_dict()
     return result
+
+
+def primary_counts(gold_docs: Iterable[Document], pred_docs: Iterable[Document]) -> list[Counts]:
+    """The primary measure's counts (official i2b2 2014 token HIPAA) of every document, in
+    document-id order: one side of `f1_difference_interval`."""
+    return [official_token_counts(p.text, filter(is_hipaa, p.gold), filter(is_hipaa, p.pred))
+            for p in _pair_documents(gold_docs, pred_docs)]
 
 
 def evaluate_corpus(gold_docs: Iterable[Document], pred_docs: Iterable[Document], key: str = "type") -> dict:

@@ -65,16 +65,15 @@ def run_seed(seed: int, args) -> dict:
 
     from adversary.pseudonymize import Pseudonymizer
     from adversary.runs import AdversarialSettings, audit_run, train_adversarial_run
-    from client.deidentify import find_phi
     from client.export import export_contribution
     from client.identity import create_institution_keys
     from client.patterns import with_patterns
     from corpus.formats import read_corpus
-    from deidpool.demo import scores, tag_set, unlabeled
+    from deidpool.demo import scores, tag_set
     from representer import keys
     from representer.bundle import open_bundle, publish_pipeline, publish_run
     from representer.embeddings import load_embeddings
-    from representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run
+    from representer.tagger_runs import split_documents, train_tagger_run
     from server.pooled import PooledContribution, open_pooled_data, train_pooled
 
     folder = REPO / "runs" / args.results_name / f"seed-{seed}"
@@ -128,11 +127,10 @@ def run_seed(seed: int, args) -> dict:
         pipeline_path = folder / "pipelines" / f"{name}.tar"
         if not pipeline_path.exists():
             publish_pipeline(bundle, run_dir / "models" / "tagger.keras", provider_key, pipeline_path, training)
-        pipeline = open_bundle(pipeline_path, keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
         trained = {"epochs": training["epochs"], "sentences": len(data.train), "epoch_seconds": statistics.median(
             epoch["seconds"] for epoch in json.loads((run_dir / "history.json").read_text()))}
         for split in ("test", "site_c"):
-            predicted = list(find_phi(unlabeled(documents[split]), pipeline, vectors))
+            predicted = predictions(folder, name, documents[split], vectors)
             rows[f"{name}@{split}"] = {**scores(documents[split], predicted), **trained}
             rows[f"{name}{PATTERNS}@{split}"] = {**scores(documents[split], [with_patterns(d) for d in predicted]),
                                                  **trained}
@@ -144,8 +142,7 @@ def run_seed(seed: int, args) -> dict:
         training = train_tagger_run(train_all, valid_all, run_dir, pseudonymizer=pseudonymizer,
                                     max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
                                     loaded_embeddings=vectors)
-        tagger, config, _ = load_tagger_run(run_dir, vectors)
-        predicted = predict_documents(tagger, config, vectors, unlabeled(documents["test"]))
+        predicted = predictions(folder, name, documents["test"], vectors)
         rows[f"{name}@test"] = {**scores(documents["test"], predicted), "epochs": training["epochs"]}
         rows[f"{name}{PATTERNS}@test"] = {**scores(documents["test"], [with_patterns(d) for d in predicted]),
                                           "epochs": training["epochs"]}
@@ -156,6 +153,24 @@ def run_seed(seed: int, args) -> dict:
     rows["budget"] = {key: getattr(args, key) for key in BUDGET}
     cache.write_text(json.dumps(rows, indent=2) + "\n")
     return rows
+
+
+def predictions(folder: Path, name: str, documents: list, vectors) -> list:
+    """What the seed folder's tagger `name` finds in `documents` (their PHI spans hidden): a
+    published pipeline (a pool of `POOLS`, its signature checked) or a text tagger ("raw",
+    "pseudo")."""
+    from client.deidentify import find_phi
+    from deidpool.demo import unlabeled
+    from representer import keys
+    from representer.bundle import open_bundle
+    from representer.tagger_runs import load_tagger_run, predict_documents
+
+    if name in POOLS:
+        pipeline = open_bundle(folder / "pipelines" / f"{name}.tar",
+                               keys.load_public_key(folder / "keys" / "provider.pub", keys.SIGNING))
+        return list(find_phi(unlabeled(documents), pipeline, vectors))
+    tagger, config, _ = load_tagger_run(folder / "taggers" / name, vectors)
+    return predict_documents(tagger, config, vectors, unlabeled(documents))
 
 
 def _mean(values: list[float]) -> str:

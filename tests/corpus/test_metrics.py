@@ -6,7 +6,17 @@ from typer.testing import CliRunner
 from corpus import CorpusError, Document, Span
 from corpus.errors import CorpusWarning
 from corpus.formats import write_corpus
-from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, evaluate_corpus, f1_interval, format_report, score_row
+from corpus.metrics import (
+    COLUMN_TITLES,
+    PRIMARY,
+    Counts,
+    evaluate_corpus,
+    f1_difference_interval,
+    f1_interval,
+    format_report,
+    primary_counts,
+    score_row,
+)
 from deidpool.cli import app
 
 # Project tokens: John Smith saw Dr . Jones on 09 / 14 / 2067 .
@@ -284,6 +294,33 @@ def test_the_bootstrap_resamples_notes_with_a_fixed_seed():
     assert f1_interval(counts_per_note[:1]) == (1.0, 1.0)
     assert f1_interval(counts_per_note[3:4]) == (0.0, 0.0)
     assert f1_interval([]) == (0.0, 0.0)
+
+
+def test_primary_counts_are_the_primary_measure_note_by_note_in_id_order():
+    gold, pred = notes(8)
+    counts = primary_counts(gold[::-1], pred)
+    expected = [evaluate_corpus([g], [p])["token_official_hipaa"] for g, p in sorted(
+        zip(gold, pred), key=lambda pair: pair[0].id)]
+    assert [(c.tp, c.fp, c.fn) for c in counts] == [(s["tp"], s["fp"], s["fn"]) for s in expected]
+    assert sum(counts, Counts()).as_dict()["f1"] == evaluate_corpus(gold, pred)["token_official_hipaa"]["f1"]
+
+
+def test_the_paired_difference_interval_cancels_what_two_taggers_share():
+    gold, pred = notes(40)
+    better = primary_counts(gold, pred)
+    worse = [Counts(c.tp, c.fp + 1, c.fn) for c in better]  # one more false positive in every note
+    f1 = sum(better, Counts()).as_dict()["f1"] - sum(worse, Counts()).as_dict()["f1"]
+    low, high = f1_difference_interval([(better, worse)])
+    assert 0 < low < f1 < high  # a consistent gain is resolved, though each F1's own interval is wide
+    unpaired = f1_interval(better)
+    assert high - low < (unpaired[1] - unpaired[0]) / 2
+    assert f1_difference_interval([(worse, better)]) == pytest.approx((-high, -low))
+    assert f1_difference_interval([(better, better)]) == (0.0, 0.0)
+    # several pairs (seeds): the interval of the mean difference
+    both = f1_difference_interval([(better, worse), (better, better)])
+    assert both == pytest.approx((low / 2, high / 2))
+    with pytest.raises(ValueError, match="same documents"):
+        f1_difference_interval([(better, worse[:-1])])
 
 
 def test_score_row_flattens_the_headline_measures_official_first():
