@@ -90,7 +90,7 @@ def measure(sentences: int, workers: int, batch_size: int, cores: int | None, ar
         command = [sys.executable, __file__, "--worker", str(Path(folder) / "run"), "--sizes", str(sentences),
                    "--batch-size", str(batch_size), "--epochs", str(args.epochs), "--lstm-units",
                    str(args.lstm_units), "--seed", str(args.seed)]
-        load, started = os.getloadavg()[0], time.perf_counter()
+        busy, started = busy_cores(), time.perf_counter()
         processes = []
         for index, config in enumerate(loopback_cluster(workers) if workers > 1 else [None]):
             pinned = [] if cores is None else ["taskset", "-c", ",".join(map(str, available[index * cores:][:cores]))]
@@ -108,7 +108,7 @@ def measure(sentences: int, workers: int, batch_size: int, cores: int | None, ar
     return {"workers": workers, "batch_size": batch_size, "cores_per_worker": cores,
             "epoch_seconds": [round(s, 2) for s in seconds],
             "sentences_per_s": round(sentences / min(seconds[1:]), 1), "wall_s": round(wall, 1),
-            "val_loss": metrics["val_loss"], "val_f1": metrics["val_f1"], "load_before": load}
+            "val_loss": metrics["val_loss"], "val_f1": metrics["val_f1"], "busy_cores_before": busy}
 
 
 def speedups(size: dict) -> list[float]:
@@ -127,8 +127,8 @@ def report(result: dict) -> str:
              "this machine over loopback, B sentences per worker per step. Cores: all of them shared by the "
              "processes, or C cores pinned to each process (`taskset`). Throughput: training sentences per second "
              "of the fastest epoch after the first (an epoch: training and validation); speed-up: against one "
-             "worker on the same cores (all, or C pinned). Other jobs may share the cores (load average before "
-             "each run in the JSON).", "",
+             "worker on the same cores (all, or C pinned). Before each run the cores that other processes kept "
+             "busy are measured (in the JSON, and their range below).", "",
              "| pool (training sentences) | set-up | cores | global batch | epoch s | sentences/s | speed-up | "
              "val loss | val PHI F1 |", "|---:|---|---|---:|---|---:|---:|---:|---:|"]
     for size in result["sizes"]:
@@ -168,27 +168,53 @@ def summary(result: dict) -> list[str]:
 
 
 def explanation(result: dict) -> str:
-    """Why the speed-ups are what they are, and what a cluster needs to do better."""
-    loads = [run["load_before"] for size in result["sizes"] for run in size["runs"]]
-    alone = [run for run in result["sizes"][-1]["runs"] if run["workers"] == 1 and run["cores_per_worker"]]
-    step = "" if not alone else (f" ({alone[0]['cores_per_worker']} core(s) take about "
-                                 f"{1000 * BATCH / alone[0]['sentences_per_s']:.0f} ms per 32-sentence step)")
+    """What the runs of `result` say (every number from them) and what a larger cluster needs."""
+    runs = [(size["sentences"], run, speedup) for size in result["sizes"]
+            for run, speedup in zip(size["runs"], speedups(size))]
+    busy = [run["busy_cores_before"] for _, run, _ in runs]
+    spread, widest = max((max(run["epoch_seconds"][1:]) / min(run["epoch_seconds"][1:]), sentences)
+                         for sentences, run, _ in runs)
+    shared = max(speedup for _, run, speedup in runs if run["workers"] > 1 and run["cores_per_worker"] is None)
+    pinned = [(sentences, speedup) for sentences, run, speedup in runs
+              if run["workers"] > 1 and run["cores_per_worker"]]
+    alone = [run for _, run, _ in runs if run["workers"] == 1 and run["cores_per_worker"]]
     transfer = result["gradient_mb"] * 2 ** 20 * 8 / 1e9 * 1000  # ms per Gbit/s
-    return (f"Reading. Load average {min(loads):.1f}-{max(loads):.1f} before the runs: other jobs used the "
-            f"{result['cores']} cores too, and single epochs of one set-up differ by up to 3x, so these speed-ups are "
-            f"rough. Sharing the cores, a second worker brings no compute (one worker already keeps them busy: "
-            f"TensorFlow runs a BiLSTM's two directions at once) but costs: an all-reduce of the "
-            f"{result['gradient_mb']:.1f} MB of gradients every step, its own pass of the input pipeline over the "
-            "whole pool (every worker reads and batches all of it), and steps that wait for the slower worker. "
-            "Splitting one worker's batch (the global batch kept, fewer sentences per worker) is slower still: a "
-            "BiLSTM step over 16 sentences costs nearly what one over 32 does. Pinned to cores of their own, the "
-            f"workers show what another machine of the same size would add{step}, here less than the "
-            "contention took away. Reaching 1.6x (not measured here) needs each worker on a quiet machine (or "
-            "cores) of its own, 32 or more sentences per worker and step, and an all-reduce well under a step: a "
-            "two-worker ring all-reduce moves the gradients' size per worker and step, about "
-            f"{transfer:.0f} ms at 1 Gbit/s, {transfer / 10:.0f} ms at 10 Gbit/s. With more workers, reading each "
-            "contribution on one worker only (not done: every worker decodes the whole pool) would also remove "
-            "the repeated input pass.")
+    lines = [f"Reading. Other processes kept {min(busy):.1f} to {max(busy):.1f} of the {result['cores']} cores busy "
+             f"in the second before each run; the timed epochs of one run differ by up to {spread:.1f}x (in the "
+             f"pool of {widest:,} sentences), so single speed-ups are rough.",
+             f"Sharing the cores, a second worker brings no compute (one worker already uses them: TensorFlow runs a "
+             f"BiLSTM's two directions at once), and the best shared set-up reaches {shared:.2f}x: the cluster adds "
+             f"an all-reduce of the {result['gradient_mb']:.1f} MB of gradients every step, its own pass of the "
+             "input pipeline over the whole pool (every worker reads and batches all of it) and steps that wait for "
+             "the slower worker."]
+    if pinned:
+        step, cores = 1000 * BATCH / alone[-1]["sentences_per_s"], alone[-1]["cores_per_worker"]
+        lines.append(f"Pinned to cores of their own, as if each brought its own machine ({cores} core(s) take "
+                     f"{step:.0f} ms per {BATCH}-sentence step in the largest pool), "
+                     f"{result['workers']} workers reach "
+                     + ", ".join(f"{speedup:.2f}x at {sentences:,}" for sentences, speedup in pinned)
+                     + " training sentences.")
+    lines.append(f"Across machines the all-reduce is the new cost: a two-worker ring all-reduce moves the gradients' "
+                 f"size per worker and step, about {transfer:.0f} ms at 1 Gbit/s and {transfer / 10:.0f} ms at "
+                 "10 Gbit/s. With more workers, reading each contribution on one worker only (not done: every "
+                 "worker decodes the whole pool) would also remove the repeated input pass.")
+    return " ".join(lines)
+
+
+def busy_cores(seconds: float = 1.0) -> float:
+    """How many cores the machine's processes kept busy over the next `seconds` (/proc/stat;
+    the 1-minute load average where there is none)."""
+    stat = Path("/proc/stat")
+    if not stat.exists():
+        return os.getloadavg()[0]
+
+    def sample() -> tuple[int, int]:
+        ticks = [int(value) for value in stat.read_text().split("\n", 1)[0].split()[1:]]
+        return sum(ticks), ticks[3] + ticks[4]  # all, idle + waiting for I/O
+
+    (total, idle), _ = sample(), time.sleep(seconds)
+    later_total, later_idle = sample()
+    return os.cpu_count() * (1 - (later_idle - idle) / max(1, later_total - total))
 
 
 def main() -> None:
