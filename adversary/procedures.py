@@ -37,6 +37,9 @@ from representer.training import (
 )
 
 PHASES = ("p1", "p2", "p3")
+# How P1, P3 and DANN pick their best epoch: "loss" as METHOD.md says (validation L_deid, plus
+# lambda * penalty in P3 and DANN), or "f1" (validation PHI F1 in place of L_deid).
+SELECTIONS = ("loss", "f1")
 # Optimizer steps per adversary epoch when the draws are chosen automatically (P2 and audit
 # attacks). On PhysioNet's provider split (375 PHI sentences, 12 batches a draw) the
 # raw-embedding control reached 0.85 only after 20 epochs of 15 draws (3,600 steps), and
@@ -203,12 +206,21 @@ class AdversaryTraining(_Procedure):
 
 
 class _JointProcedure(_Procedure):
-    """A procedure over representer, tagger and adversaries on `AdversarialData`."""
+    """A procedure over representer, tagger and adversaries on `AdversarialData`. Its best
+    epoch is picked by `selection` (`SELECTIONS`): "loss", METHOD.md's validation `loss`
+    (L_deid + lambda * penalty), or "f1", the same with 1 - PHI F1 in place of L_deid
+    (`f1_loss`), since the weighted CRF likelihood on the few validation notes keeps rising
+    while F1 still improves."""
 
-    def __init__(self, representer, tagger, adversary, class_weights=None, lam=1.0, **settings):
+    monitors = {"loss": ("val_loss", "min"), "f1": ("val_f1_loss", "min")}
+
+    def __init__(self, representer, tagger, adversary, class_weights=None, lam=1.0, selection="loss", **settings):
         super().__init__(representer, adversary, **settings)
+        if selection not in SELECTIONS:
+            raise ValueError(f"unknown selection {selection!r}: one of {', '.join(SELECTIONS)}")
         self.tagger, self.lam = tagger, float(lam)
         self.class_weights = None if class_weights is None else np.asarray(class_weights, dtype=np.float32)
+        self.monitor, self.monitor_mode = self.monitors[selection]
 
     def config(self):
         return {**super().config(), "lambda": self.lam,
@@ -256,16 +268,19 @@ class _JointProcedure(_Procedure):
         metrics = self._deid_metrics(valid.sentences)
         metrics.update({f"adv_{name}": value for name, value in self._adversary_metrics(valid.pairs).items()})
         metrics["loss"] = metrics["loss_deid"] + self.lam * metrics["adv_penalty"]
+        metrics["f1_loss"] = 1.0 - metrics["f1"] + self.lam * metrics["adv_penalty"]
         return metrics
 
 
 class DeidTraining(_JointProcedure):
-    """P1: representer and tagger trained together on L_deid; validation `loss` is L_deid."""
+    """P1: representer and tagger trained together on L_deid; validation `loss` is L_deid (the
+    best epoch's, or under selection "f1" the best validation PHI F1's)."""
 
     name = "p1"
+    monitors = {"loss": ("val_loss", "min"), "f1": ("val_f1", "max")}
 
-    def __init__(self, representer, tagger, class_weights=None, **settings):
-        super().__init__(representer, tagger, None, class_weights, **settings)
+    def __init__(self, representer, tagger, class_weights=None, selection="loss", **settings):
+        super().__init__(representer, tagger, None, class_weights, selection=selection, **settings)
         self.optimizer = self._optimizer(representer, tagger)
 
     def models(self):
@@ -299,8 +314,8 @@ class AlternatingTraining(_JointProcedure):
 
     name = "p3"
 
-    def __init__(self, representer, tagger, adversary, class_weights=None, lam=1.0, **settings):
-        super().__init__(representer, tagger, adversary, class_weights, lam, **settings)
+    def __init__(self, representer, tagger, adversary, class_weights=None, lam=1.0, selection="loss", **settings):
+        super().__init__(representer, tagger, adversary, class_weights, lam, selection, **settings)
         self.tagger_optimizer = self._optimizer(tagger)
         self.adversary_optimizer = self._optimizer(adversary)
         self.representer_optimizer = self._optimizer(representer)
@@ -345,8 +360,8 @@ class DANNTraining(_JointProcedure):
 
     name = "dann"
 
-    def __init__(self, representer, tagger, adversary, class_weights=None, lam=1.0, **settings):
-        super().__init__(representer, tagger, adversary, class_weights, lam, **settings)
+    def __init__(self, representer, tagger, adversary, class_weights=None, lam=1.0, selection="loss", **settings):
+        super().__init__(representer, tagger, adversary, class_weights, lam, selection, **settings)
         self.reversal = GradientReversal(self.lam)
         self.optimizer = self._optimizer(representer, tagger, adversary)
 
@@ -385,12 +400,14 @@ def _final_epochs(run_dir: Path, phase: str, max_epochs: int) -> int:
 def train_three_phase(representer, tagger, adversary, train: AdversarialData, valid: AdversarialData,
                       run_dir: str | Path, *, class_weights=None, lam: float = 1.0,
                       max_epochs: Sequence[int] = (20, 20, 40), patience: Sequence[int] = (5, 5, 10), seed: int = 0,
-                      config: dict | None = None, progress: bool = True, **settings) -> dict:
+                      selection: str = "loss", config: dict | None = None, progress: bool = True,
+                      **settings) -> dict:
     """The three-phase procedure, each phase a `run_training` in run_dir/p1, p2, p3 (so a
     killed run resumes in the phase it was in); returns the metrics.
 
-    P1 stops early on validation L_deid, P2 on validation L_adv, P3 on the validation P3b loss,
-    each with its best epoch's weights restored. A P2 epoch draws the pairs `automatic_passes`
+    P1 stops early on validation L_deid, P2 on validation L_adv, P3 on the validation P3b loss
+    (under `selection` "f1": P1 on validation PHI F1, P3 on `f1_loss`), each with its best
+    epoch's weights restored. A P2 epoch draws the pairs `automatic_passes`
     times, as an audit attack does, so the adversaries P3 starts from are trained as long.
     run_dir/models gets `representer.keras`, `tagger.keras`, `adversary.keras` (after P3) and
     `representer_p1.keras` (after P1, the audits' positive control); run_dir gets config.json
@@ -403,10 +420,11 @@ def train_three_phase(representer, tagger, adversary, train: AdversarialData, va
     p2_passes = automatic_passes(len(train.pairs), settings.get("batch_size", BATCH_SIZE))
     _write_config(run_dir, {"procedure": "three-phase", "lambda": lam, "seed": seed, "p2_passes": p2_passes,
                             "max_epochs": dict(zip(PHASES, max_epochs)), "patience": dict(zip(PHASES, patience)),
+                            **({"selection": selection} if selection != "loss" else {}),  # earlier runs resume
                             **settings, **(config or {})})
-    procedures = {"p1": (DeidTraining(representer, tagger, class_weights, **settings), train, valid),
+    procedures = {"p1": (DeidTraining(representer, tagger, class_weights, selection, **settings), train, valid),
                   "p2": (AdversaryTraining(representer, adversary, p2_passes, **settings), train.pairs, valid.pairs),
-                  "p3": (AlternatingTraining(representer, tagger, adversary, class_weights, lam, **settings),
+                  "p3": (AlternatingTraining(representer, tagger, adversary, class_weights, lam, selection, **settings),
                          train, valid)}
     metrics, history = {}, []
     for phase, epochs, wait in zip(PHASES, max_epochs, patience):
@@ -430,9 +448,10 @@ def train_three_phase(representer, tagger, adversary, train: AdversarialData, va
 
 def train_dann(representer, tagger, adversary, train: AdversarialData, valid: AdversarialData, run_dir: str | Path,
                *, class_weights=None, lam: float = 1.0, max_epochs: int = 40, patience: int = 10, seed: int = 0,
-               config: dict | None = None, progress: bool = True, **settings) -> dict:
+               selection: str = "loss", config: dict | None = None, progress: bool = True, **settings) -> dict:
     """DANN training in `run_dir` (files as `run_training` writes them), early stopping on the
-    same validation loss as P3: L_deid + lambda * |L_adv - log 2|. Returns the metrics."""
-    procedure = DANNTraining(representer, tagger, adversary, class_weights, lam, **settings)
+    same validation loss as P3: L_deid + lambda * |L_adv - log 2| (`f1_loss` under `selection`
+    "f1"). Returns the metrics."""
+    procedure = DANNTraining(representer, tagger, adversary, class_weights, lam, selection, **settings)
     return run_training(procedure, train, valid, run_dir, max_epochs=max_epochs, patience=patience, seed=seed,
                         config=config, progress=progress)

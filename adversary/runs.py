@@ -38,6 +38,7 @@ class AdversarialSettings:
     learning_rate: float = 0.002
     output_noise: float | None = None  # initial std of the representer's output noise (None: its default)
     output_noise_floor: float = 0.0  # the output noise std no training goes below
+    selection: str = "loss"  # how P1, P3 and DANN pick their best epoch (adversary.procedures.SELECTIONS)
     seed: int = 0
 
 
@@ -85,7 +86,8 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
               "data": {**(data or {}), "train_sentences": len(train.sentences), "train_pairs": len(train.pairs),
                        "valid_sentences": len(valid.sentences), "valid_pairs": len(valid.pairs)}}
     options = {"class_weights": compute_class_weights(train.sentences.tag_counts(len(tags))), "lam": settings.lam,
-               "seed": settings.seed, "config": config, "learning_rate": settings.learning_rate, "progress": progress}
+               "seed": settings.seed, "selection": settings.selection, "config": config,
+               "learning_rate": settings.learning_rate, "progress": progress}
     if procedure == "three-phase":
         pretrain = (settings.pretrain_epochs, settings.pretrain_epochs, settings.max_epochs)
         patience = (settings.pretrain_patience, settings.pretrain_patience, settings.patience)

@@ -13,8 +13,9 @@ its checkpoints, so an interrupted script continues where it stopped.
         [--patience 10] [--audit-epochs 20] [--audit-passes K] [--retrain-epochs 20]
         [--train-splits provider ...] [--lam 10] [--output-noise 1.0]
 
-A non-default --lam or --output-noise (the initial std of the representer's output noise) is
-part of the configuration's name, e.g. "three-phase N=100, lambda 10".
+A non-default --lam, --output-noise (the initial std of the representer's output noise) or
+--selection f1 (best epochs by validation PHI F1, not METHOD.md's validation loss) is part of
+the configuration's name, e.g. "three-phase N=100, lambda 10".
 
 Small budget (a check that everything runs, not results): --pretrain-epochs 1 --max-epochs 1
 --audit-epochs 2 --retrain-epochs 1 --results-name adversarial_smoke.
@@ -42,7 +43,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from adversary.audit import FLOOR, best_accuracy, run_audit  # noqa: E402
 from adversary.pairs import PairSource  # noqa: E402
-from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
+from adversary.procedures import SELECTIONS, AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
 from adversary.pseudonymize import Pseudonymizer  # noqa: E402
 from audit_seeds import strongest_attack  # noqa: E402
 from client.inference import apply_to_sentences, compile_pipeline, compile_representer  # noqa: E402
@@ -161,6 +162,7 @@ def configuration_name(name: str, args) -> str:
     changed = [f"lambda {args.lam:g}"] if args.lam != 1.0 else []
     changed += [f"output noise {args.output_noise:g}"] if args.output_noise != OUTPUT_NOISE_STDDEV else []
     changed += ["raw export"] if args.export == "raw" else []
+    changed += ["F1 selection"] if args.selection == "f1" else []
     changed += [f"seed {args.seed}"] if args.seed else []
     return ", ".join([name, *changed])
 
@@ -182,7 +184,7 @@ def run(config: dict, documents, embeddings, args) -> dict:
                           tagger_units=args.tagger_units, adversary_units=args.adversary_units,
                           output_noise=args.output_noise)
     options = {"class_weights": compute_class_weights(data[0].sentences.tag_counts(len(vocabulary))), "seed": args.seed,
-               "lam": args.lam,
+               "lam": args.lam, "selection": args.selection,
                "config": {"embeddings": "glove", "tags": vocabulary, "scheme": "BIO", "label": "source_type",
                           "neighbours": n, "repr_size": REPR_SIZE,
                           "casing": {"feature": "reimers-gurevych-2017", "classes": list(CASING)}}}
@@ -350,6 +352,8 @@ def main() -> None:
                         help="initial std of the representer's trainable output noise")
     parser.add_argument("--train-splits", nargs="+", choices=TRAIN_SPLITS, default=list(TRAIN_SPLITS),
                         help="PhysioNet splits to train on (validation: 10%% of their patients)")
+    parser.add_argument("--selection", choices=SELECTIONS, default="loss",
+                        help="how P1, P3 and DANN pick their best epoch: validation loss (METHOD.md) or PHI F1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results-name", default="adversarial", help="stem of the result files")
     parser.add_argument("--report-only", action="store_true", help="rebuild the table and plots from the JSON")

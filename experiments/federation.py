@@ -2,12 +2,15 @@
 pooling the sites' noisy representations beat the provider's data alone?
 
     python experiments/federation.py --seeds 0 1 2 [--time-budget SECONDS] [--results-name federation_reference]
+        [--selection loss|f1]
     python experiments/federation.py --seeds 0 1 2 --report-only
 
 Budgets default to METHOD.md's reference: P1 and P2 up to 20 epochs (patience 5), P3 up to 40
 (patience 10), taggers up to 25 epochs (early stopping on validation PHI F1, patience 5), audits
 20 epochs; smaller ones (--p1 4 --p3 2 ...) check that everything runs. With --time-budget the
 process stops after the last epoch that fits and exits 75; a rerun resumes from the checkpoints.
+--selection f1 picks the representer's best P1 and P3 epochs by validation PHI F1 instead of
+METHOD.md's validation loss (adversary.procedures.SELECTIONS).
 
 Per seed: the provider trains the representer (three-phase) on its split and audits it; the
 provider and every site export their notes as real contributions (client.export: noise on,
@@ -38,6 +41,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
+from adversary.procedures import SELECTIONS
 from corpus.metrics import COLUMN_TITLES, PRIMARY
 from representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import SCORE_COLUMNS, over_seeds, save_figure, score_header
@@ -55,7 +59,8 @@ ROWS = [("non-private upper bound (raw GloVe, all training notes)", "raw", "test
         ("pooled (provider + 3 sites, server)", "pooled", "test"),
         ("sight-unseen: provider-only on site_c", "provider-only", "site_c"),
         ("sight-unseen: pooled without site_c, on site_c", "pooled-no-c", "site_c")]
-BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience", "audit_epochs")  # in every seed's rows
+BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience", "audit_epochs",
+          "selection")  # in every seed's rows
 PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
 
 
@@ -86,7 +91,7 @@ def run_seed(seed: int, args) -> dict:
     vectors = load_embeddings("glove")
     provider_train, provider_valid = split_documents(documents["provider"], 0.1, seed)
     settings = AdversarialSettings(pretrain_epochs=args.p1, pretrain_patience=args.p1_patience, max_epochs=args.p3,
-                                   patience=args.p3_patience, seed=seed)
+                                   patience=args.p3_patience, selection=args.selection, seed=seed)
     metrics = train_adversarial_run("three-phase", provider_train, provider_valid, folder / "representer", settings,
                                     tags=tags, loaded_embeddings=vectors, data={"path": str(DATA), "split": "provider"})
     report_dir = folder / "audit"
@@ -204,6 +209,8 @@ def report(seeds: list[int], results_name: str) -> None:
     if stale:
         raise SystemExit(f"seeds {stale} were scored before the official i2b2 2014 token HIPAA F1 was recorded: "
                          f"delete their rows.json under {runs} and run them again to rescore them")
+    for seed in done:  # runs before the selection could be chosen used METHOD.md's
+        per_seed[seed]["budget"].setdefault("selection", "loss")
     budgets = {json.dumps(per_seed[seed]["budget"], sort_keys=True) for seed in done}
     if len(budgets) > 1:
         raise SystemExit(f"seeds {done} were run with different budgets ({sorted(budgets)}); report them apart")
@@ -220,11 +227,12 @@ def report(seeds: list[int], results_name: str) -> None:
              f"Command: `python experiments/federation.py --seeds {' '.join(map(str, done))} --p1 {args.p1} "
              f"--p1-patience {args.p1_patience} --p3 {args.p3} --p3-patience {args.p3_patience} "
              f"--tagger-epochs {args.tagger_epochs} --patience {args.patience} --audit-epochs {args.audit_epochs} "
-             f"--results-name {results_name}`.",
+             f"--selection {args.selection} --results-name {results_name}`.",
              f"Budgets (2-core CPU machine): representer P1 and P2 up to {args.p1} epochs each (patience "
              f"{args.p1_patience}), P3 up to {args.p3} (patience {args.p3_patience}; METHOD.md's reference: 20/20/40, "
-             f"patience 5/5/10); taggers at most {args.tagger_epochs} epochs, patience {args.patience}; audit "
-             f"{args.audit_epochs} epochs.\n",
+             f"patience 5/5/10), their best epochs picked by validation "
+             f"{'PHI F1' if args.selection == 'f1' else 'loss (METHOD.md)'}; taggers at most {args.tagger_epochs} "
+             f"epochs, patience {args.patience}; audit {args.audit_epochs} epochs.\n",
              "| tagger | scored on | " + score_header() + " |", "|---|---|" + "---|" * len(SCORE_COLUMNS)]
     for title, name, split in ROWS:
         for suffix in suffixes:
@@ -337,6 +345,8 @@ def main() -> None:
     parser.add_argument("--tagger-epochs", type=int, default=25, help="most epochs of every tagger")
     parser.add_argument("--patience", type=int, default=5, help="the taggers' early-stopping patience")
     parser.add_argument("--audit-epochs", type=int, default=20)
+    parser.add_argument("--selection", choices=SELECTIONS, default="loss",
+                        help="how P1 and P3 pick their best epoch: validation loss (METHOD.md) or PHI F1")
     parser.add_argument("--results-name", default="federation_reference",
                         help="stem of the result files and folder under runs/ (the short-budget runs: federation)")
     parser.add_argument("--time-budget", type=float, help="seconds this process may train: stop after the last "

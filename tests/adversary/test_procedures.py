@@ -12,7 +12,15 @@ from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
 from adversary.models import adversary_outputs, adversary_step
-from adversary.procedures import AdversarialData, AdversaryTraining, AlternatingTraining, DANNTraining, build_models
+from adversary.procedures import (
+    AdversarialData,
+    AdversaryTraining,
+    AlternatingTraining,
+    DANNTraining,
+    DeidTraining,
+    build_models,
+    train_three_phase,
+)
 from corpus.formats import write_corpus
 from corpus.prepare import prepare_document
 from corpus.synth import generate_documents
@@ -128,6 +136,34 @@ def test_validation_reads_as_many_held_out_draws_as_asked_and_records_them_when_
     assert asked == [1, 3]
     with pytest.raises(ValueError, match="held_out_draws"):
         AdversaryTraining(representer, adversary, held_out_draws=0)
+
+
+def test_selection_f1_puts_phi_f1_in_place_of_the_deid_loss_when_picking_the_best_epoch(toy):
+    data, (representer, tagger, adversary) = toy
+    watched = lambda procedure: (procedure.monitor, procedure.monitor_mode)  # noqa: E731
+    assert watched(DeidTraining(representer, tagger)) == ("val_loss", "min")  # METHOD.md's
+    assert watched(DeidTraining(representer, tagger, selection="f1")) == ("val_f1", "max")
+    for kind in (AlternatingTraining, DANNTraining):
+        assert watched(kind(representer, tagger, adversary)) == ("val_loss", "min")
+        assert watched(kind(representer, tagger, adversary, selection="f1")) == ("val_f1_loss", "min")
+    metrics = AlternatingTraining(representer, tagger, adversary, lam=0.7, selection="f1").validate(data)
+    assert metrics["loss"] == pytest.approx(metrics["loss_deid"] + 0.7 * metrics["adv_penalty"])
+    assert metrics["f1_loss"] == pytest.approx(1 - metrics["f1"] + 0.7 * metrics["adv_penalty"])
+    with pytest.raises(ValueError, match="unknown selection 'accuracy'"):
+        AlternatingTraining(representer, tagger, adversary, selection="accuracy")
+
+
+def test_a_three_phase_run_records_its_selection_and_each_phase_what_it_watched(toy, tmp_path):
+    data, (_, tagger, _) = toy
+    keras.utils.set_random_seed(1)
+    models = build_models(DIM, tagger.num_tags, REPR, **TINY)
+    metrics = train_three_phase(*models, data, data, tmp_path, max_epochs=(1, 1, 1), patience=(1, 1, 1),
+                                selection="f1", progress=False)
+    assert json.loads((tmp_path / "config.json").read_text())["selection"] == "f1"
+    watched = {phase: json.loads((tmp_path / phase / "config.json").read_text())["monitor"] for phase in
+               ("p1", "p2", "p3")}
+    assert watched == {"p1": "val_f1", "p2": "val_loss", "p3": "val_f1_loss"}
+    assert metrics["val_f1_loss"] == pytest.approx(1 - metrics["val_f1"] + metrics["val_adv_penalty"])
 
 
 @pytest.fixture(scope="module")
