@@ -3,8 +3,9 @@
 Writes results/distributed_training.{md,json}.
 
     python experiments/bench_distributed.py [--sizes 2000 10000] [--epochs 3] [--workers 2] [--lstm-units 128]
+        [--repeats 1]
 
-(about 10 minutes with the defaults on the project's 2-core machine).
+(about 10 minutes per round with the defaults on the project's 2-core machine).
 
 For each size, synthetic pooled data (shards of at most 1,000 sentences, as contributions are,
 d = 50 float32 vectors, 5 to 39 tokens per sentence, PHI where the second component is above 1,
@@ -20,7 +21,9 @@ processes of this script run (--worker) in these set-ups:
   machine, the way a cluster adds compute.
 Throughput: training sentences / epoch seconds (training and validation, as the run records
 them), the best epoch after the first (which traces the TensorFlow functions); speed-up against
-one worker. Every worker reads and batches the whole pool and keeps its part of each batch.
+one worker of the same round. With --repeats R every set-up runs once per round, R rounds one
+after the other, and the summary reads the median speed-up over the rounds. Every worker reads
+and batches the whole pool and keeps its part of each batch.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import functools
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,13 +116,30 @@ def measure(sentences: int, workers: int, batch_size: int, cores: int | None, ar
 
 
 def speedups(size: dict) -> list[float]:
-    """Each run's throughput over that of the one-worker run on the same cores (all, or pinned)."""
-    alone = {run["cores_per_worker"]: run["sentences_per_s"] for run in size["runs"] if run["workers"] == 1}
-    return [run["sentences_per_s"] / alone[run["cores_per_worker"]] for run in size["runs"]]
+    """Each run's throughput over that of the one-worker run of the same round on the same cores
+    (all, or pinned)."""
+    alone = {(run["round"], run["cores_per_worker"]): run["sentences_per_s"]
+             for run in size["runs"] if run["workers"] == 1}
+    return [run["sentences_per_s"] / alone[run["round"], run["cores_per_worker"]] for run in size["runs"]]
+
+
+def setups(result: dict) -> list[tuple[int, dict, float, float, float]]:
+    """Per pool size and set-up (workers, global batch, cores): its first run and the median,
+    lowest and highest speed-up over the rounds."""
+    rows = []
+    for size in result["sizes"]:
+        by_setup: dict[tuple, list] = {}
+        for run, speedup in zip(size["runs"], speedups(size)):
+            by_setup.setdefault((run["workers"], run["batch_size"], run["cores_per_worker"]), []).append((run, speedup))
+        for runs in by_setup.values():
+            values = [speedup for _, speedup in runs]
+            rows.append((size["sentences"], runs[0][0], statistics.median(values), min(values), max(values)))
+    return rows
 
 
 def report(result: dict) -> str:
     workers, p, cores = result["workers"], result["parameters"], result["cores"]
+    rounds = p["repeats"]
     lines = [f"# Distributed training of the pooled tagger: {workers} CPU workers against one", "",
              f"{result['date']}, commit {result['commit']}, {result['machine']}. `server.pooled.train_pooled` "
              f"on synthetic streamed pools (d = {DIM}, 5 to 39 tokens per sentence, shards of {PER_SHARD:,} "
@@ -127,27 +148,40 @@ def report(result: dict) -> str:
              "this machine over loopback, B sentences per worker per step. Cores: all of them shared by the "
              "processes, or C cores pinned to each process (`taskset`). Throughput: training sentences per second "
              "of the fastest epoch after the first (an epoch: training and validation); speed-up: against one "
-             "worker on the same cores (all, or C pinned). Before each run the cores that other processes kept "
-             "busy are measured (in the JSON, and their range below).", "",
-             "| pool (training sentences) | set-up | cores | global batch | epoch s | sentences/s | speed-up | "
-             "val loss | val PHI F1 |", "|---:|---|---|---:|---|---:|---:|---:|---:|"]
+             "worker on the same cores (all, or C pinned) in the same round. "
+             f"{rounds} round(s): every set-up once per round, the rounds one after the other, so that a slower "
+             "or faster spell of the machine falls on all set-ups alike. Before each run the cores that other "
+             "processes kept busy are measured (in the JSON, and their range below).", "",
+             "| pool (training sentences) | round | set-up | cores | global batch | epoch s | sentences/s | "
+             "speed-up | val loss | val PHI F1 |", "|---:|---:|---|---|---:|---|---:|---:|---:|---:|"]
     for size in result["sizes"]:
         for run, speedup in zip(size["runs"], speedups(size)):
-            setup = "1 worker" if run["workers"] == 1 else f"{run['workers']} x {run['batch_size'] // run['workers']}"
-            where = f"all {cores} shared" if run["cores_per_worker"] is None else f"{run['cores_per_worker']} each"
-            lines.append(f"| {size['sentences']:,} | {setup} | {where} | {run['batch_size']} | "
-                         f"{', '.join(map(str, run['epoch_seconds']))} | {run['sentences_per_s']:,.0f} | "
-                         f"{speedup:.2f}x | {run['val_loss']:.4g} | {run['val_f1']:.3f} |")
+            lines.append(f"| {size['sentences']:,} | {run['round'] + 1} | {setup_name(run)} | {cores_name(run, cores)} "
+                         f"| {run['batch_size']} | {', '.join(map(str, run['epoch_seconds']))} | "
+                         f"{run['sentences_per_s']:,.0f} | {speedup:.2f}x | {run['val_loss']:.4g} | "
+                         f"{run['val_f1']:.3f} |")
+    if rounds > 1:
+        lines += ["", f"Median speed-up over the {rounds} rounds (lowest - highest):", "",
+                  "| pool (training sentences) | set-up | cores | median speed-up | range |", "|---:|---|---|---:|---|"]
+        lines += [f"| {sentences:,} | {setup_name(run)} | {cores_name(run, cores)} | {median:.2f}x | "
+                  f"{low:.2f}x - {high:.2f}x |" for sentences, run, median, low, high in setups(result)]
     return "\n".join(lines + ["", *summary(result), "", explanation(result)])
 
 
+def setup_name(run: dict) -> str:
+    return "1 worker" if run["workers"] == 1 else f"{run['workers']} x {run['batch_size'] // run['workers']}"
+
+
+def cores_name(run: dict, cores: int) -> str:
+    return f"all {cores} shared" if run["cores_per_worker"] is None else f"{run['cores_per_worker']} each"
+
+
 def summary(result: dict) -> list[str]:
-    """Per kind of cores (shared, pinned): the best cluster set-up's speed-up at each pool size and
-    the crossover (the smallest pool from which on the cluster is at least as fast as one worker);
-    then the target."""
+    """Per kind of cores (shared, pinned): the best cluster set-up's (median) speed-up at each pool
+    size and the crossover (the smallest pool from which on the cluster is at least as fast as one
+    worker); then the target."""
     workers = result["workers"]
-    clusters = [(size["sentences"], run, speedup) for size in result["sizes"]
-                for run, speedup in zip(size["runs"], speedups(size)) if run["workers"] > 1]
+    clusters = [(sentences, run, median) for sentences, run, median, _, _ in setups(result) if run["workers"] > 1]
     lines = []
     for pinned, cores in ((False, f"sharing all {result['cores']} cores"), (True, "each pinned to cores of its own")):
         best = {}
@@ -162,22 +196,20 @@ def summary(result: dict) -> list[str]:
                 + (f"crossover at {min(above):,}." if above else "no crossover (slower than one worker)."))
     sentences, run, speedup = max(clusters, key=lambda cluster: cluster[2])
     lines.append(f"Target ({workers} workers >= 1.6x one worker's throughput): {'met' if speedup >= 1.6 else 'missed'}"
-                 f"; best {speedup:.2f}x ({run['workers']} x {run['batch_size'] // run['workers']}, "
-                 f"{sentences:,} sentences).")
+                 f"; best {speedup:.2f}x ({setup_name(run)}, {sentences:,} sentences).")
     return lines
 
 
 def explanation(result: dict) -> str:
     """What the runs of `result` say (every number from them) and what a larger cluster needs."""
-    runs = [(size["sentences"], run, speedup) for size in result["sizes"]
-            for run, speedup in zip(size["runs"], speedups(size))]
-    busy = [run["busy_cores_before"] for _, run, _ in runs]
+    runs = [(size["sentences"], run) for size in result["sizes"] for run in size["runs"]]
+    busy = [run["busy_cores_before"] for _, run in runs]
     spread, widest = max((max(run["epoch_seconds"][1:]) / min(run["epoch_seconds"][1:]), sentences)
-                         for sentences, run, _ in runs)
-    shared = max(speedup for _, run, speedup in runs if run["workers"] > 1 and run["cores_per_worker"] is None)
-    pinned = [(sentences, speedup) for sentences, run, speedup in runs
-              if run["workers"] > 1 and run["cores_per_worker"]]
-    alone = [run for _, run, _ in runs if run["workers"] == 1 and run["cores_per_worker"]]
+                         for sentences, run in runs)
+    clusters = [(sentences, run, median) for sentences, run, median, _, _ in setups(result) if run["workers"] > 1]
+    shared = max(median for _, run, median in clusters if run["cores_per_worker"] is None)
+    pinned = [(sentences, median) for sentences, run, median in clusters if run["cores_per_worker"]]
+    alone = [run for _, run in runs if run["workers"] == 1 and run["cores_per_worker"]]
     transfer = result["gradient_mb"] * 2 ** 20 * 8 / 1e9 * 1000  # ms per Gbit/s
     lines = [f"Reading. Other processes kept {min(busy):.1f} to {max(busy):.1f} of the {result['cores']} cores busy "
              f"in the second before each run; the timed epochs of one run differ by up to {spread:.1f}x (in the "
@@ -226,6 +258,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3, help="epochs per run (the first is not timed)")
     parser.add_argument("--lstm-units", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="rounds of all set-ups, one after the other; speed-ups are medians over them")
     parser.add_argument("--batch-size", type=int, default=BATCH, help=argparse.SUPPRESS)
     parser.add_argument("--worker", metavar="RUN_DIR", help=argparse.SUPPRESS)
     parser.add_argument("--results-name", default="distributed_training")
@@ -236,15 +270,16 @@ def main() -> None:
         worker(args.worker, args.sizes[0], args.batch_size, args.epochs, args.lstm_units, args.seed)
         return
     cores = len(os.sched_getaffinity(0)) // args.workers if args.cores_per_worker is None else args.cores_per_worker
-    setups = [(1, BATCH, None), (args.workers, BATCH * args.workers, None), (args.workers, BATCH, None)]
+    planned = [(1, BATCH, None), (args.workers, BATCH * args.workers, None), (args.workers, BATCH, None)]
     if cores:
-        setups += [(1, BATCH, cores), (args.workers, BATCH * args.workers, cores)]
+        planned += [(1, BATCH, cores), (args.workers, BATCH * args.workers, cores)]
     sizes = []
     for sentences in args.sizes:
         runs = []
-        for workers, batch_size, pinned in setups:
-            runs.append(measure(sentences, workers, batch_size, pinned, args))
-            print(json.dumps({"sentences": sentences, **runs[-1]}), flush=True)
+        for round_index in range(args.repeats):
+            for workers, batch_size, pinned in planned:
+                runs.append({"round": round_index, **measure(sentences, workers, batch_size, pinned, args)})
+                print(json.dumps({"sentences": sentences, **runs[-1]}), flush=True)
         sizes.append({"sentences": sentences, "runs": runs})
     import tensorflow as tf
 
@@ -256,7 +291,7 @@ def main() -> None:
                          f"{platform.python_version()}, TensorFlow {tf.__version__}, no GPU used",
               "workers": args.workers, "cores": len(os.sched_getaffinity(0)), "gradient_mb": gradient_mb,
               "parameters": {"epochs": args.epochs, "lstm_units": args.lstm_units, "seed": args.seed, "dim": DIM,
-                             "per_shard": PER_SHARD},
+                             "per_shard": PER_SHARD, "repeats": args.repeats},
               "sizes": sizes}
     write_results(args.results_name, report(result), result)
 
