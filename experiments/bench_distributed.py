@@ -3,7 +3,7 @@
 Writes results/distributed_training.{md,json}.
 
     python experiments/bench_distributed.py [--sizes 2000 10000] [--epochs 3] [--workers 2] [--lstm-units 128]
-        [--repeats 1]
+        [--repeats 1] [--pinned-only]
 
 (about 10 minutes per round with the defaults on the project's 2-core machine).
 
@@ -207,18 +207,19 @@ def explanation(result: dict) -> str:
     spread, widest = max((max(run["epoch_seconds"][1:]) / min(run["epoch_seconds"][1:]), sentences)
                          for sentences, run in runs)
     clusters = [(sentences, run, median) for sentences, run, median, _, _ in setups(result) if run["workers"] > 1]
-    shared = max(median for _, run, median in clusters if run["cores_per_worker"] is None)
+    shared = [median for _, run, median in clusters if run["cores_per_worker"] is None]
     pinned = [(sentences, median) for sentences, run, median in clusters if run["cores_per_worker"]]
     alone = [run for _, run in runs if run["workers"] == 1 and run["cores_per_worker"]]
     transfer = result["gradient_mb"] * 2 ** 20 * 8 / 1e9 * 1000  # ms per Gbit/s
     lines = [f"Reading. Other processes kept {min(busy):.1f} to {max(busy):.1f} of the {result['cores']} cores busy "
              f"in the second before each run; the timed epochs of one run differ by up to {spread:.1f}x (in the "
-             f"pool of {widest:,} sentences), so single speed-ups are rough.",
-             f"Sharing the cores, a second worker brings no compute (one worker already uses them: TensorFlow runs a "
-             f"BiLSTM's two directions at once), and the best shared set-up reaches {shared:.2f}x: the cluster adds "
-             f"an all-reduce of the {result['gradient_mb']:.1f} MB of gradients every step, its own pass of the "
-             "input pipeline over the whole pool (every worker reads and batches all of it) and steps that wait for "
-             "the slower worker."]
+             f"pool of {widest:,} sentences), so single speed-ups are rough."]
+    if shared:
+        lines.append(f"Sharing the cores, a second worker brings no compute (one worker already uses them: TensorFlow "
+                     f"runs a BiLSTM's two directions at once), and the best shared set-up reaches {max(shared):.2f}x: "
+                     f"the cluster adds an all-reduce of the {result['gradient_mb']:.1f} MB of gradients every step, "
+                     "its own pass of the input pipeline over the whole pool (every worker reads and batches all of "
+                     "it) and steps that wait for the slower worker.")
     if pinned:
         step, cores = 1000 * BATCH / alone[-1]["sentences_per_s"], alone[-1]["cores_per_worker"]
         lines.append(f"Pinned to cores of their own, as if each brought its own machine ({cores} core(s) take "
@@ -255,6 +256,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cores-per-worker", type=int, help="cores of each pinned worker (default: the cores / "
                                                              "--workers; 0: no pinned set-ups)")
+    parser.add_argument("--pinned-only", action="store_true", help="only the pinned set-ups (what the target reads)")
     parser.add_argument("--epochs", type=int, default=3, help="epochs per run (the first is not timed)")
     parser.add_argument("--lstm-units", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
@@ -266,11 +268,14 @@ def main() -> None:
     args = parser.parse_args()
     if args.epochs < 2:
         parser.error("--epochs must be at least 2: the first epoch is not timed")
+    if args.pinned_only and args.cores_per_worker == 0:
+        parser.error("--pinned-only needs pinned set-ups: --cores-per-worker must not be 0")
     if args.worker:
         worker(args.worker, args.sizes[0], args.batch_size, args.epochs, args.lstm_units, args.seed)
         return
     cores = len(os.sched_getaffinity(0)) // args.workers if args.cores_per_worker is None else args.cores_per_worker
-    planned = [(1, BATCH, None), (args.workers, BATCH * args.workers, None), (args.workers, BATCH, None)]
+    planned = [] if args.pinned_only else [(1, BATCH, None), (args.workers, BATCH * args.workers, None),
+                                           (args.workers, BATCH, None)]
     if cores:
         planned += [(1, BATCH, cores), (args.workers, BATCH * args.workers, cores)]
     sizes = []

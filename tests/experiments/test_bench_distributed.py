@@ -53,3 +53,10 @@ def test_rounds_compare_within_a_round_and_the_target_reads_the_median():
     assert "| 1,000 | 2 x 32 | 1 each | 1.50x | 1.00x - 2.00x |" in text
     assert "Target (2 workers >= 1.6x one worker's throughput): missed; best 1.50x (2 x 32, 1,000 sentences)" in text
     assert "3 round(s)" in text
+
+
+def test_a_pinned_only_report_has_no_shared_reading():
+    runs = [run(1, 32, 1, [9.0, 4.0], 1000), run(2, 64, 1, [9.0, 2.5], 1000)]
+    text = bench_distributed.report({**result(2.0), "sizes": [{"sentences": 1000, "runs": runs}]})
+    assert "Target (2 workers >= 1.6x one worker's throughput): met; best 1.60x" in text
+    assert "shared" not in text.split("Reading.")[1]
