@@ -3,10 +3,13 @@ federation experiment, the taggers in its run folder score `test` again, and eac
 issue #20's targets name gets its paired bootstrap interval over the notes (both taggers scored on
 the same resampled notes: `corpus.metrics.f1_difference_interval`): pooled - provider-only (target
 >= +3 F1 points in every seed) and non-private - pooled (target <= 1.5), alone and merged with the
-pattern layer. The mean over seeds resamples the notes once for all seeds, so its interval holds
-the notes' sampling error only, not the spread between seeds.
+pattern layer. With --baseline OTHER, also each representation tagger against the same tagger
+of the experiment OTHER (same seeds and notes, say another selection of the representer's
+epochs). The mean over seeds resamples the notes once for all seeds, so its interval holds the
+notes' sampling error only, not the spread between seeds.
 
     python experiments/federation_paired.py [--seeds 0 1 2] [--results-name federation_reference]
+        [--baseline federation_reference]
 
 Needs the run folders runs/<results name>/seed-S (published pipelines and text taggers); every
 rescored F1 must equal the one the run recorded. Writes results/<results name>_paired.{md,json}.
@@ -28,18 +31,28 @@ from federation import DATA, PATTERNS, REPO, RESULTS, predictions  # noqa: E402
 
 COMPARISONS = (("pooled", "provider-only", "pooled - provider-only", "target >= +3 in every seed"),
                ("raw", "pooled", "non-private - pooled", "target <= +1.5"))
+REPRESENTATION_TAGGERS = ("pooled", "provider-only")
+
+
+def comparisons(baseline: str | None) -> list[tuple[str, str, str, str]]:
+    """The targets' comparisons, and with a `baseline` experiment each representation tagger
+    against its namesake there (named "<tagger> (<baseline>)")."""
+    against = [(name, f"{name} ({baseline})", f"{name} - {name} ({baseline})", "-")
+               for name in REPRESENTATION_TAGGERS] if baseline else []
+    return [*COMPARISONS, *against]
 
 
 def f1(per_note: list[Counts]) -> float:
     return sum(per_note, Counts()).as_dict()["f1"]
 
 
-def paired_rows(counts: dict[tuple[int, str, str], list[Counts]], seeds: list[int]) -> list[dict]:
-    """One row per comparison and tagger kind (alone, with the pattern layer): each seed's F1
+def paired_rows(counts: dict[tuple[int, str, str], list[Counts]], seeds: list[int],
+                compared=COMPARISONS) -> list[dict]:
+    """One row per comparison of `compared` and tagger kind (alone, with the pattern layer): each seed's F1
     difference in points with its paired 95% interval, and their mean with the interval of the
     mean. `counts[seed, tagger, suffix]` holds the tagger's per-note counts on `test`."""
     rows = []
-    for first, second, title, target in COMPARISONS:
+    for first, second, title, target in compared:
         for suffix in ("", PATTERNS):
             pairs = {seed: (counts[seed, first, suffix], counts[seed, second, suffix]) for seed in seeds}
             per_seed = {seed: {"difference": 100 * (f1(a) - f1(b)),
@@ -74,6 +87,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--results-name", default="federation_reference")
+    parser.add_argument("--baseline", help="another federation experiment (results name) to compare the "
+                                           "representation taggers with")
     args = parser.parse_args()
     if not DATA.exists():
         raise SystemExit(f"{DATA} is absent: the experiment needs the PhysioNet split")
@@ -83,32 +98,36 @@ def main() -> None:
 
     test = read_corpus(DATA, "physionet", split="test")
     vectors = load_embeddings("glove")
-    taggers = sorted({name for comparison in COMPARISONS for name in comparison[:2]})
+    compared = comparisons(args.baseline)
+    taggers = [(args.results_name, name, name) for name in sorted({name for c in COMPARISONS for name in c[:2]})]
+    if args.baseline:
+        taggers += [(args.baseline, name, f"{name} ({args.baseline})") for name in REPRESENTATION_TAGGERS]
     counts = {}
     for seed in args.seeds:
-        folder = REPO / "runs" / args.results_name / f"seed-{seed}"
-        if not (folder / "rows.json").exists():
-            raise SystemExit(f"seed {seed} has not finished: {folder / 'rows.json'} is missing")
-        recorded = json.loads((folder / "rows.json").read_text())
-        for name in taggers:
+        for results_name, name, key in taggers:
+            folder = REPO / "runs" / results_name / f"seed-{seed}"
+            if not (folder / "rows.json").exists():
+                raise SystemExit(f"seed {seed} has not finished: {folder / 'rows.json'} is missing")
+            recorded = json.loads((folder / "rows.json").read_text())
             predicted = predictions(folder, name, test, vectors)
             for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d) for d in predicted])):
-                counts[seed, name, suffix] = primary_counts(test, found)
+                counts[seed, key, suffix] = primary_counts(test, found)
                 stored = recorded[f"{name}{suffix}@test"][PRIMARY]
-                if abs(f1(counts[seed, name, suffix]) - stored) > 1e-9:
-                    raise SystemExit(f"seed {seed}, {name}{suffix}: rescored F1 {f1(counts[seed, name, suffix]):.6f} "
+                if abs(f1(counts[seed, key, suffix]) - stored) > 1e-9:
+                    raise SystemExit(f"seed {seed}, {key}{suffix}: rescored F1 {f1(counts[seed, key, suffix]):.6f} "
                                      f"differs from the recorded {stored:.6f}")
-            print(f"seed {seed}: {name} rescored", flush=True)
-    rows = paired_rows(counts, args.seeds)
+            print(f"seed {seed}: {key} rescored", flush=True)
+    rows = paired_rows(counts, args.seeds, compared)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
+    command = (f"python experiments/federation_paired.py --seeds {' '.join(map(str, args.seeds))} --results-name "
+               f"{args.results_name}" + (f" --baseline {args.baseline}" if args.baseline else ""))
+    recorded_in = " and ".join(f"{name}.json" for name in (args.results_name, args.baseline) if name)
     lines = [f"# Federation experiment: paired differences on PhysioNet `test` ({args.results_name})\n",
-             f"{date.today()}, commit {commit}; {len(test)} test notes. Command: `python "
-             f"experiments/federation_paired.py --seeds {' '.join(map(str, args.seeds))} --results-name "
-             f"{args.results_name}`. Each cell: the F1 difference in points [paired 95% percentile bootstrap "
-             "interval over the notes, 1000 resamples]; the mean over seeds resamples the notes once for all "
-             "seeds (the notes' sampling error, not the spread between seeds). Every rescored F1 equals the one "
-             f"in {args.results_name}.json.\n", *table(rows, args.seeds)]
+             f"{date.today()}, commit {commit}; {len(test)} test notes. Command: `{command}`. Each cell: the F1 "
+             "difference in points [paired 95% percentile bootstrap interval over the notes, 1000 resamples]; the "
+             "mean over seeds resamples the notes once for all seeds (the notes' sampling error, not the spread "
+             f"between seeds). Every rescored F1 equals the one in {recorded_in}.\n", *table(rows, args.seeds)]
     text = "\n".join(lines) + "\n"
     print(text)
     (RESULTS / f"{args.results_name}_paired.md").write_text(text)

@@ -36,3 +36,23 @@ def test_a_consistent_gain_is_resolved_and_a_gain_in_one_seed_only_is_not():
     assert lines[2].startswith(f"| pooled - provider-only | alone | {gain['seeds'][0]['difference']:+.1f} [")
     assert lines[2].endswith("| target >= +3 in every seed |")
     assert lines[-1].startswith("A single seed's paired 95% interval spans 0.0 to ")
+
+
+def test_a_baseline_experiment_adds_each_representation_tagger_against_its_namesake():
+    compared = federation_paired.comparisons("federation_reference")
+    assert compared[:2] == list(federation_paired.COMPARISONS)
+    made = {}
+    for suffix in ("", PATTERNS):
+        made[0, "raw", suffix] = counts(10, 0, 0)
+        made[0, "provider-only", suffix] = made[0, "provider-only (federation_reference)", suffix] = counts(8, 1, 1)
+        made[0, "pooled", suffix] = counts(9, 1, 0, every=3)
+        made[0, "pooled (federation_reference)", suffix] = counts(8, 1, 1, every=2)
+    rows = federation_paired.paired_rows(made, [0], compared)
+    titles = [row["comparison"] for row in rows if not row["patterns"]]
+    assert titles[2:] == ["pooled - pooled (federation_reference)",
+                          "provider-only - provider-only (federation_reference)"]
+    against = {row["comparison"]: row for row in rows if not row["patterns"]}
+    assert against["pooled - pooled (federation_reference)"]["seeds"][0]["interval"][0] > 0
+    assert against["provider-only - provider-only (federation_reference)"]["seeds"][0] == {
+        "difference": 0.0, "interval": [0.0, 0.0]}
+    assert federation_paired.comparisons(None) == list(federation_paired.COMPARISONS)
