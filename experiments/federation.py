@@ -22,8 +22,10 @@ shuffled, encrypted, signed); the server's own training code (server.pooled) tra
                   with each pool's training sentences and seconds per epoch)
 each published as a pipeline and scored with client.deidentify on `test` (and on site_c), alone
 and merged with the pattern layer (`client deidentify --patterns`).
-Baselines on raw embeddings of all training notes: the non-private upper bound and the
-pseudonymization baseline (N = 100), both with the tagger-run code of the baselines.
+Text taggers on raw embeddings (`TEXT_TAGGERS`), with the tagger-run code of the baselines: the
+non-private upper bound and the pseudonymization baseline (N = 100) on all training notes, and the
+non-private tagger on the provider's notes only (what pooling gains without privacy). A finished
+seed that lacks one of them (run before it was added) trains just that one on a rerun.
 Runs live in runs/<results name>/seed-S (resumable); the table goes to
 results/<results name>.md, .json and .png. The JSON keeps every finished seed's rows, so seeds run
 in separate processes, sessions or machines add up in one report.
@@ -53,7 +55,10 @@ SITES = ("site_a", "site_b", "site_c")
 POOLS = {"provider-only": ("provider",), "pooled": ("provider", *SITES),
          "pooled-no-c": ("provider", "site_a", "site_b"), "pooled-2": ("provider", "site_a")}
 GROWTH = ("provider-only", "pooled-2", "pooled-no-c", "pooled")  # 1 to 4 institutions
+# name: (trained on all training notes, not the provider's only; pseudonymizer's N or None)
+TEXT_TAGGERS = {"raw": (True, None), "pseudo": (True, 100), "raw-provider": (False, None)}
 ROWS = [("non-private upper bound (raw GloVe, all training notes)", "raw", "test"),
+        ("non-private, provider's notes only (raw GloVe)", "raw-provider", "test"),
         ("pseudonymization N=100 (all training notes)", "pseudo", "test"),
         ("provider-only (representations)", "provider-only", "test"),
         ("pooled (provider + 3 sites, server)", "pooled", "test"),
@@ -65,10 +70,8 @@ PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern laye
 
 
 def run_seed(seed: int, args) -> dict:
-    """Every row of one seed (cached in its folder's rows.json)."""
-    import keras
-
-    from adversary.pseudonymize import Pseudonymizer
+    """Every row of one seed (cached in its folder's rows.json; a cached seed gains the text
+    taggers it lacks)."""
     from adversary.runs import AdversarialSettings, audit_run, train_adversarial_run
     from client.export import export_contribution
     from client.identity import create_institution_keys
@@ -78,18 +81,24 @@ def run_seed(seed: int, args) -> dict:
     from representer import keys
     from representer.bundle import open_bundle, publish_pipeline, publish_run
     from representer.embeddings import load_embeddings
-    from representer.tagger_runs import split_documents, train_tagger_run
+    from representer.tagger_runs import split_documents
     from server.pooled import PooledContribution, open_pooled_data, train_pooled
 
     folder = REPO / "runs" / args.results_name / f"seed-{seed}"
     cache = folder / "rows.json"
-    if cache.exists():
-        return json.loads(cache.read_text())
+    rows: dict[str, dict] = json.loads(cache.read_text()) if cache.exists() else {}
+    missing = [name for name in TEXT_TAGGERS if f"{name}@test" not in rows]
+    if rows and not missing:
+        return rows
     folder.mkdir(parents=True, exist_ok=True)
     documents = {role: read_corpus(DATA, "physionet", split=role) for role in ("provider", *SITES, "test")}
-    tags = tag_set("physionet", documents)
     vectors = load_embeddings("glove")
     provider_train, provider_valid = split_documents(documents["provider"], 0.1, seed)
+    if rows:  # finished before the missing text taggers were added
+        rows.update(text_tagger_rows(folder, seed, missing, documents, (provider_train, provider_valid), vectors, args))
+        cache.write_text(json.dumps(rows, indent=2) + "\n")
+        return rows
+    tags = tag_set("physionet", documents)
     settings = AdversarialSettings(pretrain_epochs=args.p1, pretrain_patience=args.p1_patience, max_epochs=args.p3,
                                    patience=args.p3_patience, selection=args.selection, seed=seed)
     metrics = train_adversarial_run("three-phase", provider_train, provider_valid, folder / "representer", settings,
@@ -121,7 +130,6 @@ def run_seed(seed: int, args) -> dict:
         contributions[institution] = PooledContribution(
             sha256=institution, path=path, institution=institution,
             public_key=keys.load_public_key(key_dir / institution / "institution.pub", keys.SIGNING))
-    rows: dict[str, dict] = {}
     for name, members in POOLS.items():
         run_dir = folder / "taggers" / name
         data = open_pooled_data([contributions[member] for member in members], server_key,
@@ -139,24 +147,43 @@ def run_seed(seed: int, args) -> dict:
             rows[f"{name}@{split}"] = {**scores(documents[split], predicted), **trained}
             rows[f"{name}{PATTERNS}@{split}"] = {**scores(documents[split], [with_patterns(d) for d in predicted]),
                                                  **trained}
-    everything = provider_train + provider_valid + [d for site in SITES for d in documents[site]]
-    train_all, valid_all = split_documents(everything, 0.1, seed)
-    for name, pseudonymizer in (("raw", None), ("pseudo", Pseudonymizer(vectors, 100))):
-        run_dir = folder / "taggers" / name
-        keras.utils.set_random_seed(seed)
-        training = train_tagger_run(train_all, valid_all, run_dir, pseudonymizer=pseudonymizer,
-                                    max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
-                                    loaded_embeddings=vectors)
-        predicted = predictions(folder, name, documents["test"], vectors)
-        rows[f"{name}@test"] = {**scores(documents["test"], predicted), "epochs": training["epochs"]}
-        rows[f"{name}{PATTERNS}@test"] = {**scores(documents["test"], [with_patterns(d) for d in predicted]),
-                                          "epochs": training["epochs"]}
+    rows.update(text_tagger_rows(folder, seed, list(TEXT_TAGGERS), documents, (provider_train, provider_valid),
+                                 vectors, args))
     rows["audit"] = {"verdict": report["verdict"], "fresh_accuracy": report["attacks"]["target/fresh"]["accuracy"],
                      "continued_accuracy": report["attacks"].get("target/continued", {}).get("accuracy"),
                      "lookup_rate": report["lookup"]["target"]["rate"],
                      "representer_val_f1": metrics["val_f1"], "p3_adversary_accuracy": metrics["val_adv_accuracy"]}
     rows["budget"] = {key: getattr(args, key) for key in BUDGET}
     cache.write_text(json.dumps(rows, indent=2) + "\n")
+    return rows
+
+
+def text_tagger_rows(folder: Path, seed: int, names: list[str], documents: dict, provider_split: tuple, vectors,
+                     args) -> dict[str, dict]:
+    """Train (or resume) the text taggers `names` of `TEXT_TAGGERS` in `folder`/taggers and
+    return their rows on `test`, alone and with the pattern layer. All training notes are split
+    anew; the provider's notes keep the representer's split (`provider_split`: train, valid)."""
+    import keras
+
+    from adversary.pseudonymize import Pseudonymizer
+    from client.patterns import with_patterns
+    from deidpool.demo import scores
+    from representer.tagger_runs import split_documents, train_tagger_run
+
+    everything = [*provider_split[0], *provider_split[1], *(d for site in SITES for d in documents[site])]
+    rows = {}
+    for name in names:
+        all_notes, neighbours = TEXT_TAGGERS[name]
+        train, valid = split_documents(everything, 0.1, seed) if all_notes else provider_split
+        keras.utils.set_random_seed(seed)
+        training = train_tagger_run(train, valid, folder / "taggers" / name,
+                                    pseudonymizer=Pseudonymizer(vectors, neighbours) if neighbours else None,
+                                    max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
+                                    loaded_embeddings=vectors)
+        predicted = predictions(folder, name, documents["test"], vectors)
+        rows[f"{name}@test"] = {**scores(documents["test"], predicted), "epochs": training["epochs"]}
+        rows[f"{name}{PATTERNS}@test"] = {**scores(documents["test"], [with_patterns(d) for d in predicted]),
+                                          "epochs": training["epochs"]}
     return rows
 
 
@@ -234,7 +261,7 @@ def report(seeds: list[int], results_name: str) -> None:
              f"{'PHI F1' if args.selection == 'f1' else 'loss (METHOD.md)'}; taggers at most {args.tagger_epochs} "
              f"epochs, patience {args.patience}; audit {args.audit_epochs} epochs.\n",
              "| tagger | scored on | " + score_header() + " |", "|---|---|" + "---|" * len(SCORE_COLUMNS)]
-    for title, name, split in ROWS:
+    for title, name, split in present_rows(per_seed):
         for suffix in suffixes:
             rows = [per_seed[seed][f"{name}{suffix}@{split}"] for seed in done]
             lines.append(f"| {title}{' + pattern layer' if suffix else ''} | {split} | "
@@ -248,7 +275,7 @@ def report(seeds: list[int], results_name: str) -> None:
     lines.append("")
     for suffix in suffixes:
         lines += target_lines(per_seed, done, suffix)
-    epochs = {name: [per_seed[s][f"{name}@test"]["epochs"] for s in done] for name in ("raw", "pseudo", *POOLS)
+    epochs = {name: [per_seed[s][f"{name}@test"]["epochs"] for s in done] for name in (*TEXT_TAGGERS, *POOLS)
               if all(f"{name}@test" in per_seed[s] for s in done)}
     lines.append("Tagger epochs trained (early stopping, patience " f"{args.patience}): "
                  + ", ".join(f"{name} {values}" for name, values in epochs.items()) + ".")
@@ -266,9 +293,15 @@ def report(seeds: list[int], results_name: str) -> None:
         plot_growth(per_seed, RESULTS / f"{results_name}_growth.png")
 
 
+def present_rows(per_seed: dict) -> list[tuple[str, str, str]]:
+    """The rows of `ROWS` that every seed has (seeds run before a tagger was added lack it)."""
+    return [row for row in ROWS if all(f"{row[1]}@{row[2]}" in rows for rows in per_seed.values())]
+
+
 def target_lines(per_seed: dict, done: list[int], suffix: str) -> list[str]:
     """The two targets on the mean over seeds, and the pooled gain in every seed, for the taggers
-    alone (`suffix` "") or merged with the pattern layer."""
+    alone (`suffix` "") or merged with the pattern layer; where every seed has it, what pooling
+    the raw notes gains over the provider's raw notes (the most pooling could bring here)."""
     def mean(name: str) -> float:
         return statistics.mean(per_seed[s][f"{name}{suffix}@test"][PRIMARY] for s in done)
 
@@ -281,7 +314,17 @@ def target_lines(per_seed: dict, done: list[int], suffix: str) -> list[str]:
             + ", ".join(f"seed {s} {g:+.1f}" for s, g in zip(done, gains)) + "); non-private - pooled = "
             f"{100 * (upper - pooled):.1f} points (target <= 1.5: {'met' if upper - pooled <= 0.015 else 'MISSED'})"
             + ("; the non-private row is below the pooled one: no upper bound at this budget." if upper < pooled
-               else ".")]
+               else ".")] + headroom_lines(per_seed, done, suffix)
+
+
+def headroom_lines(per_seed: dict, done: list[int], suffix: str) -> list[str]:
+    if not all(f"raw-provider{suffix}@test" in per_seed[s] for s in done):
+        return []
+    gains = [100 * (per_seed[s][f"raw{suffix}@test"][PRIMARY] - per_seed[s][f"raw-provider{suffix}@test"][PRIMARY])
+             for s in done]
+    return [f"Pooling without privacy{' (with the pattern layer)' if suffix else ''}: non-private on all training "
+            f"notes - non-private on the provider's notes = {statistics.mean(gains):+.1f} points (per seed "
+            + ", ".join(f"seed {s} {g:+.1f}" for s, g in zip(done, gains)) + ")."]
 
 
 def growth_lines(per_seed: dict, done: list[int]) -> list[str]:
@@ -324,12 +367,13 @@ def plot(per_seed: dict, path: Path) -> None:
     from matplotlib import pyplot
 
     figure, axes = pyplot.subplots(figsize=(8, 4))
-    labels = [f"{name}\n({split})" for _, name, split in ROWS]
+    shown = present_rows(per_seed)
+    labels = [f"{name}\n({split})" for _, name, split in shown]
     for offset, metric in ((-0.2, PRIMARY), (0.2, "entity_strict_f1")):
         means = [statistics.mean(rows[f"{name}@{split}"][metric] for rows in per_seed.values())
-                 for _, name, split in ROWS]
-        axes.bar([i + offset for i in range(len(ROWS))], means, 0.4, label=COLUMN_TITLES[metric])
-    axes.set_xticks(range(len(ROWS)), labels, fontsize="x-small")
+                 for _, name, split in shown]
+        axes.bar([i + offset for i in range(len(shown))], means, 0.4, label=COLUMN_TITLES[metric])
+    axes.set_xticks(range(len(shown)), labels, fontsize="x-small")
     axes.set(ylabel="F1", ylim=(0, 1))
     axes.legend(fontsize="small")
     save_figure(figure, path, dpi=100)

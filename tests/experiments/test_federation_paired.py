@@ -18,13 +18,15 @@ def test_a_consistent_gain_is_resolved_and_a_gain_in_one_seed_only_is_not():
     for seed in (0, 1):
         for suffix in ("", PATTERNS):
             made[seed, "raw", suffix] = counts(10, 0, 0)
+            made[seed, "raw-provider", suffix] = counts(9, 0, 1)
             made[seed, "provider-only", suffix] = counts(8, 1, 1, every=2)
             # seed 0: pooled finds more in every note; seed 1: pooled equals provider-only
             made[seed, "pooled", suffix] = counts(9, 1, 0, every=3) if seed == 0 else counts(8, 1, 1, every=2)
     rows = federation_paired.paired_rows(made, [0, 1])
     assert [(row["comparison"], row["patterns"]) for row in rows] == [
         ("pooled - provider-only", False), ("pooled - provider-only", True),
-        ("non-private - pooled", False), ("non-private - pooled", True)]
+        ("non-private - pooled", False), ("non-private - pooled", True),
+        ("non-private: all notes - provider's notes", False), ("non-private: all notes - provider's notes", True)]
     gain = rows[0]
     low, high = gain["seeds"][0]["interval"]
     assert 0 < low < gain["seeds"][0]["difference"] < high
@@ -40,16 +42,16 @@ def test_a_consistent_gain_is_resolved_and_a_gain_in_one_seed_only_is_not():
 
 def test_a_baseline_experiment_adds_each_representation_tagger_against_its_namesake():
     compared = federation_paired.comparisons("federation_reference")
-    assert compared[:2] == list(federation_paired.COMPARISONS)
+    assert compared[:3] == list(federation_paired.COMPARISONS)
     made = {}
     for suffix in ("", PATTERNS):
-        made[0, "raw", suffix] = counts(10, 0, 0)
+        made[0, "raw", suffix] = made[0, "raw-provider", suffix] = counts(10, 0, 0)
         made[0, "provider-only", suffix] = made[0, "provider-only (federation_reference)", suffix] = counts(8, 1, 1)
         made[0, "pooled", suffix] = counts(9, 1, 0, every=3)
         made[0, "pooled (federation_reference)", suffix] = counts(8, 1, 1, every=2)
     rows = federation_paired.paired_rows(made, [0], compared)
     titles = [row["comparison"] for row in rows if not row["patterns"]]
-    assert titles[2:] == ["pooled - pooled (federation_reference)",
+    assert titles[3:] == ["pooled - pooled (federation_reference)",
                           "provider-only - provider-only (federation_reference)"]
     against = {row["comparison"]: row for row in rows if not row["patterns"]}
     assert against["pooled - pooled (federation_reference)"]["seeds"][0]["interval"][0] > 0

@@ -47,3 +47,16 @@ def test_the_report_keeps_the_seeds_stored_in_its_results_file(tmp_path):
     per_seed = federation.finished_seeds([1, 2, 3], tmp_path / "runs", stored)
     assert per_seed == {0: {"from": "file"}, 1: {"from": "run"}, 2: {"from": "run"}}
     assert federation.finished_seeds([0], tmp_path / "absent", tmp_path / "absent.json") == {}
+
+
+def test_pooling_without_privacy_is_reported_only_where_every_seed_has_the_provider_text_tagger():
+    per_seed = {0: rows({"pooled": 0.80, "provider-only": 0.78, "raw": 0.90, "raw-provider": 0.84}),
+                1: rows({"pooled": 0.80, "provider-only": 0.78, "raw": 0.90, "raw-provider": 0.88})}
+    lines = federation.target_lines(per_seed, [0, 1], "")
+    assert lines[1] == ("Pooling without privacy: non-private on all training notes - non-private on the provider's "
+                        "notes = +4.0 points (per seed seed 0 +6.0, seed 1 +2.0).")
+    assert ("non-private, provider's notes only (raw GloVe)", "raw-provider", "test") in \
+        federation.present_rows(per_seed)
+    per_seed[1] = rows({"pooled": 0.80, "provider-only": 0.78, "raw": 0.90})  # run before it was added
+    assert len(federation.target_lines(per_seed, [0, 1], "")) == 1
+    assert "raw-provider" not in [name for _, name, _ in federation.present_rows(per_seed)]
