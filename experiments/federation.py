@@ -147,8 +147,7 @@ def run_seed(seed: int, args) -> dict:
             rows[f"{name}@{split}"] = {**scores(documents[split], predicted), **trained}
             rows[f"{name}{PATTERNS}@{split}"] = {**scores(documents[split], [with_patterns(d) for d in predicted]),
                                                  **trained}
-    rows.update(text_tagger_rows(folder, seed, list(TEXT_TAGGERS), documents, (provider_train, provider_valid),
-                                 vectors, args))
+    rows.update(text_tagger_rows(folder, seed, missing, documents, (provider_train, provider_valid), vectors, args))
     rows["audit"] = {"verdict": report["verdict"], "fresh_accuracy": report["attacks"]["target/fresh"]["accuracy"],
                      "continued_accuracy": report["attacks"].get("target/continued", {}).get("accuracy"),
                      "lookup_rate": report["lookup"]["target"]["rate"],
