@@ -137,6 +137,11 @@ def setups(result: dict) -> list[tuple[int, dict, float, float, float]]:
     return rows
 
 
+def cluster_medians(result: dict) -> list[tuple[int, dict, float]]:
+    """Per pool size and cluster set-up (more than one worker): its first run and median speed-up."""
+    return [(sentences, run, median) for sentences, run, median, _, _ in setups(result) if run["workers"] > 1]
+
+
 def report(result: dict) -> str:
     workers, p, cores = result["workers"], result["parameters"], result["cores"]
     rounds = p["repeats"]
@@ -181,7 +186,7 @@ def summary(result: dict) -> list[str]:
     size and the crossover (the smallest pool from which on the cluster is at least as fast as one
     worker); then the target."""
     workers = result["workers"]
-    clusters = [(sentences, run, median) for sentences, run, median, _, _ in setups(result) if run["workers"] > 1]
+    clusters = cluster_medians(result)
     lines = []
     for pinned, cores in ((False, f"sharing all {result['cores']} cores"), (True, "each pinned to cores of its own")):
         best = {}
@@ -206,7 +211,7 @@ def explanation(result: dict) -> str:
     busy = [run["busy_cores_before"] for _, run in runs]
     spread, widest = max((max(run["epoch_seconds"][1:]) / min(run["epoch_seconds"][1:]), sentences)
                          for sentences, run in runs)
-    clusters = [(sentences, run, median) for sentences, run, median, _, _ in setups(result) if run["workers"] > 1]
+    clusters = cluster_medians(result)
     shared = [median for _, run, median in clusters if run["cores_per_worker"] is None]
     pinned = [(sentences, median) for sentences, run, median in clusters if run["cores_per_worker"]]
     alone = [run for _, run in runs if run["workers"] == 1 and run["cores_per_worker"]]

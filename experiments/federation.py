@@ -305,8 +305,7 @@ def target_lines(per_seed: dict, done: list[int], suffix: str) -> list[str]:
         return statistics.mean(per_seed[s][f"{name}{suffix}@test"][PRIMARY] for s in done)
 
     pooled, alone, upper = mean("pooled"), mean("provider-only"), mean("raw")
-    gains = [100 * (per_seed[s][f"pooled{suffix}@test"][PRIMARY] - per_seed[s][f"provider-only{suffix}@test"][PRIMARY])
-             for s in done]
+    gains = differences(per_seed, done, "pooled", "provider-only", suffix)
     return [f"Targets{' with the pattern layer' if suffix else ''}, on the {COLUMN_TITLES[PRIMARY]}: "
             f"pooled - provider-only = {100 * (pooled - alone):+.1f} F1 points (target >= +3 in every seed: "
             f"{'met' if min(gains) >= 3 else 'MISSED'}; per seed "
@@ -316,11 +315,16 @@ def target_lines(per_seed: dict, done: list[int], suffix: str) -> list[str]:
                else ".")] + headroom_lines(per_seed, done, suffix)
 
 
+def differences(per_seed: dict, done: list[int], first: str, second: str, suffix: str) -> list[float]:
+    """Each seed's F1 of tagger `first` minus that of `second` on `test`, in points."""
+    return [100 * (per_seed[s][f"{first}{suffix}@test"][PRIMARY] - per_seed[s][f"{second}{suffix}@test"][PRIMARY])
+            for s in done]
+
+
 def headroom_lines(per_seed: dict, done: list[int], suffix: str) -> list[str]:
     if not all(f"raw-provider{suffix}@test" in per_seed[s] for s in done):
         return []
-    gains = [100 * (per_seed[s][f"raw{suffix}@test"][PRIMARY] - per_seed[s][f"raw-provider{suffix}@test"][PRIMARY])
-             for s in done]
+    gains = differences(per_seed, done, "raw", "raw-provider", suffix)
     return [f"Pooling without privacy{' (with the pattern layer)' if suffix else ''}: non-private on all training "
             f"notes - non-private on the provider's notes = {statistics.mean(gains):+.1f} points (per seed "
             + ", ".join(f"seed {s} {g:+.1f}" for s, g in zip(done, gains)) + ")."]

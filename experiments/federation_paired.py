@@ -101,24 +101,26 @@ def main() -> None:
     test = read_corpus(DATA, "physionet", split="test")
     vectors = load_embeddings("glove")
     compared = comparisons(args.baseline)
-    taggers = [(args.results_name, name, name) for name in sorted({name for c in COMPARISONS for name in c[:2]})]
+    # per experiment: (tagger, its key in counts)
+    taggers = [(args.results_name, [(name, name) for name in sorted({name for c in COMPARISONS for name in c[:2]})])]
     if args.baseline:
-        taggers += [(args.baseline, name, f"{name} ({args.baseline})") for name in REPRESENTATION_TAGGERS]
+        taggers.append((args.baseline, [(name, f"{name} ({args.baseline})") for name in REPRESENTATION_TAGGERS]))
     counts = {}
     for seed in args.seeds:
-        for results_name, name, key in taggers:
+        for results_name, named in taggers:
             folder = REPO / "runs" / results_name / f"seed-{seed}"
             if not (folder / "rows.json").exists():
                 raise SystemExit(f"seed {seed} has not finished: {folder / 'rows.json'} is missing")
             recorded = json.loads((folder / "rows.json").read_text())
-            predicted = predictions(folder, name, test, vectors)
-            for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d) for d in predicted])):
-                counts[seed, key, suffix] = primary_counts(test, found)
-                stored = recorded[f"{name}{suffix}@test"][PRIMARY]
-                if abs(f1(counts[seed, key, suffix]) - stored) > 1e-9:
-                    raise SystemExit(f"seed {seed}, {key}{suffix}: rescored F1 {f1(counts[seed, key, suffix]):.6f} "
-                                     f"differs from the recorded {stored:.6f}")
-            print(f"seed {seed}: {key} rescored", flush=True)
+            for name, key in named:
+                predicted = predictions(folder, name, test, vectors)
+                for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d) for d in predicted])):
+                    counts[seed, key, suffix] = primary_counts(test, found)
+                    stored = recorded[f"{name}{suffix}@test"][PRIMARY]
+                    if abs(f1(counts[seed, key, suffix]) - stored) > 1e-9:
+                        raise SystemExit(f"seed {seed}, {key}{suffix}: rescored F1 "
+                                         f"{f1(counts[seed, key, suffix]):.6f} differs from the recorded {stored:.6f}")
+                print(f"seed {seed}: {key} rescored", flush=True)
     rows = paired_rows(counts, args.seeds, compared)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
