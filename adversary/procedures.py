@@ -37,9 +37,6 @@ from representer.training import (
 )
 
 PHASES = ("p1", "p2", "p3")
-# How P1, P3 and DANN pick their best epoch: "loss" as METHOD.md says (validation L_deid, plus
-# lambda * penalty in P3 and DANN), or "f1" (validation PHI F1 in place of L_deid).
-SELECTIONS = ("loss", "f1")
 # Optimizer steps per adversary epoch when the draws are chosen automatically (P2 and audit
 # attacks). On PhysioNet's provider split (375 PHI sentences, 12 batches a draw) the
 # raw-embedding control reached 0.85 only after 20 epochs of 15 draws (3,600 steps), and
@@ -216,8 +213,8 @@ class _JointProcedure(_Procedure):
 
     def __init__(self, representer, tagger, adversary, class_weights=None, lam=1.0, selection="loss", **settings):
         super().__init__(representer, adversary, **settings)
-        if selection not in SELECTIONS:
-            raise ValueError(f"unknown selection {selection!r}: one of {', '.join(SELECTIONS)}")
+        if selection not in self.monitors:
+            raise ValueError(f"unknown selection {selection!r}: one of {', '.join(self.monitors)}")
         self.tagger, self.lam = tagger, float(lam)
         self.class_weights = None if class_weights is None else np.asarray(class_weights, dtype=np.float32)
         self.monitor, self.monitor_mode = self.monitors[selection]
@@ -270,6 +267,11 @@ class _JointProcedure(_Procedure):
         metrics["loss"] = metrics["loss_deid"] + self.lam * metrics["adv_penalty"]
         metrics["f1_loss"] = 1.0 - metrics["f1"] + self.lam * metrics["adv_penalty"]
         return metrics
+
+
+# How P1, P3 and DANN pick their best epoch: "loss" as METHOD.md says (validation L_deid, plus
+# lambda * penalty in P3 and DANN), or "f1" (validation PHI F1 in place of L_deid).
+SELECTIONS = tuple(_JointProcedure.monitors)
 
 
 class DeidTraining(_JointProcedure):

@@ -142,8 +142,8 @@ def run_seed(seed: int, args) -> dict:
             publish_pipeline(bundle, run_dir / "models" / "tagger.keras", provider_key, pipeline_path, training)
         trained = {"epochs": training["epochs"], "sentences": len(data.train), "epoch_seconds": statistics.median(
             epoch["seconds"] for epoch in json.loads((run_dir / "history.json").read_text()))}
-        for split in ("test", "site_c"):
-            predicted = predictions(folder, name, documents[split], vectors)
+        found = predictions(folder, name, {split: documents[split] for split in ("test", "site_c")}, vectors)
+        for split, predicted in found.items():
             rows[f"{name}@{split}"] = {**scores(documents[split], predicted), **trained}
             rows[f"{name}{PATTERNS}@{split}"] = {**scores(documents[split], [with_patterns(d) for d in predicted]),
                                                  **trained}
@@ -179,17 +179,17 @@ def text_tagger_rows(folder: Path, seed: int, names: list[str], documents: dict,
                                     pseudonymizer=Pseudonymizer(vectors, neighbours) if neighbours else None,
                                     max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
                                     loaded_embeddings=vectors)
-        predicted = predictions(folder, name, documents["test"], vectors)
+        predicted = predictions(folder, name, {"test": documents["test"]}, vectors)["test"]
         rows[f"{name}@test"] = {**scores(documents["test"], predicted), "epochs": training["epochs"]}
         rows[f"{name}{PATTERNS}@test"] = {**scores(documents["test"], [with_patterns(d) for d in predicted]),
                                           "epochs": training["epochs"]}
     return rows
 
 
-def predictions(folder: Path, name: str, documents: list, vectors) -> list:
-    """What the seed folder's tagger `name` finds in `documents` (their PHI spans hidden): a
-    published pipeline (a pool of `POOLS`, its signature checked) or a text tagger ("raw",
-    "pseudo")."""
+def predictions(folder: Path, name: str, splits: dict[str, list], vectors) -> dict[str, list]:
+    """What the seed folder's tagger `name` finds in the documents of each split of `splits`
+    (their PHI spans hidden), the tagger opened once: a published pipeline (a pool of `POOLS`,
+    its signature checked) or a text tagger of `TEXT_TAGGERS`."""
     from client.deidentify import find_phi
     from deidpool.demo import unlabeled
     from representer import keys
@@ -199,9 +199,10 @@ def predictions(folder: Path, name: str, documents: list, vectors) -> list:
     if name in POOLS:
         pipeline = open_bundle(folder / "pipelines" / f"{name}.tar",
                                keys.load_public_key(folder / "keys" / "provider.pub", keys.SIGNING))
-        return list(find_phi(unlabeled(documents), pipeline, vectors))
+        return {split: list(find_phi(unlabeled(documents), pipeline, vectors)) for split, documents in splits.items()}
     tagger, config, _ = load_tagger_run(folder / "taggers" / name, vectors)
-    return predict_documents(tagger, config, vectors, unlabeled(documents))
+    return {split: predict_documents(tagger, config, vectors, unlabeled(documents))
+            for split, documents in splits.items()}
 
 
 def _mean(values: list[float]) -> str:

@@ -113,7 +113,7 @@ def main() -> None:
                 raise SystemExit(f"seed {seed} has not finished: {folder / 'rows.json'} is missing")
             recorded = json.loads((folder / "rows.json").read_text())
             for name, key in named:
-                predicted = predictions(folder, name, test, vectors)
+                predicted = predictions(folder, name, {"test": test}, vectors)["test"]
                 for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d) for d in predicted])):
                     counts[seed, key, suffix] = primary_counts(test, found)
                     stored = recorded[f"{name}{suffix}@test"][PRIMARY]
