@@ -263,11 +263,12 @@ def main() -> None:
     parser.add_argument("--representers", nargs="+", default=["adversarial_reference"])
     parser.add_argument("--audits", nargs="+",
                         default=["audit_pooled_reference_groups", "audit_pooled_reference_groups_N500_seeds",
-                                 "audit_pooled_reference1_groups"])
+                                 "audit_pooled_reference1_groups", "audit_pooled_reference2_groups_N10"])
     parser.add_argument("--taggers", nargs="+",
                         default=["export_schemes_f1_stopping", "export_schemes_f1_stopping_rep1",
                                  "export_schemes_f1_stopping_raw", "export_schemes_f1_stopping_rep1_raw",
-                                 "export_schemes_f1_stopping_N500", "export_schemes_f1_stopping_rep1_N500"])
+                                 "export_schemes_f1_stopping_N500", "export_schemes_f1_stopping_rep1_N500",
+                                 "export_schemes_f1_stopping_rep2", "export_schemes_f1_stopping_rep2_N10"])
     parser.add_argument("--baselines", default="baselines_f1_stopping")
     parser.add_argument("--results-name", default="privacy_table")
     args = parser.parse_args()
