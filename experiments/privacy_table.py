@@ -263,7 +263,8 @@ def main() -> None:
     parser.add_argument("--representers", nargs="+", default=["adversarial_reference"])
     parser.add_argument("--audits", nargs="+",
                         default=["audit_pooled_reference_groups", "audit_pooled_reference_groups_N500_seeds",
-                                 "audit_pooled_reference1_groups", "audit_pooled_reference2_groups_N10"])
+                                 "audit_pooled_reference1_groups", "audit_pooled_reference2_groups",
+                                 "audit_pooled_reference2_groups_N10"])
     parser.add_argument("--taggers", nargs="+",
                         default=["export_schemes_f1_stopping", "export_schemes_f1_stopping_rep1",
                                  "export_schemes_f1_stopping_raw", "export_schemes_f1_stopping_rep1_raw",
