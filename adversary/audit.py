@@ -206,6 +206,11 @@ def hidden_phi(pairs: PairSource) -> list[tuple[str, str]]:
             for sentence, positions in zip(pairs.sentences, pairs.positions) for i in positions]
 
 
+def _rate(result: dict, key: str) -> str:
+    """A lookup rate of the report; audits from before the both-directions test lack it."""
+    return f"{result[key]:.3f}" if key in result else "-"
+
+
 def _dim(representer, embedding_dim: int) -> int:
     return embedding_dim if representer is raw_embeddings else int(representer.output.shape[-1])
 
@@ -243,8 +248,14 @@ def format_report(report: dict) -> str:
               "chance: above it, fake partners are recognisable by themselves and the adversaries' results say "
               "nothing about the representer.", "",
               "## Lookup attack A2 (fresh representation closer to its own stored one)", "",
-              "| representation | rate | 95% CI | verdict |", "|---|---|---|---|"]
-    lines += [f"| {name} | {r['rate']:.3f} | {interval(r)} | {r['verdict']} |" for name, r in report["lookup"].items()]
+              "The verdict reads the rate on the original's export. Handed the fake sentence's export instead, "
+              "the same lookup shows what of the rate is a preference for one candidate whatever the export "
+              "(the two then sum to 1); both directions together are the two-candidate test with each candidate "
+              "the true one half the time.", "",
+              "| representation | rate | 95% CI | verdict | fake's export | both directions |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {name} | {r['rate']:.3f} | {interval(r)} | {r['verdict']} | {_rate(r, 'fake_rate')} "
+              f"| {_rate(r, 'both_rate')} |" for name, r in report["lookup"].items()]
     if SHARED_TEXT in report["lookup"]:
         lines += ["", f"{SHARED_TEXT}: the lookup on the pseudonymized text itself (no representer), a reference "
                   "that is not part of the verdict: what pseudonymization alone leaves to a two-candidate test, "

@@ -14,8 +14,10 @@ from adversary.procedures import represent
 
 def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
     """For every sentence of `pairs`, its first fake pair over the draws of `seed`, epochs 0, 1, ...;
-    `shared_original` is what an export of the original gives the representer (first draw's)."""
+    `shared_original` is what an export of the original gives the representer (first draw's),
+    `shared_partner` what an export of the fake does (the draw's that made the fake)."""
     partner, taken = pairs.features.copy(), np.zeros(len(pairs), bool)
+    shared_partner = partner.copy()
     replaced = np.full(len(pairs), -1, dtype=np.int64)
     shared = None
     for epoch in itertools.count():
@@ -23,11 +25,12 @@ def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
         shared = draw.shared_original if shared is None else shared
         for index in np.flatnonzero((draw.labels == 0) & ~taken):
             rows = slice(pairs.offsets[index], pairs.offsets[index] + pairs.lengths[index])
-            partner[rows], replaced[index] = draw.partner[rows], draw.replaced[index]
+            partner[rows], shared_partner[rows] = draw.partner[rows], draw.shared_partner[rows]
+            replaced[index] = draw.replaced[index]
         taken |= draw.labels == 0
         if taken.all():
             return Pairs(pairs.features, partner, pairs.lengths, np.zeros(len(pairs), np.float32), replaced,
-                         shared, partner)
+                         shared, shared_partner)
 
 
 def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int = BATCH_SIZE,
@@ -39,17 +42,30 @@ def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int
     The stored representations are of the sentences as the attacker knows them; the fresh one
     is an export's (of the pseudonymized copy on the export path). Returns `sentences`,
     `trials` (sentences x draws), `successes` (how often the fresh representation was closer to
-    the stored one of its own sentence) and `rate` = successes / trials."""
-    successes = 0.0
+    the stored one of its own sentence) and `rate` = successes / trials.
+
+    `fake_rate` is the same test handed the fake sentence's export instead, and `both_rate` the
+    mean of the two: the two-candidate test with each candidate the true one half the time. An
+    attacker's preference for one candidate whatever the export (a real PHI word lies nearer its
+    neighbours than a drawn one) raises `rate` and lowers `fake_rate` alike; only what the
+    export reveals raises `both_rate` above 0.5."""
+    successes = fake_successes = 0.0
     tests = concatenated([one_fake_per_sentence(pairs, seed * draws + draw) for draw in range(draws)])
     for batch in pair_batches(tests, batch_size):
         mask = batch["mask"]
-
         stored, stored_fake = (represent(reference or representer, embeddings, mask).numpy()
                                for embeddings in (batch["original"], batch["partner"]))
-        fresh = represent(representer, batch["shared_original"], mask).numpy()
+        fresh, fresh_fake = (represent(representer, batch[name], mask).numpy()
+                             for name in ("shared_original", "shared_partner"))
         weight = mask.numpy()[..., None]
-        own = np.sum((fresh - stored) ** 2 * weight, axis=(1, 2))
-        other = np.sum((fresh - stored_fake) ** 2 * weight, axis=(1, 2))
-        successes += float(np.sum(own < other) + 0.5 * np.sum(own == other))
-    return {"sentences": len(pairs), "trials": len(tests), "successes": successes, "rate": successes / len(tests)}
+        successes += _closer(fresh, stored, stored_fake, weight)
+        fake_successes += _closer(fresh_fake, stored_fake, stored, weight)
+    trials = len(tests)
+    return {"sentences": len(pairs), "trials": trials, "successes": successes, "rate": successes / trials,
+            "fake_rate": fake_successes / trials, "both_rate": (successes + fake_successes) / (2 * trials)}
+
+
+def _closer(fresh, own, other, weight) -> float:
+    """How many of the fresh representations lie closer to `own` than to `other` (ties half)."""
+    own, other = (np.sum((fresh - stored) ** 2 * weight, axis=(1, 2)) for stored in (own, other))
+    return float(np.sum(own < other) + 0.5 * np.sum(own == other))

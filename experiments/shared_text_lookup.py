@@ -1,7 +1,7 @@
 """What pseudonymization alone leaves to a two-candidate test (issue: privacy): the lookup attack A2
 on PhysioNet `test` with no representer at all, on the raw text (bare) and on its pseudonymized
 copy as `client export` would make it (export path), for N in {10, 100, 500}, both
-pseudonymization schemes and three seeds.
+pseudonymization schemes, three seeds of five draws each.
 Writes experiments/results/shared_text_lookup.{md,json}.
 
     python experiments/shared_text_lookup.py
@@ -11,7 +11,10 @@ neighbour s) and sees the embeddings of a fresh pseudonymization of S; a surroga
 among the N neighbours of o, a set centred on o, so it tends to lie closer to o than to s. A
 rate above 0.5 here is leaked by the pseudonymization itself, whatever the representer does on
 top. Under the groups scheme a surrogate is drawn from a group that o and s share, so nothing
-tells them apart. The re-identification bound (experiments/reidentification_bound.py) answers another
+tells them apart, and a rate above 0.5 is the lookup's preference for the real word (a real PHI
+word lies nearer the other members of its group than a drawn one): handed the fake sentence's
+export, the lookup prefers the real word just as often, and both directions together sit at 0.5.
+The re-identification bound (experiments/reidentification_bound.py) answers another
 question, the recovery of o among all possible originals.
 """
 
@@ -34,6 +37,7 @@ from results_files import write_results  # noqa: E402
 
 NEIGHBOURS = (10, 100, 500)
 SEEDS = (0, 1, 2)
+DRAWS = 5  # fakes per sentence and seed, as in the audits of held-out pairs
 
 
 def main() -> None:
@@ -46,21 +50,32 @@ def main() -> None:
         for n in NEIGHBOURS:
             for export_path in (False, True):
                 pairs = PairSource(test, Pseudonymizer(embeddings, n, scheme), export_path=export_path)
-                results = [lookup_attack(raw_embeddings, pairs, seed) for seed in SEEDS]
+                results = [lookup_attack(raw_embeddings, pairs, seed, draws=DRAWS) for seed in SEEDS]
                 rows.append(_row(scheme, n, export_path, len(pairs), results))
     lines = ["Lookup attack A2 with no representer (the text's GloVe embeddings), PhysioNet `test`, one fake "
-             f"partner per PHI sentence, seeds {', '.join(map(str, SEEDS))}.", "",
-             "| scheme | N | path | sentences | rate mean ± sd | rates | verdicts |", "|---|---:|---|---:|---|---|---|"]
-    lines += [f"| {r['scheme']} | {r['neighbours']} | {r['path']} | {r['sentences']} | {np.mean(r['rates']):.3f} ± "
-              f"{np.std(r['rates'], ddof=1):.3f} | {', '.join(f'{x:.3f}' for x in r['rates'])} "
-              f"| {', '.join(r['verdicts'])} |" for r in rows]
+             f"partner per PHI sentence and draw, {DRAWS} draws, seeds {', '.join(map(str, SEEDS))}. `rate` is "
+             "handed the original's export (the audits' lookup), `fake's export` the fake sentence's, `both` the "
+             "two together (each candidate the true one half the time): a preference for one candidate that the "
+             "export does not cause raises `rate` and lowers `fake's export` alike and leaves `both` at 0.5.", "",
+             "| scheme | N | path | trials | rate mean ± sd | verdicts | fake's export mean ± sd "
+             "| both mean ± sd | verdicts (both) |", "|---|---:|---|---:|---|---|---|---|---|"]
+    lines += [f"| {r['scheme']} | {r['neighbours']} | {r['path']} | {r['trials']} | {_spread(r['rates'])} "
+              f"| {', '.join(r['verdicts'])} | {_spread(r['fake_rates'])} | {_spread(r['both_rates'])} "
+              f"| {', '.join(r['both_verdicts'])} |" for r in rows]
     write_results("shared_text_lookup", "\n".join(lines), rows)
+
+
+def _spread(values: list[float]) -> str:
+    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}"
 
 
 def _row(scheme: str, n: int, export_path: bool, sentences: int, results: list[dict]) -> dict:
     return {"scheme": scheme, "neighbours": n, "path": "export" if export_path else "bare", "sentences": sentences,
-            "rates": [r["rate"] for r in results],
-            "verdicts": [chance_verdict(r["rate"], r["sentences"])["verdict"] for r in results]}
+            "trials": results[0]["trials"],
+            "rates": [r["rate"] for r in results], "fake_rates": [r["fake_rate"] for r in results],
+            "both_rates": [r["both_rate"] for r in results],
+            "verdicts": [chance_verdict(r["rate"], r["trials"])["verdict"] for r in results],
+            "both_verdicts": [chance_verdict(r["both_rate"], 2 * r["trials"])["verdict"] for r in results]}
 
 
 if __name__ == "__main__":

@@ -126,7 +126,8 @@ def test_lookup_attack_wins_on_raw_embeddings_and_not_on_pure_noise(embeddings):
         rows = slice(start, start + length)
         assert np.flatnonzero(np.any(fakes.original[rows] != fakes.partner[rows], axis=1)).tolist() == \
             [fakes.replaced[index]]
-    assert lookup_attack(raw_embeddings, pairs)["rate"] == 1.0
+    result = lookup_attack(raw_embeddings, pairs)
+    assert result["rate"] == result["fake_rate"] == result["both_rate"] == 1.0
 
     rng = np.random.default_rng(0)
 
@@ -137,9 +138,38 @@ def test_lookup_attack_wins_on_raw_embeddings_and_not_on_pure_noise(embeddings):
     result = lookup_attack(noise, many, draws=3)
     assert result["trials"] == 3 * result["sentences"] == 3 * len(many)
     # pure noise carries no information: about 0.5 (4 standard deviations allowed)
-    assert abs(result["rate"] - 0.5) < 4 * 0.5 / np.sqrt(result["trials"])
+    for rate in ("rate", "fake_rate"):
+        assert abs(result[rate] - 0.5) < 4 * 0.5 / np.sqrt(result["trials"])
     repeated = lookup_attack(raw_embeddings, pairs, seed=2, draws=2)
     assert repeated["trials"] == 2 * len(pairs) and repeated["rate"] == 1.0
+
+
+def test_the_lookup_in_both_directions_cancels_a_preference_the_export_does_not_cause(embeddings):
+    """An export that reveals nothing (the same vector for every sentence) still favours one
+    candidate, whichever lies nearer it; handed the fake's export the lookup favours it alike,
+    so the two directions sum to one and only `both_rate` says what the export reveals."""
+    pairs = pair_source(toy_documents(60, seed=4), embeddings)
+    point = tf.constant(np.eye(DIM)[0], tf.float32)  # "smith": the candidate of its pairs it prefers
+
+    def blind(inputs, training=False):
+        return tf.broadcast_to(point, tf.shape(inputs["embeddings"]))
+
+    result = lookup_attack(blind, pairs, reference=raw_embeddings)
+    assert result["rate"] != 0.5
+    assert result["rate"] + result["fake_rate"] == pytest.approx(1.0)
+    assert result["both_rate"] == pytest.approx(0.5)
+
+
+def test_the_lookup_hands_over_the_fake_sentences_export_on_the_export_path(embeddings):
+    sentences = [s for d in toy_documents(20, seed=5) for s in prepare_document(d)]
+    pairs = PairSource(sentences, Pseudonymizer(embeddings, 3), export_path=True)
+    fakes = one_fake_per_sentence(pairs, seed=1)
+    replaced = pairs.offsets + fakes.replaced
+    # the fake's export is a pseudonymized copy of the fake sentence, not its text
+    assert not np.array_equal(fakes.shared_partner[replaced], fakes.partner[replaced])
+    fillers = np.ones(len(fakes.partner), bool)
+    fillers[[o + p for o, phi in zip(pairs.offsets, pairs.phi) for p in phi]] = False
+    np.testing.assert_array_equal(fakes.shared_partner[fillers], fakes.partner[fillers])
 
 
 def test_automatic_passes_give_an_attack_epoch_its_minimum_steps():
