@@ -309,8 +309,11 @@ def plot(results: list[dict], args, path_f1: Path, path_audit: Path, path_pareto
     save_figure(figure, path_f1)
     figure, axes = plt.subplots(figsize=(6, 4))
     for r in results:
-        history = json.loads((run_dir(r, args) / "audit" / "history.json").read_text())
-        records = history["target/fresh"]
+        history_file = run_dir(r, args) / "audit" / "history.json"
+        if not history_file.exists():  # a row run on another machine: its folder is not here
+            print(f"audit plot: no {history_file}, {r['name']} left out", flush=True)
+            continue
+        records = json.loads(history_file.read_text())["target/fresh"]
         axes.plot([h["epoch"] for h in records], [best_accuracy(h) for h in records], marker="o", label=r["name"])
     axes.axhline(0.5, color="grey", linestyle="--")
     axes.set(xlabel="audit epoch", ylabel="fresh adversary held-out accuracy (best output)", ylim=(0, 1))
