@@ -206,7 +206,9 @@ def table(rows: list[dict], sources: dict, design: tuple[int, int] | None = None
              "first); baselines over their tagger seeds. F1: the tagger retrained on the exports (as the pooling "
              f"server trains), {COLUMN_TITLES[PRIMARY]} on `test`. Strongest attack: the best held-out rate of any "
              "adversary output or the lookup on the target (chance 0.5; shared raw text counted as 1.0; the "
-             f"pseudonymized text's is the lookup on that text).{at_chance} Bound: the best attacker's mean success at "
+             "pseudonymized text's is the lookup on that text, handed the original's export: under groups it "
+             "prefers the real word whatever the export, and both directions together sit at chance, "
+             f"shared_text_lookup.md).{at_chance} Bound: the best attacker's mean success at "
              "recovering a hidden PHI token from its surrogate read exactly (uniform / wordfreq / the export's own "
              "PHI as prior); inversion: the audit's inverter, top-1 of hidden PHI tokens, beside the frequency guess.",
              "",
@@ -269,7 +271,8 @@ def main() -> None:
                         default=["export_schemes_f1_stopping", "export_schemes_f1_stopping_rep1",
                                  "export_schemes_f1_stopping_raw", "export_schemes_f1_stopping_rep1_raw",
                                  "export_schemes_f1_stopping_N500", "export_schemes_f1_stopping_rep1_N500",
-                                 "export_schemes_f1_stopping_rep2", "export_schemes_f1_stopping_rep2_N10"])
+                                 "export_schemes_f1_stopping_rep2", "export_schemes_f1_stopping_rep2_N10",
+                                 "export_schemes_f1_stopping_dann_raw"])
     parser.add_argument("--baselines", default="baselines_f1_stopping")
     parser.add_argument("--results-name", default="privacy_table")
     args = parser.parse_args()
