@@ -272,7 +272,7 @@ def main() -> None:
                                  "export_schemes_f1_stopping_raw", "export_schemes_f1_stopping_rep1_raw",
                                  "export_schemes_f1_stopping_N500", "export_schemes_f1_stopping_rep1_N500",
                                  "export_schemes_f1_stopping_rep2", "export_schemes_f1_stopping_rep2_N10",
-                                 "export_schemes_f1_stopping_dann_raw"])
+                                 "export_schemes_f1_stopping_rep2_raw", "export_schemes_f1_stopping_dann_raw"])
     parser.add_argument("--baselines", default="baselines_f1_stopping")
     parser.add_argument("--results-name", default="privacy_table")
     args = parser.parse_args()
