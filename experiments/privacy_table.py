@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from adversary.verdicts import EXPORT_PATH  # noqa: E402
 from audit_seeds import strongest_attack, target_rates  # noqa: E402
 from corpus.metrics import COLUMN_TITLES, PRIMARY  # noqa: E402
-from results_files import RESULTS, configuration_folder, git_commit, save_figure, write_results  # noqa: E402
+from results_files import RESULTS, configuration_folder, git_commit, save_figure, spread, write_results  # noqa: E402
 
 PRIORS = ("uniform", "frequency", "empirical")
 NON_PRIVATE = "GloVe + casing"  # tagger_baselines.py's name of the non-private tagger
@@ -111,15 +111,6 @@ class Gathered:
                 self.baselines["non-private tagger (raw text)"].append(row)
             elif row.get("neighbours"):
                 self.baselines[f"pseudonymized text, {row['scheme']} N={row['neighbours']}"].append(row)
-
-
-def spread(values: list[float], digits: int = 3) -> str:
-    """mean ± sd (the value alone for one, "-" for none)."""
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def per_run(found: dict[str, list], value) -> list[float]:

@@ -36,6 +36,15 @@ def over_seeds(rows: list[dict], key: str) -> str:
     return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
+def spread(values: list[float], digits: int = 3) -> str:
+    """mean ± sd (the value alone for one, "-" for none)."""
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
 def configuration_folder(name: str) -> str:
     """The folder name of a configuration's run under runs/<results name>/: "three-phase N=100,
     seed 1" -> "three-phase_N100_seed_1"."""

@@ -23,8 +23,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, load_data, sentences  # noqa: E402
 from adversary.audit import raw_embeddings  # noqa: E402
@@ -33,7 +31,7 @@ from adversary.pairs import PairSource  # noqa: E402
 from adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
 from adversary.verdicts import chance_verdict  # noqa: E402
 from representer.embeddings import load_glove_default  # noqa: E402
-from results_files import write_results  # noqa: E402
+from results_files import spread, write_results  # noqa: E402
 
 NEIGHBOURS = (10, 100, 500)
 SEEDS = (0, 1, 2)
@@ -59,14 +57,10 @@ def main() -> None:
              "export does not cause raises `rate` and lowers `fake's export` alike and leaves `both` at 0.5.", "",
              "| scheme | N | path | trials | rate mean ± sd | verdicts | fake's export mean ± sd "
              "| both mean ± sd | verdicts (both) |", "|---|---:|---|---:|---|---|---|---|---|"]
-    lines += [f"| {r['scheme']} | {r['neighbours']} | {r['path']} | {r['trials']} | {_spread(r['rates'])} "
-              f"| {', '.join(r['verdicts'])} | {_spread(r['fake_rates'])} | {_spread(r['both_rates'])} "
+    lines += [f"| {r['scheme']} | {r['neighbours']} | {r['path']} | {r['trials']} | {spread(r['rates'])} "
+              f"| {', '.join(r['verdicts'])} | {spread(r['fake_rates'])} | {spread(r['both_rates'])} "
               f"| {', '.join(r['both_verdicts'])} |" for r in rows]
     write_results("shared_text_lookup", "\n".join(lines), rows)
-
-
-def _spread(values: list[float]) -> str:
-    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}"
 
 
 def _row(scheme: str, n: int, export_path: bool, sentences: int, results: list[dict]) -> dict:
