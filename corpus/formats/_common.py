@@ -3,6 +3,7 @@ naming output files after document ids, and span ids and texts in line-based sta
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -84,3 +85,42 @@ def refuse_split(split: str | None, path: Path, format_name: str) -> None:
     """Raise if a split was asked of a format that has no named splits."""
     if split is not None:
         raise CorpusError(f"the {format_name} format has no named splits (asked for {split!r})", path)
+
+
+SPLITS_FILE = "splits.json"
+SPLITS_SEARCH_DEPTH = 2  # folders above a document folder searched for splits.json (meddocan/train/xml)
+
+
+def split_members(path: Path, split: str) -> set[str]:
+    """The ids listed under `split` in the splits file `path` (a JSON object of lists)."""
+    if not path.is_file():
+        raise CorpusError(f"split {split!r} asked for, but there is no {SPLITS_FILE}", path)
+    try:
+        splits = json.loads(read_text(path))
+    except json.JSONDecodeError as error:
+        raise CorpusError(f"malformed JSON: {error.msg}", path, f"line {error.lineno}") from None
+    if not isinstance(splits, dict) or split not in splits:
+        available = ", ".join(splits) if isinstance(splits, dict) else "none (not a JSON object)"
+        raise CorpusError(f"unknown split {split!r}; available: {available}", path)
+    if not isinstance(splits[split], list):
+        raise CorpusError(f"split {split!r} is not a list of ids", path, f"key {split!r}")
+    return {str(member) for member in splits[split]}
+
+
+def document_split(files: list[Path], folder: Path, split: str | None) -> list[Path]:
+    """The files (one document each, the stem its id) of the documents listed under `split` in
+    the nearest splits.json, looked for in `folder` and up to `SPLITS_SEARCH_DEPTH` folders above
+    it (MEDDOCAN keeps one beside train/ and dev/); all of `files` without a split. A listed id
+    with no file is an error: a split read partly would change every result computed from it."""
+    if split is None:
+        return files
+    candidates = [folder, *list(folder.parents)[:SPLITS_SEARCH_DEPTH]]
+    splits_file = next((place / SPLITS_FILE for place in candidates if (place / SPLITS_FILE).is_file()),
+                       folder / SPLITS_FILE)
+    members = split_members(splits_file, split)
+    by_id = {file.stem: file for file in files}
+    absent = sorted(members - by_id.keys())
+    if absent:
+        raise CorpusError(f"split {split!r} lists {len(absent)} document(s) with no file in {folder}: "
+                          f"{', '.join(absent[:5])}{' ...' if len(absent) > 5 else ''}", splits_file)
+    return [file for file in files if file.stem in members]

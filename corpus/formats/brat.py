@@ -26,6 +26,7 @@ from corpus.categories import I2B2_TYPES, PHI_TYPES
 from corpus.document import Document, Span
 from corpus.errors import CorpusError, warn_or_raise
 from corpus.formats._common import (
+    document_split,
     input_files,
     is_empty,
     one_line,
@@ -42,9 +43,11 @@ _LINE_KINDS = {"#": "note", "A": "attribute", "M": "attribute", "R": "relation",
 
 
 def read(path: Path, *, strict: bool = False, split: str | None = None, overlaps: bool = False) -> Iterator[Document]:
-    """Documents from a .txt file or a folder of .txt files, each with its .ann beside it."""
-    refuse_split(split, path, "BRAT")
-    for text_file in input_files(path, ".txt", strict):
+    """Documents from a .txt file or a folder of .txt files, each with its .ann beside it. A
+    `split` keeps the documents listed under it in the nearest splits.json (`document_split`)."""
+    if split is not None and path.is_file():
+        refuse_split(split, path, "single-file BRAT")
+    for text_file in document_split(input_files(path, ".txt", strict), path, split):
         text = read_text(text_file)
         if is_empty(text, text_file, strict):
             continue

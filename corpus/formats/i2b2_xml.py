@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape
 
 from corpus.document import Document, Span
 from corpus.errors import CorpusError
-from corpus.formats._common import input_files, is_empty, output_files, refuse_split, span_ids
+from corpus.formats._common import document_split, input_files, is_empty, output_files, refuse_split, span_ids
 
 ROOTS = ("deIdi2b2", "MEDDOCAN")
 _REQUIRED = ("start", "end", "text", "TYPE")
@@ -27,9 +27,11 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def read(path: Path, *, strict: bool = False, split: str | None = None, overlaps: bool = False) -> Iterator[Document]:
-    """Documents from a .xml file or a folder of them; the file stem is the document id."""
-    refuse_split(split, path, "i2b2 XML")
-    for file in input_files(path, ".xml", strict):
+    """Documents from a .xml file or a folder of them; the file stem is the document id. A
+    `split` keeps the documents listed under it in the nearest splits.json (`document_split`)."""
+    if split is not None and path.is_file():
+        refuse_split(split, path, "single-file i2b2 XML")
+    for file in document_split(input_files(path, ".xml", strict), path, split):
         data = file.read_bytes()
         if not is_empty(data, file, strict):
             yield _document(file, data, overlaps)

@@ -10,14 +10,13 @@ type, and ends after it is merged with it (a warning): the corpus has one such p
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from corpus.document import Document, Span
 from corpus.errors import CorpusError, warn_or_raise
-from corpus.formats._common import is_empty, one_line, read_text, standoff_text
+from corpus.formats._common import SPLITS_FILE, is_empty, one_line, read_text, split_members, standoff_text
 
 TEXT_FILE = "id.text"
 _START = re.compile(r"START_OF_RECORD=([^\s|]+)\|\|\|\|([^\s|]+)\|\|\|\|")
@@ -36,7 +35,7 @@ def read(path: Path, *, strict: bool = False, split: str | None = None, overlaps
     notes = dict(_records(content, text_file, strict))
     phrase_file = _phrase_file(text_file)
     spans = _phrases(phrase_file, notes, strict) if phrase_file.is_file() else {}
-    patients = _split_patients(text_file.parent / "splits.json", split) if split is not None else None
+    patients = split_members(text_file.parent / SPLITS_FILE, split) if split is not None else None
     for (patient, note), text in notes.items():
         if patients is None or patient in patients:
             document = Document(f"{patient}-{note}", text, tuple(spans.get((patient, note), ())))
@@ -115,18 +114,6 @@ def _extends(previous: Span, span: Span, text: str) -> bool:
     corpus has one such pair), both matching the text."""
     return (previous.source_type == span.source_type and previous.start < span.start < previous.end < span.end
             and all(text[s.start:s.end] == s.text for s in (previous, span)))
-
-
-def _split_patients(path: Path, split: str) -> set[str]:
-    if not path.is_file():
-        raise CorpusError(f"split {split!r} asked for, but there is no splits.json", path)
-    try:
-        splits = json.loads(read_text(path))
-    except json.JSONDecodeError as error:
-        raise CorpusError(f"malformed JSON: {error.msg}", path, f"line {error.lineno}") from None
-    if split not in splits:
-        raise CorpusError(f"unknown split {split!r}; available: {', '.join(splits)}", path)
-    return {str(patient) for patient in splits[split]}
 
 
 def write(documents: Iterable[Document], path: Path) -> None:

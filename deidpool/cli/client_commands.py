@@ -126,7 +126,7 @@ def export(
     provider_key: Path = typer.Option(..., "--provider-key", help="The pinned provider public key (provider.pub)."),
     notes: Path = typer.Option(..., "--notes", help="PHI-labeled notes (file or folder, as --format needs)."),
     fmt: str = typer.Option(..., "--format", help="Format of the notes: i2b2, meddocan, brat, physionet, conll, json."),
-    split: str | None = typer.Option(None, "--split", help="Read only this named split (PhysioNet splits.json)."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest splits.json: PhysioNet, MEDDOCAN)."),
     server_key: Path = typer.Option(..., "--server-key", help="The server's X25519 public key "
                                                               "(server-encryption.pub)."),
     key: Path = typer.Option(..., "--key", help="The institution's private key (institution.key)."),

@@ -71,7 +71,7 @@ def convert(
     out: Path = typer.Argument(..., help="Output file or folder (as --to needs); replaced only once complete."),
     from_format: str = typer.Option(..., "--from", help="Input format: i2b2, meddocan, brat, physionet, conll, json."),
     to_format: str = typer.Option(..., "--to", help="Output format (same choices)."),
-    split: str | None = typer.Option(None, "--split", help="Read only this named split (PhysioNet splits.json)."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest splits.json: PhysioNet, MEDDOCAN)."),
     strict: bool = typer.Option(False, "--strict", help="Treat suspicious input (warnings) as errors."),
 ) -> None:
     """Convert annotated notes from one format to another."""
@@ -85,7 +85,7 @@ def convert(
 def stats(
     source: Path = typer.Argument(..., help="Input file or folder (as --format needs)."),
     fmt: str = typer.Option(..., "--format", help=f"Input format: {', '.join(FORMATS)}."),
-    split: str | None = typer.Option(None, "--split", help="Read only this named split (PhysioNet splits.json)."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest splits.json: PhysioNet, MEDDOCAN)."),
     embeddings: str = typer.Option("glove", "--embeddings", help="Embeddings for the OOV rate (glove, fasttext:PATH, "
                                    "word2vec:PATH, glove-text:PATH) or 'none'."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the tables."),

@@ -21,7 +21,7 @@ def pseudonymize(
                                    help="N: pick among the N nearest neighbours (itself included)."),
     embeddings: str = typer.Option("glove", "--embeddings",
                                    help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
-    split: str | None = typer.Option(None, "--split", help="Read only this named split (PhysioNet splits.json)."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest splits.json: PhysioNet, MEDDOCAN)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the replacements."),
 ) -> None:
     """Replace every PHI token by a random one of its N nearest embedding neighbours."""

@@ -177,9 +177,42 @@ def test_non_utf8_file_is_an_error_naming_the_byte_offset(tmp_path, fmt, name):
     assert "not UTF-8" in error.reason and error.where == "byte offset 3" and name in str(error)
 
 
-@pytest.mark.parametrize("fmt", ["i2b2", "brat", "json", "conll"])
+@pytest.mark.parametrize("fmt", ["json", "conll"])
 def test_split_is_refused_by_formats_without_splits(tmp_path, fmt):
     assert "no named splits" in read_error(tmp_path, fmt, split="test").reason
+
+
+@pytest.mark.parametrize("fmt", ["meddocan", "brat"])
+def test_split_of_document_folders_reads_the_nearest_splits_json(tmp_path, fmt):
+    """A split of a folder of per-document files keeps the ids listed in splits.json, found in the
+    folder or up to two above it (MEDDOCAN: meddocan/splits.json beside train/xml)."""
+    folder = tmp_path / "corpus" / "train" / fmt
+    write_corpus(DOCUMENTS, folder, fmt)
+    write_file(tmp_path / "corpus" / "splits.json", json.dumps({"site_a": ["12-2", "7-1"], "provider": ["12-1"]}))
+    assert [d.id for d in read_corpus(folder, fmt, split="site_a")] == ["12-2", "7-1"]
+    assert [d.id for d in read_corpus(folder, fmt, split="provider")] == ["12-1"]
+    assert len(read_corpus(folder, fmt)) == 3
+
+
+@pytest.mark.parametrize("splits, message", [
+    ({"site_a": ["12-1"]}, "unknown split 'test'; available: site_a"),
+    ({"test": ["12-1", "99-1"]}, "lists 1 document(s) with no file"),
+    ({"test": "12-1"}, "is not a list of ids"),
+    (None, "there is no splits.json"),
+])
+def test_bad_document_splits_are_errors_naming_the_file(tmp_path, splits, message):
+    folder = tmp_path / "xml"
+    write_corpus(DOCUMENTS, folder, "meddocan")
+    if splits is not None:
+        write_file(folder / "splits.json", json.dumps(splits))
+    error = read_error(folder, "meddocan", split="test")
+    assert message in error.reason
+    assert "splits.json" in str(error)
+
+
+def test_split_of_a_single_document_file_is_refused(tmp_path):
+    write_corpus(DOCUMENTS, tmp_path / "xml", "meddocan")
+    assert "no named splits" in read_error(tmp_path / "xml" / "12-1.xml", "meddocan", split="test").reason
 
 
 # -- i2b2 / MEDDOCAN XML -------------------------------------------------------------------

@@ -53,6 +53,21 @@ def test_physionet_splits_partition_the_corpus(physionet_dir, physionet):
     assert sorted(d.id for part in parts for d in part) == sorted(d.id for d in physionet)
 
 
+def test_meddocan_federation_splits_partition_train_by_journal(meddocan_dir, meddocan):
+    """provider 200 documents, three sites of 100, together all of train; no journal (the id's first
+    part) is held by two parties; the BRAT and XML readers pick the same documents."""
+    parties = ("provider", "site_a", "site_b", "site_c")
+    xml = {name: read_corpus(meddocan_dir / "train" / "xml", "meddocan", split=name) for name in parties}
+    brat = {name: read_corpus(meddocan_dir / "train" / "brat", "brat", split=name) for name in parties}
+    assert {name: len(documents) for name, documents in xml.items()} == {
+        "provider": 200, "site_a": 100, "site_b": 100, "site_c": 100}
+    assert {name: [d.id for d in documents] for name, documents in brat.items()} == {
+        name: [d.id for d in documents] for name, documents in xml.items()}
+    assert sorted(d.id for documents in xml.values() for d in documents) == sorted(d.id for d in meddocan["train"][1])
+    journals = {name: {d.id.split("-")[0] for d in documents} for name, documents in xml.items()}
+    assert all(journals[a].isdisjoint(journals[b]) for a in parties for b in parties if a < b)
+
+
 def test_every_gold_span_matches_the_text(corpora):
     for documents in corpora.values():
         for document in documents:
