@@ -20,7 +20,8 @@ sides are never hits); categories are ignored.
   span of that side, and HIPAA spans are those whose `Span.hipaa` is true.
 `*_hipaa` keep only the HIPAA spans on both sides, `*_all` keep every span.
 
-Entity-level, on spans labelled by `key` (`Span.type`, the i2b2 type, or `Span.category`):
+Entity-level, on spans labelled by `key` (`Span.type`, the i2b2 type, `Span.category`, or
+`Span.source_type`, the corpus's own label, as the MEDDOCAN script compares them):
 - strict: a prediction matches a gold span with the same start, end and label;
 - relaxed: a prediction matches a gold span with the same label that shares at least one
   character with it ([a, b) and [c, d) overlap iff a < d and c < b).
@@ -36,7 +37,8 @@ precision and recall, and macro F1 is their harmonic mean. Any ratio 0/0 is 0. E
 measure carries its report name under "measure", and under "f1_interval" the 95% percentile
 bootstrap interval of its micro F1 over documents (`f1_interval`: the documents resampled
 with replacement 1000 times, seed 0). Two taggers scored on the same documents are compared by
-`f1_difference_interval`, the paired bootstrap interval of their F1 difference.
+`f1_difference_interval`, the paired bootstrap interval of their F1 difference, on the
+per-document counts of `document_counts`.
 
 `score_row` flattens the headline measures into `<measure>_<part>` keys for result files and
 tables, and `COLUMN_TITLES` names each such key with its measure and tokenization.
@@ -227,7 +229,7 @@ def f1_difference_interval(pairs: Sequence[tuple[Sequence[Counts], Sequence[Coun
     micro F1(second): each resample draws the documents once, with replacement, and scores both
     sides of every pair on those same documents, so what the two taggers share (the notes'
     difficulty) cancels. Every sequence holds the counts of the same documents in the same order
-    (`primary_counts`); several pairs are e.g. one per seed."""
+    (`document_counts`); several pairs are e.g. one per seed."""
     documents = {len(side) for pair in pairs for side in pair}
     if len(documents) != 1 or 0 in documents:
         raise ValueError(f"every side must count the same documents, at least one (got {sorted(documents)})")
@@ -269,31 +271,43 @@ def _breakdown(pairs: Sequence[_Pair], group: Callable[[Span], str], matches: Ma
     return result
 
 
-def primary_counts(gold_docs: Iterable[Document], pred_docs: Iterable[Document]) -> list[Counts]:
-    """The primary measure's counts (official i2b2 2014 token HIPAA) of every document, in
-    document-id order: one side of `f1_difference_interval`."""
-    return [official_token_counts(p.text, filter(is_hipaa, p.gold), filter(is_hipaa, p.pred))
-            for p in _pair_documents(gold_docs, pred_docs)]
+_EVERY = lambda span: True  # noqa: E731
+# token measure -> (counting function, the spans it keeps on both sides)
+_TOKEN_MEASURES = {"token_official_hipaa": (official_token_counts, is_hipaa),
+                   "token_official_all": (official_token_counts, _EVERY),
+                   "token_hipaa": (token_counts, attrgetter("hipaa")),
+                   "token_all": (token_counts, _EVERY)}
+_ENTITY_MATCHES = {"entity_strict": strict_match, "entity_relaxed": relaxed_match}
+ENTITY_KEYS = ("type", "category", "source_type")
+
+
+def _pair_counts(pairs: Sequence[_Pair], measure: str, key: str) -> list[Counts]:
+    if measure in _TOKEN_MEASURES:
+        count, keep = _TOKEN_MEASURES[measure]
+        return [count(p.text, filter(keep, p.gold), filter(keep, p.pred)) for p in pairs]
+    match = _ENTITY_MATCHES[measure](attrgetter(key))
+    return [entity_counts(p.gold, p.pred, match) for p in pairs]
+
+
+def document_counts(gold_docs: Iterable[Document], pred_docs: Iterable[Document],
+                    measure: str = "token_official_hipaa", key: str = "type") -> list[Counts]:
+    """The counts of `measure` (a key of `MEASURES`; entity measures label spans by `key`) of
+    every document, in document-id order: one side of `f1_difference_interval`."""
+    if measure not in MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; choose one of: {', '.join(MEASURES)}")
+    return _pair_counts(_pair_documents(gold_docs, pred_docs), measure, key)
 
 
 def evaluate_corpus(gold_docs: Iterable[Document], pred_docs: Iterable[Document], key: str = "type") -> dict:
     """All scores of `pred_docs` against `gold_docs`; entity labels are `Span.<key>`."""
-    if key not in ("type", "category"):
-        raise ValueError(f"key must be 'type' or 'category', not {key!r}")
+    if key not in ENTITY_KEYS:
+        raise ValueError(f"key must be one of {', '.join(ENTITY_KEYS)}, not {key!r}")
     pairs = _pair_documents(gold_docs, pred_docs)
-    every = lambda span: True  # noqa: E731
-    result = {}
-    for name, count, keep in (("token_official_hipaa", official_token_counts, is_hipaa),
-                              ("token_official_all", official_token_counts, every),
-                              ("token_hipaa", token_counts, attrgetter("hipaa")),
-                              ("token_all", token_counts, every)):
-        result[name] = {"measure": MEASURES[name],
-                        **_summary([count(p.text, filter(keep, p.gold), filter(keep, p.pred)) for p in pairs])}
-    label = attrgetter(key)
-    for name, match in (("entity_strict", strict_match(label)), ("entity_relaxed", relaxed_match(label))):
-        result[name] = {"measure": MEASURES[name], **_summary([entity_counts(p.gold, p.pred, match) for p in pairs]),
-                        "per_category": _breakdown(pairs, attrgetter("category"), match),
-                        "per_type": _breakdown(pairs, attrgetter("type"), match)}
+    result = {name: {"measure": MEASURES[name], **_summary(_pair_counts(pairs, name, key))} for name in _TOKEN_MEASURES}
+    for name, match in _ENTITY_MATCHES.items():
+        result[name] = {"measure": MEASURES[name], **_summary(_pair_counts(pairs, name, key)),
+                        "per_category": _breakdown(pairs, attrgetter("category"), match(attrgetter(key))),
+                        "per_type": _breakdown(pairs, attrgetter("type"), match(attrgetter(key)))}
     return result
 
 

@@ -27,7 +27,7 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval, primary_counts  # noqa: E402
+from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, document_counts, f1_difference_interval  # noqa: E402
 from federation import DATA, PATTERNS, REPO, RESULTS, predictions  # noqa: E402
 
 COMPARISONS = (("pooled", "provider-only", "pooled - provider-only", "target >= +3 in every seed"),
@@ -115,7 +115,7 @@ def main() -> None:
             for name, key in named:
                 predicted = predictions(folder, name, {"test": test}, vectors)["test"]
                 for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d) for d in predicted])):
-                    counts[seed, key, suffix] = primary_counts(test, found)
+                    counts[seed, key, suffix] = document_counts(test, found)
                     stored = recorded[f"{name}{suffix}@test"][PRIMARY]
                     if abs(f1(counts[seed, key, suffix]) - stored) > 1e-9:
                         raise SystemExit(f"seed {seed}, {key}{suffix}: rescored F1 "

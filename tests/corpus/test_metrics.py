@@ -10,11 +10,11 @@ from corpus.metrics import (
     COLUMN_TITLES,
     PRIMARY,
     Counts,
+    document_counts,
     evaluate_corpus,
     f1_difference_interval,
     f1_interval,
     format_report,
-    primary_counts,
     score_row,
 )
 from deidpool.cli import app
@@ -296,18 +296,31 @@ def test_the_bootstrap_resamples_notes_with_a_fixed_seed():
     assert f1_interval([]) == (0.0, 0.0)
 
 
-def test_primary_counts_are_the_primary_measure_note_by_note_in_id_order():
+def test_document_counts_are_the_primary_measure_note_by_note_in_id_order():
     gold, pred = notes(8)
-    counts = primary_counts(gold[::-1], pred)
+    counts = document_counts(gold[::-1], pred)
     expected = [evaluate_corpus([g], [p])["token_official_hipaa"] for g, p in sorted(
         zip(gold, pred), key=lambda pair: pair[0].id)]
     assert [(c.tp, c.fp, c.fn) for c in counts] == [(s["tp"], s["fp"], s["fn"]) for s in expected]
     assert sum(counts, Counts()).as_dict()["f1"] == evaluate_corpus(gold, pred)["token_official_hipaa"]["f1"]
 
 
+def test_document_counts_of_entity_measures_label_spans_by_the_asked_key():
+    """MEDDOCAN's script compares the corpus's own types: two source types of one i2b2 type
+    (a patient's and a doctor's name are both NAME categories) match by category, not by source type."""
+    text = "Ana vio a Luis."
+    gold = [Document("a", text, (Span(0, 3, "NOMBRE_SUJETO_ASISTENCIA", "Ana"),))]
+    pred = [Document("a", text, (Span(0, 3, "NOMBRE_PERSONAL_SANITARIO", "Ana"),))]
+    assert document_counts(gold, pred, "entity_strict", key="category") == [Counts(1, 0, 0)]
+    assert document_counts(gold, pred, "entity_strict", key="source_type") == [Counts(0, 1, 1)]
+    assert evaluate_corpus(gold, pred, key="source_type")["entity_strict"]["f1"] == 0
+    with pytest.raises(ValueError, match="unknown measure"):
+        document_counts(gold, pred, "entity_exact")
+
+
 def test_the_paired_difference_interval_cancels_what_two_taggers_share():
     gold, pred = notes(40)
-    better = primary_counts(gold, pred)
+    better = document_counts(gold, pred)
     worse = [Counts(c.tp, c.fp + 1, c.fn) for c in better]  # one more false positive in every note
     f1 = sum(better, Counts()).as_dict()["f1"] - sum(worse, Counts()).as_dict()["f1"]
     low, high = f1_difference_interval([(better, worse)])
