@@ -29,21 +29,22 @@ R(s) can only drop out), so the restrictions below make the bound conservative:
 - words: the rows of the neighbour vocabulary (the first `embeddings.neighbour_vocab`; their
   candidates from `Pseudonymizer.candidate_table`, only themselves when not replaceable), plus
   the export's own PHI words outside it (the word and its N - 1 neighbours in the neighbour
-  vocabulary), but not the other rows of the vocabulary. A surrogate is identified with the
-  vocabulary entry it names (lower-cased in GloVe); its casing follows the original, which
-  leaks the original's casing shape, not its word.
+  vocabulary; for a word without a vector of its own, those of its category's stand-in, so that
+  one such word in two categories is two originals), but not the other rows of the vocabulary.
+  A surrogate is identified with the vocabulary entry it names (lower-cased in GloVe); its
+  casing follows the original, which leaks the original's casing shape, not its word.
 - numbers (ASCII digits): every number of the token's digit count in its category (AGE has
   its own ranges), enumerated up to `ENUMERATED_WIDTH` digits and in blocks of equal
   candidate range and frequency beyond.
 - the attacker is told whether the original was a number or a word (the two are bounded apart).
 
-Tokens with a single candidate (stop words, punctuation, out-of-vocabulary words, anything
-when N = 1) stay in the export as they are: they are counted as not hidden and left out of
-the success statistics. `reidentification_bound`'s report never names a token (it is
-computed over gold PHI). The first bound of an embedding and N computes its neighbour table
-(GloVe, N = 100: about a minute), the first of an embedding and language the wordfreq
-frequencies of its rows (a second); later ones read them from the cache. What no export
-changes is also kept in memory for the next one.
+Tokens with a single candidate (punctuation, anything when N = 1) stay in the export as they
+are: they are counted as not hidden and left out of the success statistics.
+`reidentification_bound`'s report never names a token (it is computed over gold PHI). The
+first bound of an embedding and N computes its neighbour table (GloVe, N = 100: about a
+minute), the first of an embedding and language the wordfreq frequencies of its rows (a
+second); later ones read them from the cache. What no export changes is also kept in memory
+for the next one.
 """
 
 from __future__ import annotations
@@ -188,7 +189,10 @@ def _word_success(words: dict[tuple[str, str], Sequence[str]], occurrences: Coun
     originals = {}  # token -> original id
     own = {}  # original id -> candidate ids, for the export's words
     for token, found in words.items():
-        original = originals[token] = ids.setdefault(vocabulary_entry(token[0], embeddings), len(ids))
+        entry = vocabulary_entry(token[0], embeddings)
+        if not (embeddings.is_known(token[0]) or embeddings.embeds_unknown_words):
+            entry = (entry, token[1])  # without a vector: its candidates are its category's
+        original = originals[token] = ids.setdefault(entry, len(ids))
         if original not in own:
             own[original] = np.array([ids.setdefault(vocabulary_entry(w, embeddings), len(ids)) for w in found],
                                      dtype=np.int32)
@@ -202,7 +206,7 @@ def _word_success(words: dict[tuple[str, str], Sequence[str]], occurrences: Coun
     surr = np.concatenate([table[rows[valid], columns[valid]], *own.values()])
     rows_frequency = embeddings.kept(("frequency", frequency.language, len(vocabulary)),
                                      lambda: _vocabulary_frequencies(embeddings, vocabulary, frequency.language))
-    outside = [frequency(word) for word in list(ids)[len(vocabulary):]]
+    outside = [frequency(entry if isinstance(entry, str) else entry[0]) for entry in list(ids)[len(vocabulary):]]
     result: dict[tuple[str, str], dict[str, float]] = {token: {} for token in words}
     for name, prior in _priors(np.concatenate([rows_frequency, outside])).items():
         best, ties = _bayes(orig, surr, prior, len(ids))

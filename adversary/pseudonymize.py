@@ -1,7 +1,9 @@
 """Automatic word-level pseudonymization (METHOD.md): a PHI token becomes a uniform draw from
 its candidates (`Pseudonymizer.candidates`), which are its N nearest embedding neighbours
-(itself included) for a word and plausible surrogates of the same shape for a number; stop
-words, punctuation and out-of-vocabulary tokens stay.
+(itself included) for a word and plausible surrogates of the same shape for a number. Every
+token with a letter or a digit is replaced, function words included; only punctuation stays. A
+word without a vector of its own (out of vocabulary, e.g. a rare surname under GloVe) takes the
+candidates of its category's stand-in (`STAND_INS`), which do not depend on the word.
 
 Number surrogates (`number_candidates`) keep the digit count and zero padding of the token
 they replace ("7" -> "1".."9", "09" -> "01".."12", "12" -> "10".."12") and stay in the
@@ -37,14 +39,22 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from gensim.parsing.preprocessing import STOPWORDS
 
 from adversary.schemes import SCHEMES
 from corpus.casing import casing_ids
+from corpus.categories import PHI_TYPES
 from corpus.document import Document, Span
 from corpus.prepare import LabeledSentence, prepare_document
 from corpus.tokenize import Token
 from representer.embeddings import Embeddings
+
+STAND_INS = {"NAME": "smith", "LOCATION": "boston", "PROFESSION": "nurse", "AGE": "teenager", "DATE": "monday",
+             "CONTACT": "email", "ID": "code", "OTHER": "other"}
+"""By i2b2 category (`corpus.categories`), the vocabulary word whose candidates a PHI word without a
+vector of its own takes: "Przybylo" (a NAME) becomes a draw among the candidates of "smith", in
+its casing ("Jones"), whatever the word was. English words, for GloVe (FastText embeds every
+word); a category not in the table takes OTHER's, and embeddings without the word their most
+frequent word (`Pseudonymizer.stand_in`)."""
 
 
 def same_casing(replacement: str, original: str) -> str:
@@ -116,21 +126,23 @@ def number_candidates(word: str, category: str | None = None) -> NumberCandidate
 
 def number_block(word: str, category: str | None = None) -> NumberCandidates:
     """The surrogates of the number `word` under the groups scheme: the block of `word`'s
-    value, a partition of the numbers of its digit count and padding (every number of a block
-    has that block), so that a surrogate says nothing about which number of its block it
-    replaced. Blocks: AGE 0..89 and 90..119; 1-2 digits 1..12, 13..31, 32..59; 4-digit years
-    1900..2099 in twenty-year blocks from 1900; each stretch of numbers between those blocks
-    is a block of its own ("00", "60".."99", "1000".."1899")."""
+    value, a partition of the numbers of its digit count and padding (one digit: "0".."9" alike)
+    in which every number of a block has that block, so that a surrogate says nothing about
+    which number of its block it replaced, and no number is alone in its block. Blocks: AGE
+    0..89 and 90..119; 1-2 digits 0..12, 13..31, 32..59; 4-digit years 1900..2099 in twenty-year
+    blocks from 1900; each stretch of numbers between those blocks is a block of its own
+    ("60".."99", "1000".."1899")."""
     width, value = len(word), int(word)
     if category == "AGE":
         blocks = [(0, 89), (90, 119)]
     elif width <= 2:
-        blocks = [(1, 12), (13, 31), (32, 59)]
+        blocks = [(0, 12), (13, 31), (32, 59)]
     elif width == 4:
         blocks = [(year, year + 19) for year in range(1900, 2100, 20)]
     else:
         blocks = []
-    low, high = (0, 10 ** (width - 1) - 1) if word.startswith("0") else (10 ** (width - 1), 10 ** width - 1)
+    padded = word.startswith("0") and width > 1
+    low, high = (0, 10 ** (width - 1) - 1) if padded else (10 ** (width - 1) if width > 1 else 0, 10 ** width - 1)
     for start, stop in blocks:
         if start <= value <= stop:
             return NumberCandidates(range(max(start, low), min(stop, high) + 1), width)
@@ -157,21 +169,33 @@ class Pseudonymizer:
         self._word_candidates: dict[str, tuple[str, ...]] = {}  # pairs and exports draw for the same words again
 
     def replaceable(self, word: str) -> bool:
-        """Whether `word` would be replaced: a number (its surrogates need no vocabulary), or a
-        word that is not a stop word or punctuation and has a vector of its own: in the
-        vocabulary, or any word under FastText, whose subwords would spell an unknown one out."""
-        return _is_number(word) or (any(c.isalnum() for c in word) and word.lower() not in STOPWORDS
-                                    and (self.embeddings.is_known(word) or self.embeddings.embeds_unknown_words))
+        """Whether `word` would be replaced: whenever it has a letter or a digit (only punctuation
+        stays)."""
+        return any(c.isalnum() for c in word)
+
+    def stand_in(self, category: str | None) -> str:
+        """The word whose candidates a word of PHI category `category` without a vector takes:
+        `STAND_INS`' word for its i2b2 category, or, when the embeddings do not know it, the most
+        frequent replaceable word of the neighbour vocabulary that is not a number."""
+        phi = PHI_TYPES.get(category or "")
+        word = STAND_INS.get(phi.category if phi else category, STAND_INS["OTHER"])
+        if self.embeddings.is_known(word):
+            return word
+        rows = np.flatnonzero(self.replaceable_rows() & ~self.number_rows())
+        return self.embeddings.kv.index_to_key[rows[0]] if len(rows) else word
 
     def candidates(self, word: str, category: str | None = None) -> Sequence[str]:
         """The words a pseudonym of `word` (a token of PHI category `category`, e.g. "DATE")
         is drawn from, uniformly, before it takes `word`'s casing: [`word`] when N = 1 or
         `word` is not replaceable, `number_candidates` for a number (whatever N), else
-        `word` and its N - 1 nearest embedding neighbours."""
+        `word` and its N - 1 nearest embedding neighbours (for "groups" its group), those of
+        `stand_in(category)` for a word without a vector of its own."""
         if self.neighbours == 1 or not self.replaceable(word):
             return [word]
         if _is_number(word):
             return (number_block if self.scheme == "groups" else number_candidates)(word, category)
+        if not (self.embeddings.is_known(word) or self.embeddings.embeds_unknown_words):
+            word = self.stand_in(category)
         if word not in self._word_candidates:
             self._word_candidates[word] = tuple(self._group(word) if self.scheme == "groups"
                                                 else self.embeddings.neighbours(word, self.neighbours))

@@ -17,8 +17,8 @@ from representer.embeddings import Embeddings
 
 # Words at angles (degrees) on the unit circle, so that with N = 2 each word's candidates are
 # itself and its nearest word in angle. "dijon" lies outside the neighbour vocabulary (all rows
-# but the last); "zqxw" and "zqxy" are unknown to wordfreq; "and" is a stop word (never
-# replaced); "2010" is a number, no word original. Nearest neighbours: paris <-> lyon,
+# but the last); "zqxw" and "zqxy" are unknown to wordfreq; "and" is a function word, replaced
+# like any other; "2010" is a number, no word original. Nearest neighbours: paris <-> lyon,
 # nantes -> lyon, 2010 -> nantes, rennes <-> brest, zqxw <-> zqxy, rome <-> and, dijon -> lyon.
 # wordfreq: paris > lyon > nantes, brest > rennes, and > rome.
 ANGLES = {"paris": 0, "lyon": 10, "nantes": 25, "2010": 55, "rennes": 100, "brest": 110, "zqxw": 150,
@@ -49,36 +49,36 @@ def success(report, category, what, prior):
 
 def test_toy_graph_by_hand(toy):
     tokens = [("Paris", "CITY"), ("paris", "CITY"), ("Lyon", "CITY"), ("nantes", "CITY"), ("and", "CITY"),
-              ("xyzzyq", "CITY"), ("Rennes", "NAME"), ("brest", "NAME"), ("zqxw", "NAME"), ("rome", "NAME"),
+              (",", "CITY"), ("Rennes", "NAME"), ("brest", "NAME"), ("zqxw", "NAME"), ("rome", "NAME"),
               (",", "NAME")]
     report = reidentification_bound(tokens, toy)
     assert report["neighbours"] == 2 and report["priors"] == ["uniform", "frequency", "empirical"]
     city, name, overall = report["categories"]["CITY"], report["categories"]["NAME"], report["overall"]
-    assert (city["occurrences"], city["hidden"], city["not_hidden"]) == (6, 4, 2)  # "and", "xyzzyq" stay
-    assert (name["occurrences"], name["hidden"], name["not_hidden"]) == (5, 4, 1)  # "," stays
-    assert (overall["occurrences"], overall["hidden"], overall["not_hidden"]) == (11, 8, 3)
+    assert (city["occurrences"], city["hidden"], city["not_hidden"]) == (6, 5, 1)  # "," stays
+    assert (name["occurrences"], name["hidden"], name["not_hidden"]) == (5, 4, 1)
+    assert (overall["occurrences"], overall["hidden"], overall["not_hidden"]) == (11, 9, 2)
     assert overall["one_over_n"] == 0.5
     # Uniform: mean over s in C(o) of 1/|R(s)|, with R(paris) = {paris, lyon},
     # R(lyon) = {lyon, paris, nantes}, R(nantes) = {nantes}, R(rennes) = R(brest) = {rennes, brest},
-    # R(zqxw) = {zqxw, zqxy}, R(rome) = {rome} ("and" stays itself), R(and) = {and, rome}:
-    # paris, lyon (1/2 + 1/3) / 2 = 5/12; nantes (1 + 1/3) / 2 = 2/3; rennes, brest, zqxw 1/2 = 1/N;
-    # rome (1 + 1/2) / 2 = 3/4.
-    assert success(report, "CITY", "mean", "uniform") == pytest.approx((3 * 5 / 12 + 2 / 3) / 4)
+    # R(zqxw) = {zqxw, zqxy}, R(rome) = R(and) = {rome, and}:
+    # paris, lyon (1/2 + 1/3) / 2 = 5/12; nantes (1 + 1/3) / 2 = 2/3; and, rennes, brest, zqxw,
+    # rome 1/2 = 1/N.
+    assert success(report, "CITY", "mean", "uniform") == pytest.approx((3 * 5 / 12 + 2 / 3 + 1 / 2) / 5)
     assert success(report, "CITY", "worst", "uniform") == pytest.approx(2 / 3)
-    assert success(report, "NAME", "mean", "uniform") == pytest.approx((3 / 2 + 3 / 4) / 4)
-    assert success(report, "NAME", "worst", "uniform") == pytest.approx(3 / 4)
+    assert success(report, "NAME", "mean", "uniform") == pytest.approx(1 / 2)
+    assert success(report, "NAME", "worst", "uniform") == pytest.approx(1 / 2)
     # Frequency: the attacker guesses paris from paris and lyon: paris 1, lyon 0, nantes 1/2;
-    # brest 1, rennes 0; zqxw and zqxy tie at the floor: 1/2; and beats rome: rome 1/2.
-    assert success(report, "CITY", "mean", "frequency") == pytest.approx((1 + 1 + 0 + 1 / 2) / 4)
+    # brest 1, rennes 0; zqxw and zqxy tie at the floor: 1/2; and beats rome: and 1, rome 0.
+    assert success(report, "CITY", "mean", "frequency") == pytest.approx((1 + 1 + 0 + 1 / 2 + 1) / 5)
     assert success(report, "CITY", "worst", "frequency") == 1.0
-    assert success(report, "NAME", "mean", "frequency") == pytest.approx((0 + 1 + 1 / 2 + 1 / 2) / 4)
+    assert success(report, "NAME", "mean", "frequency") == pytest.approx((0 + 1 + 1 / 2 + 0) / 4)
     # Empirical: by category and casing shape, CITY "Paris" and "Lyon" tie at either surrogate
-    # (1/2 each), CITY "paris" and "nantes" (1 + 1/2) / 2 each (both can become lyon); every NAME
-    # token is alone in its shape or among originals its surrogates cannot come from: 1.
-    assert success(report, "CITY", "mean", "empirical") == pytest.approx(5 / 8)
+    # (1/2 each), CITY "paris" and "nantes" (1 + 1/2) / 2 each (both can become lyon), "and" 1;
+    # every NAME token is alone in its shape or among originals its surrogates cannot come from: 1.
+    assert success(report, "CITY", "mean", "empirical") == pytest.approx(7 / 10)
     assert success(report, "NAME", "mean", "empirical") == 1.0
-    assert report["overall"]["mean_success"] == pytest.approx({"uniform": 25 / 48, "frequency": 9 / 16,
-                                                               "empirical": 13 / 16})
+    assert report["overall"]["mean_success"] == pytest.approx({"uniform": 53 / 108, "frequency": 5 / 9,
+                                                               "empirical": 5 / 6})
 
 
 def test_word_outside_neighbour_vocabulary_joins_the_possible_originals(toy):
@@ -87,6 +87,19 @@ def test_word_outside_neighbour_vocabulary_joins_the_possible_originals(toy):
     # paris (1/2 + 1/4) / 2, nantes (1 + 1/4) / 2, dijon (1 + 1/4) / 2; frequency: 1, 1/2, 1/2.
     assert success(report, "CITY", "mean", "uniform") == pytest.approx((3 / 8 + 5 / 8 + 5 / 8) / 3)
     assert success(report, "CITY", "mean", "frequency") == pytest.approx((1 + 1 / 2 + 1 / 2) / 3)
+
+
+def test_a_word_without_a_vector_is_hidden_among_its_category_stand_in_candidates():
+    """An unknown word draws from its category's stand-in's candidates: one original per
+    category, among the possible originals of those candidates (no longer "not hidden")."""
+    pseudonymizer = circle({"smith": 0, "jones": 10, "boston": 100, "denver": 110, "lyon": 200})
+    tokens = [("Przybylo", "PATIENT"), ("PRZYBYLO", "CITY"), ("smith", "PATIENT"), ("boston", "CITY")]
+    # C(Przybylo) = {smith, jones} as a PATIENT, {boston, denver} as a CITY; R(smith) = R(jones) =
+    # {smith, jones, Przybylo as a PATIENT}, R(boston) = R(denver) = {boston, denver, Przybylo as a CITY}.
+    found = token_success(tokens, pseudonymizer)
+    assert all(found[token]["uniform"] == pytest.approx(1 / 3) for token in tokens)
+    assert found["Przybylo", "PATIENT"]["frequency"] == 0.0  # wordfreq does not know it: the others win
+    assert reidentification_bound(tokens, pseudonymizer)["overall"]["not_hidden"] == 0
 
 
 def test_numbers_by_hand(toy):
@@ -173,7 +186,7 @@ def test_nothing_hidden_needs_no_neighbour_table(toy, monkeypatch):
 
 
 def test_format_bound(toy):
-    report = reidentification_bound([("paris", "CITY"), ("and", "NAME")], toy)
+    report = reidentification_bound([("paris", "CITY"), (",", "NAME")], toy)
     lines = format_bound(report).splitlines()
     assert "N = 2" in lines[0]
     assert lines[2].startswith("| category | tokens | hidden | not hidden | mean uniform | worst uniform |")
@@ -357,9 +370,9 @@ def test_a_cache_file_of_other_words_language_wordfreq_version_or_embeddings_is_
 
 def test_replaceable_rows_belong_to_their_embeddings(toy):
     token_success([("paris", "CITY")], toy)
-    # The same circle with the stop word "the" for "nantes": "the" stays itself, so that
+    # The same circle with the punctuation "--" for "nantes": "--" stays itself, so that
     # R(lyon) = {lyon, paris} and paris succeeds (1/2 + 1/2) / 2 (5/12 on the toy).
-    other = circle({("the" if word == "nantes" else word): angle for word, angle in ANGLES.items()})
+    other = circle({("--" if word == "nantes" else word): angle for word, angle in ANGLES.items()})
     assert token_success([("paris", "CITY")], other)["paris", "CITY"]["uniform"] == pytest.approx(1 / 2)
     assert token_success([("paris", "CITY")], toy)["paris", "CITY"]["uniform"] == pytest.approx(5 / 12)
 

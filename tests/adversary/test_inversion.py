@@ -18,7 +18,7 @@ from corpus.tokenize import Token
 from representer.embeddings import Embeddings
 
 NAMES = ["smith", "jones", "brown", "boston", "denver", "austin"]
-FILLERS = ["seen", "today", "visit", "home", "in", "was"]  # "in" and "was" are stop words
+FILLERS = ["seen", "today", "visit", "home", "in", "was"]
 DIM = 8
 
 
@@ -37,19 +37,20 @@ def sentence(text: str, tags: str) -> LabeledSentence:
 
 
 def test_only_the_tokens_the_method_hides_are_scored(pseudonymizer):
-    # PHI: "/" (punctuation), "in" (a stop word) and "zzq" (out of vocabulary) are never replaced.
+    # PHI: "/" (punctuation) is never replaced, "zzq" (out of vocabulary) gives no fake pair;
+    # "in", a function word, is hidden like any other word.
     pairs = PairSource([sentence("Smith / Jones was in Boston zzq", "B-NAME I-NAME I-NAME O B-CITY I-CITY I-CITY"),
                         sentence("seen / today", "O B-DATE O"),
                         sentence("seen Denver", "O B-CITY")], pseudonymizer)
     assert len(pairs) == 2  # the sentence whose only PHI token is "/" gives no pairs
-    assert hidden_mask(pairs).tolist() == [True, False, True, False, False, True, False, False, True]
+    assert hidden_mask(pairs).tolist() == [True, False, True, False, True, True, False, False, True]
     rows, categories = hidden_tokens(pairs)
-    assert rows.tolist() == pseudonymizer.embeddings.lookup_ids(["smith", "jones", "boston", "denver"]).tolist()
-    assert categories == ["NAME", "NAME", "CITY", "CITY"]
+    assert rows.tolist() == pseudonymizer.embeddings.lookup_ids(["smith", "jones", "in", "boston", "denver"]).tolist()
+    assert categories == ["NAME", "NAME", "CITY", "CITY", "CITY"]
     keras.utils.set_random_seed(0)
     for result in (inversion_attack(raw_embeddings, pairs, pairs, epochs=1, units=4, progress=False),
                    context_only_inversion(pairs, pairs, epochs=1, units=4, progress=False)):
-        assert result["tokens"] == 4 and 0 <= result["top1"] <= result["top10"] <= 1
+        assert result["tokens"] == 5 and 0 <= result["top1"] <= result["top10"] <= 1
 
 
 def test_frequency_baseline_ranks_the_training_words_of_each_category(pseudonymizer):

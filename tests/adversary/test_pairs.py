@@ -57,13 +57,14 @@ def test_only_sentences_with_a_replaceable_phi_token_give_pairs(embeddings):
     sentences = [sentence("seen", "Smith/PATIENT", "in", "Boston/CITY"),
                  sentence("the", "patient", "was", "seen"),  # no PHI
                  sentence("seen", "Zqx/PATIENT"),  # out of vocabulary
-                 sentence("seen", "the/PATIENT"),  # stop word
+                 sentence("seen", "-/PATIENT"),  # punctuation
                  sentence("Twin/PATIENT", "seen"),  # its only neighbour has the same vector
-                 sentence("on", "7/DATE")]
+                 sentence("on", "7/DATE"),
+                 sentence("The/PATIENT", "seen")]  # a function word: replaced like any other
     source = PairSource(sentences, Pseudonymizer(embeddings, 2))
-    assert source.sentences == [sentences[0], sentences[5]]
-    assert source.positions == [[1, 3], [1]]
-    np.testing.assert_array_equal(source.lengths, [4, 2])
+    assert source.sentences == [sentences[0], sentences[5], sentences[6]]
+    assert source.positions == [[1, 3], [1], [0]]
+    np.testing.assert_array_equal(source.lengths, [4, 2, 2])
 
 
 def test_pairs_need_two_neighbours_and_a_phi_sentence(embeddings):
