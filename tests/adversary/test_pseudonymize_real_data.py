@@ -1,0 +1,54 @@
+"""On all of the reference corpora (../shared/data; skipped when absent), the export's
+pseudonymizer (GloVe, N = 100 as `client export` uses, both schemes; `deidpool pseudonymize`
+draws the same way) keeps no alphanumeric gold PHI token as it is: each has candidates other
+than itself, and a draw gives the original back no more often than chance."""
+
+import random
+from collections import Counter
+
+import pytest
+
+from adversary.pseudonymize import Pseudonymizer, tag_category
+from corpus.formats import read_corpus
+from corpus.prepare import prepare_document
+from representer.embeddings import Embeddings, load_embeddings
+
+NEIGHBOURS = 100  # client.export.DEFAULT_NEIGHBOURS (not imported: client.export loads TensorFlow)
+
+
+@pytest.fixture(scope="module")
+def pseudonymizers() -> dict[str, Pseudonymizer]:
+    """Both schemes on GloVe; "neighbours" searches the 20,000 most frequent words, not 100,000,
+    to stay within seconds (which rows are searched does not decide whether a word has others)."""
+    glove = load_embeddings("glove")
+    return {"groups": Pseudonymizer(glove, NEIGHBOURS, "groups"),
+            "neighbours": Pseudonymizer(Embeddings(glove.kv, glove.name, neighbour_vocab=20_000), NEIGHBOURS)}
+
+
+def documents(corpus: str, request) -> list:
+    """All of PhysioNet; MEDDOCAN train and dev."""
+    folder = request.getfixturevalue(f"{corpus}_dir")
+    if corpus == "physionet":
+        return read_corpus(folder, "physionet")
+    return [document for part in ("train", "dev") for document in read_corpus(folder / part / "xml", "meddocan")]
+
+
+@pytest.mark.filterwarnings("ignore::corpus.errors.CorpusWarning")
+@pytest.mark.parametrize("corpus", ["physionet", "meddocan"])
+def test_no_alphanumeric_gold_phi_token_is_kept(corpus, pseudonymizers, request):
+    sentences = [sentence for document in documents(corpus, request) for sentence in prepare_document(document)]
+    phi = [(i, j) for i, sentence in enumerate(sentences) for j, (token, tag) in
+           enumerate(zip(sentence.tokens, sentence.tags)) if tag != "O" and any(c.isalnum() for c in token.text)]
+    for scheme, pseudonymizer in pseudonymizers.items():
+        drawn = pseudonymizer.labeled_sentences(sentences, random.Random(0))  # as `client export` draws
+        kept, same, chance = Counter(), 0, 0.0
+        for i, j in phi:
+            word, category = sentences[i].tokens[j].text, tag_category(sentences[i].tags[j])
+            candidates = pseudonymizer.candidates(word, category)
+            kept[word] += len(candidates) < 2
+            same += drawn[i].tokens[j].text == word
+            chance += (word.lower() in candidates or word in candidates) / len(candidates)
+        print(f"{corpus}, {scheme}: {kept.total()} of {len(phi)} alphanumeric PHI tokens kept as they are; "
+              f"{same} drawn as themselves (chance {chance:.1f})")
+        assert not +kept, (+kept).most_common(10)
+        assert same <= 2 * chance + 10
