@@ -29,7 +29,16 @@ PAPER, POOLED = "paper", "pooled"
 DESIGNS = (PAPER, POOLED)
 
 
-class _PairAdversary(keras.Model):
+class _ReadsMask(keras.Model):
+    """A model that reads the mask of its inputs from `inputs["mask"]` (which a representer's
+    output also carries attached, the same mask) and returns one value per pair, with no time
+    axis left to mask: the mask ends here, and Keras is told so."""
+
+    def compute_mask(self, inputs, previous_mask=None):
+        return None
+
+
+class _PairAdversary(_ReadsMask):
     """BiLSTM over per-token features of a sequence pair, reduced (respecting `mask`) to the final
     states of both directions (`design` PAPER) or to the max and the mean over time of its
     outputs (POOLED), then one sigmoid unit: P(same original sentence), (B,).
@@ -115,7 +124,7 @@ class PartnerOnlyProbe(_PairAdversary):
 
 
 @keras.saving.register_keras_serializable(package="deidpool")
-class CombinedAdversary(keras.Model):
+class CombinedAdversary(_ReadsMask):
     """T1 and T2 side by side, both of `design`; returns {"t1": p1, "t2": p2, "combined": (p1 + p2) / 2},
     each (B,)."""
 

@@ -1,5 +1,7 @@
 """Tests for the adversaries T1 and T2, their combination, L_adv and the training step."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -76,6 +78,20 @@ def test_padded_positions_do_not_change_the_outputs(combined):
     alone = {name: value[:1, :3] for name, value in padded.items()}
     for adversary in (combined.t1, combined.t2):
         np.testing.assert_allclose(numpy(adversary(padded))[0], numpy(adversary(alone))[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("adversary_class", [CombinedAdversary, PartnerOnlyProbe])
+def test_a_representation_with_its_mask_attached_is_read_without_a_warning(adversary_class):
+    """A representer's output carries its mask; the adversaries read the same mask from
+    inputs["mask"] and return one value per pair, so no mask is left to pass on (nor a warning)."""
+    representer = build_representer(DIM, repr_size=REPR, lstm_units=4)
+    inputs = random_inputs([3, 5], 5, seed=5)
+    representation = representer({"embeddings": inputs["embeddings"], "mask": inputs["mask"]})
+    assert getattr(representation, "_keras_mask", None) is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outputs = adversary_class(UNITS, POOLED)({**inputs, "partner_representation": representation})
+    assert all(getattr(value, "_keras_mask", None) is None for value in outputs.values())
 
 
 @pytest.mark.parametrize("design", DESIGNS)
