@@ -263,10 +263,10 @@ def format_report(report: dict) -> str:
                   "original than a neighbour of it)."]
     lines += ["", "## Inversion attack A1 (hidden PHI tokens recovered)", "",
               "Scored on the PHI tokens the method hides (replaceable, with a pseudonym of another vector), not on "
-              "punctuation, stop words or other tokens it never replaces. The two baselines look at no "
-              "representation: frequency guesses the most frequent hidden training PHI words of the token's "
-              "category, context-only is the inverter on raw embeddings with the hidden tokens zeroed. They, not "
-              "1/N, are the level an inversion must beat.", "",
+              "punctuation or words without a vector of their own (no vocabulary row to rank). The two baselines "
+              "look at no representation: frequency guesses the most frequent hidden training PHI words of the "
+              "token's category, context-only is the inverter on raw embeddings with the hidden tokens zeroed. "
+              "They, not 1/N, are the level an inversion must beat.", "",
               "| inverter | hidden PHI tokens | top-1 | top-10 |", "|---|---|---|---|"]
     rows = {**report["inversion"], **{f"baseline: {name}": r for name, r in report["inversion_baselines"].items()}}
     lines += [f"| {name} | {r['tokens']} | {_share(r['top1'])} | {_share(r['top10'])} |" for name, r in rows.items()]
