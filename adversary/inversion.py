@@ -3,12 +3,12 @@ embeddings they came from; it succeeds when the nearest vocabulary word of its o
 held-out hidden PHI token is that token.
 
 Only the PHI tokens the method hides are scored: the replaceable PHI tokens that have a
-pseudonym with another vector (`PairSource.positions`), not punctuation, stop words or other
-tokens it never replaces. Two guesses that never look at a representation are the level to
-beat: the most frequent hidden training PHI words of the token's category
-(`frequency_baseline`) and an inverter that reads the context alone, the hidden tokens zeroed
-(`context_only_inversion`). 1/N is no such level: PHI words are far from uniform, and their
-context tells a lot about them.
+pseudonym with another vector (`PairSource.positions`), not punctuation or words without a
+vector of their own (no vocabulary row to rank). Two guesses that never look at a
+representation are the level to beat: the most frequent hidden training PHI words of the
+token's category (`frequency_baseline`) and an inverter that reads the context alone, the
+hidden tokens zeroed (`context_only_inversion`). 1/N is no such level: PHI words are far from
+uniform, and their context tells a lot about them.
 
 On the export path (`PairSource.export_path`) the inverter reads what an export shares, the
 representation of a freshly pseudonymized copy of each sentence (a new draw every training
