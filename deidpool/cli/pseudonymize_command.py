@@ -24,7 +24,8 @@ def pseudonymize(
     split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest splits.json: PhysioNet, MEDDOCAN)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the replacements."),
 ) -> None:
-    """Replace every PHI token by a random one of its N nearest embedding neighbours."""
+    """Replace every PHI token with a letter or digit by a random one of its N nearest embedding
+    neighbours (a word the embeddings do not know: one of its category's stand-in's)."""
     from adversary.pseudonymize import Pseudonymizer
     from representer.embeddings import load_embeddings
 
