@@ -1,9 +1,20 @@
-"""The federation experiment on the PhysioNet split (GloVe + casing, N = 100, d = 50): does
-pooling the sites' noisy representations beat the provider's data alone?
+"""The federation benchmark: does pooling the institutions' noisy representations beat the
+provider's data alone, and what does a hospital gain by joining? (N = 100, d = 50)
 
-    python experiments/federation.py --seeds 0 1 2 [--time-budget SECONDS] [--results-name federation_reference]
-        [--selection loss|f1]
-    python experiments/federation.py --seeds 0 1 2 --report-only
+    python experiments/federation.py --corpus meddocan --seeds 0 1 2 [--time-budget SECONDS]
+    python experiments/federation.py --corpus physionet --seeds 0 1 2 3 4 [--results-name federation_reference]
+    python experiments/federation.py --corpus meddocan --test PATH --test-format FMT [--test-split NAME] \\
+        --results-name NAME        # the same runs scored on other held-out notes
+    python experiments/federation.py --corpus meddocan --seeds 0 1 2 --report-only
+
+Corpora (`CORPORA`): PhysioNet (English nursing notes, GloVe + casing, `splits.json`: provider,
+site_a, site_b, site_c; test notes: the `test` split) and MEDDOCAN (Spanish clinical cases,
+`meddocan/splits.json` over train: provider 200 documents and three sites of 100, each party
+holding other journals, i.e. specialties; test notes: dev). On MEDDOCAN the provider trains
+FastText (gensim, subwords) on its own notes only, as a real provider would, and ships it with
+its representer; its headline score is entity strict F1 on the source types (the MEDDOCAN
+script's measure), PhysioNet's the official i2b2 2014 token HIPAA F1. Every row also carries
+the other.
 
 Budgets default to METHOD.md's reference: P1 and P2 up to 20 epochs (patience 5), P3 up to 40
 (patience 10), taggers up to 25 epochs (early stopping on validation PHI F1, patience 5), audits
@@ -12,23 +23,22 @@ process stops after the last epoch that fits and exits 75; a rerun resumes from 
 --selection f1 picks the representer's best P1 and P3 epochs by validation PHI F1 instead of
 METHOD.md's validation loss (adversary.procedures.SELECTIONS).
 
-Per seed: the provider trains the representer (three-phase) on its split and audits it; the
-provider and every site export their notes as real contributions (client.export: noise on,
-shuffled, encrypted, signed); the server's own training code (server.pooled) trains taggers on
-  provider-only   the provider's contribution
-  pooled          provider + site_a + site_b + site_c
-  pooled-no-c     provider + site_a + site_b (for the sight-unseen rows, scored on site_c)
-  pooled-2        provider + site_a (with the others: the growth curve, 1 to 4 institutions,
-                  with each pool's training sentences and seconds per epoch)
-each published as a pipeline and scored with client.deidentify on `test` (and on site_c), alone
-and merged with the pattern layer (`client deidentify --patterns`).
-Text taggers on raw embeddings (`TEXT_TAGGERS`), with the tagger-run code of the baselines: the
-non-private upper bound and the pseudonymization baseline (N = 100) on all training notes, and the
-non-private tagger on the provider's notes only (what pooling gains without privacy). A finished
-seed that lacks one of them (run before it was added) trains just that one on a rerun.
-Runs live in runs/<results name>/seed-S (resumable); the table goes to
-results/<results name>.md, .json and .png. The JSON keeps every finished seed's rows, so seeds run
-in separate processes, sessions or machines add up in one report.
+Per seed, in this order, each stage kept in the seed's rows.json as soon as it is done:
+1. text taggers on raw embeddings (`TEXT_TAGGERS`, the tagger-run code of the baselines): on
+   all parties' notes (the non-private upper bound) and pseudonymized (N = 100), on the
+   provider's notes, and on each site's own notes (the site's view: what it has without joining);
+2. the provider's representer (three-phase, on its notes);
+3. every party's export as a real contribution (client.export: gold PHI pseudonymized, noise on,
+   shuffled, encrypted, signed), and the server's own trainer (server.pooled) on the pools
+   `POOLS` (1 to 4 institutions: the growth curve), each published as a pipeline and scored with
+   client.deidentify on the test notes and on site_c (sight unseen), alone and merged with the
+   pattern layer (`client deidentify --patterns`);
+4. the export-path audit of the representer.
+Rows on the test notes keep each note's counts, so that the report gives every difference its
+paired bootstrap interval (`corpus.metrics.f1_difference_interval`). Runs live in
+runs/<results name>/seed-S (resumable); the tables go to results/<results name>.md, .json and the
+plots beside them. The JSON keeps every finished seed's rows, so seeds run in separate processes,
+sessions or machines add up in one report.
 """
 
 from __future__ import annotations
@@ -38,99 +48,225 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 from adversary.procedures import SELECTIONS
-from corpus.metrics import COLUMN_TITLES, PRIMARY
+from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval
 from representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
-from results_files import SCORE_COLUMNS, over_seeds, save_figure, score_header
+from results_files import SCORE_COLUMNS, git_commit, over_seeds, save_figure, score_header
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "physionet-deid"
+SHARED = REPO.parent / "shared" / "data"
 RESULTS = REPO / "experiments" / "results"
 SITES = ("site_a", "site_b", "site_c")
-POOLS = {"provider-only": ("provider",), "pooled": ("provider", *SITES),
-         "pooled-no-c": ("provider", "site_a", "site_b"), "pooled-2": ("provider", "site_a")}
-GROWTH = ("provider-only", "pooled-2", "pooled-no-c", "pooled")  # 1 to 4 institutions
-# name: (trained on all training notes, not the provider's only; pseudonymizer's N or None)
-TEXT_TAGGERS = {"raw": (True, None), "pseudo": (True, 100), "raw-provider": (False, None)}
-ROWS = [("non-private upper bound (raw GloVe, all training notes)", "raw", "test"),
-        ("non-private, provider's notes only (raw GloVe)", "raw-provider", "test"),
-        ("pseudonymization N=100 (all training notes)", "pseudo", "test"),
+PARTIES = ("provider", *SITES)
+POOLS = {"provider-only": ("provider",), "pooled-2": ("provider", "site_a"),
+         "pooled-no-c": ("provider", "site_a", "site_b"), "pooled": PARTIES}
+GROWTH = tuple(POOLS)  # 1 to 4 institutions
+NEIGHBOURS = 100
+# name: (the parties whose raw notes it trains on, pseudonymizer's N or None)
+TEXT_TAGGERS = {"raw": (PARTIES, None), "pseudo": (PARTIES, NEIGHBOURS), "raw-provider": (("provider",), None),
+                **{f"raw-{site}": ((site,), None) for site in SITES}}
+ROWS = [("non-private upper bound (raw text, all parties' notes)", "raw", "test"),
+        ("non-private, provider's notes only (raw text)", "raw-provider", "test"),
+        *((f"non-private, {site}'s own notes only (raw text)", f"raw-{site}", "test") for site in SITES),
+        (f"pseudonymization N={NEIGHBOURS} (all parties' notes)", "pseudo", "test"),
         ("provider-only (representations)", "provider-only", "test"),
-        ("pooled (provider + 3 sites, server)", "pooled", "test"),
+        ("provider + site_a (representations)", "pooled-2", "test"),
+        ("provider + site_a + site_b (representations)", "pooled-no-c", "test"),
+        ("pooled: provider + 3 sites (representations, server)", "pooled", "test"),
         ("sight-unseen: provider-only on site_c", "provider-only", "site_c"),
         ("sight-unseen: pooled without site_c, on site_c", "pooled-no-c", "site_c")]
 BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience", "audit_epochs",
-          "selection")  # in every seed's rows
+          "selection", "test")  # in every seed's rows
 PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
+NOTE_COUNTS = "notes"  # key of a test row's per-note counts: {measure: [[tp, fp, fn], ...]}, document-id order
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """One federation: where the parties' and the test notes are, and how they are scored."""
+    title: str
+    notes: Path  # the parties' notes, read with `split=<party>`
+    fmt: str
+    test: tuple[str, str, str | None]  # default test notes: path (relative to the repository's parent), format, split
+    embeddings: str  # "glove", or "fasttext-provider" (trained by the provider on its own notes)
+    entity_key: str  # the span label entity scores compare
+    headline: str  # the result key of the headline F1
+    language: str  # of the notes (the export's frequency prior)
+
+
+CORPORA = {
+    "physionet": Corpus("PhysioNet, GloVe + casing", SHARED / "physionet-deid", "physionet",
+                        ("shared/data/physionet-deid", "physionet", "test"), "glove", "type", PRIMARY, "en"),
+    "meddocan": Corpus("MEDDOCAN, the provider's FastText + casing", SHARED / "meddocan" / "train" / "xml", "meddocan",
+                       ("shared/data/meddocan/dev/xml", "meddocan", None), "fasttext-provider",
+                       "source_type", "entity_strict_f1", "es"),
+}
+MEASURES = {PRIMARY: "token_official_hipaa", "entity_strict_f1": "entity_strict"}  # headline key -> measure
+
+
+def progress(message: str) -> None:
+    print(f"[federation] {message}", flush=True)
+
+
+def provider_embeddings(corpus: Corpus, folder: Path, provider_notes: list, seed: int) -> tuple[str, object]:
+    """(spec, vectors) of the embeddings every party uses: GloVe, or FastText the provider trains
+    on its own notes (kept in the seed folder, so that every stage and rerun reads the same vectors)."""
+    from corpus.prepare import prepare_document
+    from representer.embeddings import load_embeddings, load_fasttext_bin, save_fasttext, train_fasttext
+
+    if corpus.embeddings == "glove":
+        return "glove", load_embeddings("glove")
+    path = folder / "fasttext-provider.bin"
+    if not path.exists():
+        sentences = [[token.text for token in sentence.tokens] for document in provider_notes
+                     for sentence in prepare_document(document)]
+        save_fasttext(train_fasttext(sentences, dim=100, epochs=10, seed=seed), path)
+        progress(f"FastText trained on the provider's {len(sentences):,} sentences")
+    return f"fasttext:{path}", load_fasttext_bin(path)
+
+
+def test_rows(corpus: Corpus, gold: list, predicted: list, extra: dict) -> dict[str, dict]:
+    """The rows of one tagger's predictions on the test notes, alone and merged with the pattern
+    layer: the headline scores and every note's counts of the headline measures."""
+    from client.patterns import with_patterns
+    from corpus.metrics import document_counts, evaluate_corpus, score_row
+
+    rows = {}
+    for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d) for d in predicted])):
+        notes = {measure: [[c.tp, c.fp, c.fn] for c in document_counts(gold, found, measure, corpus.entity_key)]
+                 for measure in MEASURES.values()}
+        rows[suffix] = {**score_row(evaluate_corpus(gold, found, corpus.entity_key)), **extra, NOTE_COUNTS: notes}
+    return rows
 
 
 def run_seed(seed: int, args) -> dict:
-    """Every row of one seed (cached in its folder's rows.json; a cached seed gains the text
-    taggers it lacks)."""
-    from adversary.runs import AdversarialSettings, audit_run, train_adversarial_run
-    from client.export import export_contribution
-    from client.identity import create_institution_keys
-    from client.patterns import with_patterns
-    from corpus.formats import read_corpus
-    from deidpool.demo import scores, tag_set
-    from representer import keys
-    from representer.bundle import open_bundle, publish_pipeline, publish_run
-    from representer.embeddings import load_embeddings
-    from representer.tagger_runs import split_documents
-    from server.pooled import PooledContribution, open_pooled_data, train_pooled
-
+    """Every row of one seed; each stage is stored in the seed folder's rows.json when done, and
+    a rerun does only what is missing."""
+    corpus = CORPORA[args.corpus]
     folder = REPO / "runs" / args.results_name / f"seed-{seed}"
     cache = folder / "rows.json"
     rows: dict[str, dict] = json.loads(cache.read_text()) if cache.exists() else {}
-    missing = [name for name in TEXT_TAGGERS if f"{name}@test" not in rows]
-    if rows and not missing:
+    budget = {key: getattr(args, key) for key in BUDGET}
+    if rows.get("budget", budget) != budget:
+        raise SystemExit(f"{cache} was run with {rows['budget']}, not {budget}: use another --results-name")
+    rows["budget"] = budget
+
+    def keep(new_rows: dict) -> None:
+        rows.update(new_rows)
+        folder.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(rows, indent=1) + "\n")
+
+    if all(f"{name}@test" in rows for name in (*TEXT_TAGGERS, *POOLS)) and "audit" in rows:
         return rows
+    from corpus.formats import read_corpus
+    from representer.tagger_runs import split_documents
+
+    documents = {party: read_corpus(corpus.notes, corpus.fmt, split=party) for party in PARTIES}
+    path, fmt, split = args.test
+    documents["test"] = read_corpus(REPO.parent / path, fmt, split=split)
+    provider_split = split_documents(documents["provider"], 0.1, seed)
     folder.mkdir(parents=True, exist_ok=True)
-    documents = {role: read_corpus(DATA, "physionet", split=role) for role in ("provider", *SITES, "test")}
-    vectors = load_embeddings("glove")
-    provider_train, provider_valid = split_documents(documents["provider"], 0.1, seed)
-    if rows:  # finished before the missing text taggers were added
-        rows.update(text_tagger_rows(folder, seed, missing, documents, (provider_train, provider_valid), vectors, args))
-        cache.write_text(json.dumps(rows, indent=2) + "\n")
-        return rows
-    tags = tag_set("physionet", documents)
+    embeddings = provider_embeddings(corpus, folder, documents["provider"], seed)
+    vectors = embeddings[1]
+    for name in TEXT_TAGGERS:
+        if f"{name}@test" not in rows:
+            keep(text_tagger_rows(corpus, folder, seed, name, documents, provider_split, embeddings, args))
+    if not all(f"{name}@test" in rows for name in POOLS):
+        keep(pooled_rows(corpus, folder, seed, documents, provider_split, embeddings, rows, args))
+    if "audit" not in rows:
+        from adversary.runs import audit_run
+
+        progress(f"seed {seed}: auditing the representer")
+        report = audit_run(folder / "representer", *provider_split, folder / "audit", epochs=args.audit_epochs,
+                           loaded_embeddings=vectors, seed=seed)
+        keep({"audit": {"verdict": report["verdict"], "fresh_accuracy": report["attacks"]["target/fresh"]["accuracy"],
+                        "continued_accuracy": report["attacks"].get("target/continued", {}).get("accuracy"),
+                        "lookup_rate": report["lookup"]["target"]["rate"]}})
+    return rows
+
+
+def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documents: dict, provider_split: tuple,
+                     embeddings: tuple, args) -> dict[str, dict]:
+    """Train (or resume) the text tagger `name` of `TEXT_TAGGERS` in `folder`/taggers and return its
+    rows on the test notes. The provider's notes keep the representer's split (`provider_split`:
+    train, valid); other notes are split anew. `embeddings`: (spec, vectors)."""
+    import keras
+
+    from adversary.pseudonymize import Pseudonymizer
+    from representer.tagger_runs import split_documents, train_tagger_run
+
+    spec, vectors = embeddings
+    parties, neighbours = TEXT_TAGGERS[name]
+    train, valid = provider_split if parties == ("provider",) else split_documents(
+        [d for party in parties for d in documents[party]], 0.1, seed)
+    progress(f"seed {seed}: text tagger {name} on {len(train)} + {len(valid)} notes")
+    keras.utils.set_random_seed(seed)
+    training = train_tagger_run(train, valid, folder / "taggers" / name, embeddings=spec,
+                                pseudonymizer=Pseudonymizer(vectors, neighbours) if neighbours else None,
+                                max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
+                                loaded_embeddings=vectors, progress=False)
+    predicted = predictions(folder, name, {"test": documents["test"]}, vectors)["test"]
+    found = test_rows(corpus, documents["test"], predicted, {"epochs": training["epochs"]})
+    return {f"{name}{suffix}@test": row for suffix, row in found.items()}
+
+
+def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provider_split: tuple, embeddings: tuple,
+                done: dict, args) -> dict[str, dict]:
+    """Train the provider's representer, export every party's notes through the real client path
+    and train the server's pooled tagger on each pool of `POOLS` that `done` lacks; their rows on
+    the test notes and on site_c. `embeddings`: (spec, vectors)."""
+    from adversary.runs import AdversarialSettings, train_adversarial_run
+    from client.export import export_contribution
+    from client.identity import create_institution_keys
+    from client.patterns import with_patterns
+    from corpus.metrics import evaluate_corpus, score_row
+    from deidpool.demo import tag_set
+    from representer import keys
+    from representer.bundle import open_bundle, publish_pipeline, publish_run
+    from server.pooled import PooledContribution, open_pooled_data, train_pooled
+
+    spec, vectors = embeddings
+    tags = tag_set(corpus.fmt, documents)
     settings = AdversarialSettings(pretrain_epochs=args.p1, pretrain_patience=args.p1_patience, max_epochs=args.p3,
                                    patience=args.p3_patience, selection=args.selection, seed=seed)
-    metrics = train_adversarial_run("three-phase", provider_train, provider_valid, folder / "representer", settings,
-                                    tags=tags, loaded_embeddings=vectors, data={"path": str(DATA), "split": "provider"})
-    report_dir = folder / "audit"
-    report = (json.loads((report_dir / "metrics.json").read_text()) if (report_dir / "metrics.json").exists() else
-              audit_run(folder / "representer", provider_train, provider_valid, report_dir, epochs=args.audit_epochs,
-                        loaded_embeddings=vectors, seed=seed))
+    progress(f"seed {seed}: the provider's representer (three-phase)")
+    metrics = train_adversarial_run("three-phase", *provider_split, folder / "representer", settings, tags=tags,
+                                    embeddings=spec, loaded_embeddings=vectors,
+                                    data={"path": str(corpus.notes), "split": "provider"})
     key_dir = folder / "keys"
     if not key_dir.exists():
         keys.create_provider_keys(key_dir)
         keys.create_server_keys(key_dir)
-        for institution in ("provider", *SITES):
+        for institution in PARTIES:
             create_institution_keys(key_dir / institution, institution)
     provider_key = keys.load_private_key(key_dir / "provider.key", keys.SIGNING)
     if not (folder / "bundle.tar").exists():
-        publish_run(folder / "representer", provider_key, folder / "bundle.tar", audit=report_dir)
+        publish_run(folder / "representer", provider_key, folder / "bundle.tar")
     bundle = open_bundle(folder / "bundle.tar", keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
     server_key = keys.load_private_key(key_dir / "server-encryption.key", keys.ENCRYPTION)
     contributions = {}
-    for institution in ("provider", *SITES):
+    for institution in PARTIES:
         path = folder / "contributions" / f"{institution}.dpc"
         if not path.exists():
-            notes = provider_train + provider_valid if institution == "provider" else documents[institution]
-            export_contribution(notes, bundle, vectors, path, institution=institution,
+            progress(f"seed {seed}: {institution} exports its notes")
+            notes = [*provider_split[0], *provider_split[1]] if institution == "provider" else documents[institution]
+            export_contribution(notes, bundle, vectors, path, institution=institution, language=corpus.language,
                                 server_key=server_key.public_key(),
                                 signing_key=keys.load_private_key(key_dir / institution / "institution.key",
                                                                   keys.SIGNING))
         contributions[institution] = PooledContribution(
             sha256=institution, path=path, institution=institution,
             public_key=keys.load_public_key(key_dir / institution / "institution.pub", keys.SIGNING))
+    rows = {"representer": {"val_f1": metrics["val_f1"], "p3_adversary_accuracy": metrics["val_adv_accuracy"]}}
     for name, members in POOLS.items():
+        if f"{name}@test" in done:
+            continue
+        progress(f"seed {seed}: the server trains {name} ({' + '.join(members)})")
         run_dir = folder / "taggers" / name
         data = open_pooled_data([contributions[member] for member in members], server_key,
                                 representer_id=bundle.representer_id, num_tags=len(tags), valid_fraction=0.1, seed=seed)
@@ -142,47 +278,12 @@ def run_seed(seed: int, args) -> dict:
             publish_pipeline(bundle, run_dir / "models" / "tagger.keras", provider_key, pipeline_path, training)
         trained = {"epochs": training["epochs"], "sentences": len(data.train), "epoch_seconds": statistics.median(
             epoch["seconds"] for epoch in json.loads((run_dir / "history.json").read_text()))}
-        found = predictions(folder, name, {split: documents[split] for split in ("test", "site_c")}, vectors)
-        for split, predicted in found.items():
-            rows[f"{name}@{split}"] = {**scores(documents[split], predicted), **trained}
-            rows[f"{name}{PATTERNS}@{split}"] = {**scores(documents[split], [with_patterns(d) for d in predicted]),
-                                                 **trained}
-    rows.update(text_tagger_rows(folder, seed, missing, documents, (provider_train, provider_valid), vectors, args))
-    rows["audit"] = {"verdict": report["verdict"], "fresh_accuracy": report["attacks"]["target/fresh"]["accuracy"],
-                     "continued_accuracy": report["attacks"].get("target/continued", {}).get("accuracy"),
-                     "lookup_rate": report["lookup"]["target"]["rate"],
-                     "representer_val_f1": metrics["val_f1"], "p3_adversary_accuracy": metrics["val_adv_accuracy"]}
-    rows["budget"] = {key: getattr(args, key) for key in BUDGET}
-    cache.write_text(json.dumps(rows, indent=2) + "\n")
-    return rows
-
-
-def text_tagger_rows(folder: Path, seed: int, names: list[str], documents: dict, provider_split: tuple, vectors,
-                     args) -> dict[str, dict]:
-    """Train (or resume) the text taggers `names` of `TEXT_TAGGERS` in `folder`/taggers and
-    return their rows on `test`, alone and with the pattern layer. All training notes are split
-    anew; the provider's notes keep the representer's split (`provider_split`: train, valid)."""
-    import keras
-
-    from adversary.pseudonymize import Pseudonymizer
-    from client.patterns import with_patterns
-    from deidpool.demo import scores
-    from representer.tagger_runs import split_documents, train_tagger_run
-
-    everything = [*provider_split[0], *provider_split[1], *(d for site in SITES for d in documents[site])]
-    rows = {}
-    for name in names:
-        all_notes, neighbours = TEXT_TAGGERS[name]
-        train, valid = split_documents(everything, 0.1, seed) if all_notes else provider_split
-        keras.utils.set_random_seed(seed)
-        training = train_tagger_run(train, valid, folder / "taggers" / name,
-                                    pseudonymizer=Pseudonymizer(vectors, neighbours) if neighbours else None,
-                                    max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
-                                    loaded_embeddings=vectors)
-        predicted = predictions(folder, name, {"test": documents["test"]}, vectors)["test"]
-        rows[f"{name}@test"] = {**scores(documents["test"], predicted), "epochs": training["epochs"]}
-        rows[f"{name}{PATTERNS}@test"] = {**scores(documents["test"], [with_patterns(d) for d in predicted]),
-                                          "epochs": training["epochs"]}
+        found = predictions(folder, name, {"test": documents["test"], "site_c": documents["site_c"]}, vectors)
+        for suffix, row in test_rows(corpus, documents["test"], found["test"], trained).items():
+            rows[f"{name}{suffix}@test"] = row
+        for suffix, predicted in (("", found["site_c"]), (PATTERNS, [with_patterns(d) for d in found["site_c"]])):
+            rows[f"{name}{suffix}@site_c"] = {
+                **score_row(evaluate_corpus(documents["site_c"], predicted, corpus.entity_key)), **trained}
     return rows
 
 
@@ -205,10 +306,114 @@ def predictions(folder: Path, name: str, splits: dict[str, list], vectors) -> di
             for split, documents in splits.items()}
 
 
-def _mean(values: list[float]) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+# -- the report ------------------------------------------------------------------------------
+
+# (first, second, what the difference means, the target it serves)
+COMPARISONS = (("pooled", "raw", "representation gap: pooled exports - raw text (all notes)", "> -1.0"),
+               ("provider-only", "raw-provider", "representation gap at the provider: exports - raw text", "-"),
+               ("pooled", "provider-only", "pooling gain through exports: pooled - provider-only", "> 0"),
+               ("raw", "raw-provider", "pooling gain on raw text: all notes - provider's notes", "-"),
+               *((("pooled", f"raw-{site}", f"{site}'s view: pooled pipeline - its own raw-text tagger",
+                   "> 0 in every seed") for site in SITES)))
+
+
+def as_counts(per_note: list) -> list[Counts]:
+    """Per-note counts as `Counts` (rows.json keeps them as [tp, fp, fn])."""
+    return [c if isinstance(c, Counts) else Counts(*c) for c in per_note]
+
+
+def f1(per_note: list) -> float:
+    return sum(as_counts(per_note), Counts()).as_dict()["f1"]
+
+
+def paired_rows(counts: dict[tuple[int, str, str], list], seeds: list[int], compared=COMPARISONS) -> list[dict]:
+    """One row per comparison of `compared` (first, second, title, target) and tagger kind (alone,
+    with the pattern layer): each seed's F1 difference in points with its paired 95% interval,
+    and their mean with the interval of the mean (the notes resampled once for all seeds: their
+    sampling error, not the spread between seeds). `counts[seed, tagger, suffix]` holds the
+    tagger's per-note counts ([tp, fp, fn] or `Counts`) on the test notes; comparisons whose
+    taggers some seed lacks are left out."""
+    rows = []
+    for first, second, title, target in compared:
+        for suffix in ("", PATTERNS):
+            if not all((seed, name, suffix) in counts for seed in seeds for name in (first, second)):
+                continue
+            pairs = {seed: (as_counts(counts[seed, first, suffix]), as_counts(counts[seed, second, suffix]))
+                     for seed in seeds}
+            per_seed = {seed: {"difference": 100 * (f1(a) - f1(b)),
+                               "interval": [100 * bound for bound in f1_difference_interval([(a, b)])]}
+                        for seed, (a, b) in pairs.items()}
+            rows.append({"comparison": title, "patterns": bool(suffix), "target": target, "seeds": per_seed,
+                         "mean": {"difference": statistics.mean(s["difference"] for s in per_seed.values()),
+                                  "interval": [100 * bound for bound in f1_difference_interval(list(pairs.values()))]}})
+    return rows
+
+
+def _cell(value: dict) -> str:
+    low, high = value["interval"]
+    return f"{value['difference']:+.1f} [{low:+.1f}, {high:+.1f}]"
+
+
+def paired_table(rows: list[dict], seeds: list[int], title: str) -> list[str]:
+    """The paired differences as a Markdown table, with the width of a single seed's interval."""
+    if not rows:
+        return []
+    lines = [f"| difference ({title}, points) | tagger | " + " | ".join(f"seed {seed}" for seed in seeds)
+             + " | mean over seeds | target |", "|---|---|" + "---:|" * (len(seeds) + 1) + "---|"]
+    for row in rows:
+        lines.append(f"| {row['comparison']} | {'+ pattern layer' if row['patterns'] else 'alone'} | "
+                     + " | ".join(_cell(row["seeds"][seed]) for seed in seeds)
+                     + f" | {_cell(row['mean'])} | {row['target']} |")
+    widths = [high - low for row in rows for low, high in [s["interval"] for s in row["seeds"].values()]]
+    lines += ["", f"A single seed's paired 95% interval spans {min(widths):.1f} to {max(widths):.1f} points: a "
+                  "difference has to be about half that large before these notes tell the two taggers apart."]
+    return lines
+
+
+def note_counts(per_seed: dict, seeds: list[int], measure: str) -> dict[tuple[int, str, str], list]:
+    """counts[seed, tagger, suffix] of `measure` for every test row that kept its per-note counts."""
+    found = {}
+    for seed in seeds:
+        for key, row in per_seed[seed].items():
+            if key.endswith("@test") and NOTE_COUNTS in row:
+                tagger = key.removesuffix("@test")
+                suffix = PATTERNS if tagger.endswith(PATTERNS) else ""
+                found[seed, tagger.removesuffix(PATTERNS), suffix] = row[NOTE_COUNTS][measure]
+    return found
+
+
+def target_lines(paired: list[dict], growth: list[float]) -> list[str]:
+    """Issue #36's targets judged on the headline measure's paired rows (alone and with the
+    pattern layer) and the mean growth curve (`growth`: mean F1 for 1 to 4 institutions)."""
+    def row(title: str, patterns: bool) -> dict | None:
+        return next((r for r in paired if r["comparison"].startswith(title) and r["patterns"] == patterns), None)
+
+    lines = []
+    for patterns in (False, True):
+        kind = "with the pattern layer" if patterns else "alone"
+        gap, gain, raw_gain = (row(title, patterns) for title in ("representation gap: pooled", "pooling gain through",
+                                                                   "pooling gain on raw"))
+        if gap:
+            lines.append(f"- Representation gap ({kind}): pooled exports - raw text = {_cell(gap['mean'])} points "
+                         f"(target > -1.0: {'met' if gap['mean']['difference'] > -1.0 else 'MISSED'}).")
+        if gain and raw_gain:
+            ratio = gain["mean"]["difference"] / raw_gain["mean"]["difference"] if raw_gain["mean"][
+                "difference"] > 0 else float("nan")
+            excludes_zero = gain["mean"]["interval"][0] > 0
+            lines.append(f"- Pooling gain ({kind}): through exports {_cell(gain['mean'])}, on raw text "
+                         f"{_cell(raw_gain['mean'])}: {ratio:.2f} x the raw-text gain (target >= 0.8 x with the "
+                         f"interval above 0: {'met' if ratio >= 0.8 and excludes_zero else 'MISSED'}).")
+        views = [row(f"{site}'s view", patterns) for site in SITES]
+        if all(views):
+            every = all(seed["difference"] > 0 for view in views for seed in view["seeds"].values())
+            lines.append(f"- Site's view ({kind}): the pooled pipeline minus each site's own raw-text tagger: "
+                         + ", ".join(f"{site} {_cell(view['mean'])}" for site, view in zip(SITES, views))
+                         + f" (target > 0 for every site in every seed: {'met' if every else 'MISSED'}).")
+    if growth:
+        rising = all(later > earlier for earlier, later in zip(growth, growth[1:]))
+        lines.append(f"- Growth curve (alone): {' / '.join(f'{value:.3f}' for value in growth)} for 1 to 4 "
+                     f"institutions (target: rises with every institution: {'met' if rising else 'MISSED'}).")
+    return lines
 
 
 def finished_seeds(seeds: list[int], runs: Path, stored: Path) -> dict[int, dict]:
@@ -220,12 +425,26 @@ def finished_seeds(seeds: list[int], runs: Path, stored: Path) -> dict[int, dict
     for seed in seeds:
         cache = runs / f"seed-{seed}" / "rows.json"
         if cache.exists():
-            per_seed[seed] = json.loads(cache.read_text())
+            rows = json.loads(cache.read_text())
+            if all(f"{name}@test" in rows for name in POOLS):
+                per_seed[seed] = rows
     return per_seed
 
 
-def report(seeds: list[int], results_name: str) -> None:
-    """The table over the finished `seeds`, with the budget their runs were trained with."""
+def present_rows(per_seed: dict) -> list[tuple[str, str, str]]:
+    """The rows of `ROWS` that every seed has (seeds run before a tagger was added lack it)."""
+    return [row for row in ROWS if all(f"{row[1]}@{row[2]}" in rows for rows in per_seed.values())]
+
+
+def score_titles(corpus: Corpus) -> str:
+    """The score columns' header cells; entity scores name the labels they compare."""
+    header = score_header()
+    return header.replace("(i2b2 types)", "(source types)") if corpus.entity_key == "source_type" else header
+
+
+def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
+    """The tables over the finished `seeds`, with the budget their runs were trained with."""
+    corpus = CORPORA[corpus_name]
     runs = REPO / "runs" / results_name
     stored = RESULTS / f"{results_name}.json"
     per_seed = finished_seeds(seeds, runs, stored)
@@ -236,118 +455,101 @@ def report(seeds: list[int], results_name: str) -> None:
     if stale:
         raise SystemExit(f"seeds {stale} were scored before the official i2b2 2014 token HIPAA F1 was recorded: "
                          f"delete their rows.json under {runs} and run them again to rescore them")
-    for seed in done:  # runs before the selection could be chosen used METHOD.md's
+    for seed in done:  # runs before the selection and the test notes could be chosen
         per_seed[seed]["budget"].setdefault("selection", "loss")
+        per_seed[seed]["budget"].setdefault("test", list(corpus.test))
     budgets = {json.dumps(per_seed[seed]["budget"], sort_keys=True) for seed in done}
     if len(budgets) > 1:
         raise SystemExit(f"seeds {done} were run with different budgets ({sorted(budgets)}); report them apart")
-    args = argparse.Namespace(**{"p1_patience": per_seed[done[0]]["budget"]["p1"],  # runs before patience was set
-                                 "p3_patience": per_seed[done[0]]["budget"]["p3"], **per_seed[done[0]]["budget"]})
-    with_patterns = all(f"pooled{PATTERNS}@test" in per_seed[seed] for seed in done)
-    suffixes = ("", PATTERNS) if with_patterns else ("",)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                            text=True).stdout.strip()
+    budget = {"p1_patience": per_seed[done[0]]["budget"]["p1"],  # runs before patience was set
+              "p3_patience": per_seed[done[0]]["budget"]["p3"], **per_seed[done[0]]["budget"]}
+    test_path, test_format, test_split = budget["test"]
+    commit = git_commit()
     machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU"
-    lines = ["# Federation experiment (PhysioNet, GloVe + casing, N = 100, d = 50)\n",
+    headline = COLUMN_TITLES[corpus.headline]
+    if corpus.entity_key == "source_type":
+        headline = headline.replace("(i2b2 types)", "(source types)")
+    lines = [f"# Federation benchmark ({corpus.title}, N = {NEIGHBOURS}, d = 50)\n",
              f"{date.today()}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
-             "each 95% bootstrap interval over the scored notes is listed per seed).",
-             f"Command: `python experiments/federation.py --seeds {' '.join(map(str, done))} --p1 {args.p1} "
-             f"--p1-patience {args.p1_patience} --p3 {args.p3} --p3-patience {args.p3_patience} "
-             f"--tagger-epochs {args.tagger_epochs} --patience {args.patience} --audit-epochs {args.audit_epochs} "
-             f"--selection {args.selection} --results-name {results_name}`.",
-             f"Budgets (2-core CPU machine): representer P1 and P2 up to {args.p1} epochs each (patience "
-             f"{args.p1_patience}), P3 up to {args.p3} (patience {args.p3_patience}; METHOD.md's reference: 20/20/40, "
-             f"patience 5/5/10), their best epochs picked by validation "
-             f"{'PHI F1' if args.selection == 'f1' else 'loss (METHOD.md)'}; taggers at most {args.tagger_epochs} "
-             f"epochs, patience {args.patience}; audit {args.audit_epochs} epochs.\n",
-             "| tagger | scored on | " + score_header() + " |", "|---|---|" + "---|" * len(SCORE_COLUMNS)]
+             f"each 95% bootstrap interval over the scored notes is listed per seed). Test notes: `{test_path}` "
+             f"({test_format}{f', split {test_split}' if test_split else ''}). Headline: {headline}.",
+             f"Command: `python experiments/federation.py --corpus {corpus_name} --seeds {' '.join(map(str, done))} "
+             f"--p1 {budget['p1']} --p1-patience {budget['p1_patience']} --p3 {budget['p3']} --p3-patience "
+             f"{budget['p3_patience']} --tagger-epochs {budget['tagger_epochs']} --patience {budget['patience']} "
+             f"--audit-epochs {budget['audit_epochs']} --selection {budget['selection']} "
+             f"--results-name {results_name}`.",
+             f"Budgets (2-core CPU machine): representer P1 and P2 up to {budget['p1']} epochs each (patience "
+             f"{budget['p1_patience']}), P3 up to {budget['p3']} (patience {budget['p3_patience']}; METHOD.md's "
+             "reference: 20/20/40, patience 5/5/10), their best epochs picked by validation "
+             f"{'PHI F1' if budget['selection'] == 'f1' else 'loss (METHOD.md)'}; taggers at most "
+             f"{budget['tagger_epochs']} epochs, patience {budget['patience']}; audit {budget['audit_epochs']} "
+             "epochs.\n",
+             "| tagger | scored on | " + score_titles(corpus) + " |", "|---|---|" + "---|" * len(SCORE_COLUMNS)]
     for title, name, split in present_rows(per_seed):
-        for suffix in suffixes:
-            rows = [per_seed[seed][f"{name}{suffix}@{split}"] for seed in done]
-            lines.append(f"| {title}{' + pattern layer' if suffix else ''} | {split} | "
-                         + " | ".join(over_seeds(rows, key) for key in SCORE_COLUMNS) + " |")
-    audits = [per_seed[seed]["audit"] for seed in done]
-    lines += ["", "| audit of the representer | value |", "|---|---|",
-              f"| verdicts | {', '.join(a['verdict'] for a in audits)} |",
-              f"| fresh adversary held-out accuracy | {_mean([a['fresh_accuracy'] for a in audits])} |",
-              f"| lookup attack (A2) rate | {_mean([a['lookup_rate'] for a in audits])} |",
-              f"| P3 validation adversary accuracy | {_mean([a['p3_adversary_accuracy'] for a in audits])} |"]
-    lines.append("")
-    for suffix in suffixes:
-        lines += target_lines(per_seed, done, suffix)
-    epochs = {name: [per_seed[s][f"{name}@test"]["epochs"] for s in done] for name in (*TEXT_TAGGERS, *POOLS)
-              if all(f"{name}@test" in per_seed[s] for s in done)}
-    lines.append("Tagger epochs trained (early stopping, patience " f"{args.patience}): "
-                 + ", ".join(f"{name} {values}" for name, values in epochs.items()) + ".")
-    growth = with_patterns and all("pooled-2@test" in per_seed[seed] for seed in done)  # both came in together
+        for suffix in ("", PATTERNS):
+            if all(f"{name}{suffix}@{split}" in per_seed[seed] for seed in done):
+                rows = [per_seed[seed][f"{name}{suffix}@{split}"] for seed in done]
+                lines.append(f"| {title}{' + pattern layer' if suffix else ''} | {split} | "
+                             + " | ".join(over_seeds(rows, key) for key in SCORE_COLUMNS) + " |")
+    audits = [per_seed[seed]["audit"] for seed in done if "audit" in per_seed[seed]]
+    if audits:
+        lines += ["", "| audit of the representer | value |", "|---|---|",
+                  f"| verdicts | {', '.join(a['verdict'] for a in audits)} |",
+                  f"| fresh adversary held-out accuracy | {_mean([a['fresh_accuracy'] for a in audits])} |",
+                  f"| lookup attack (A2) rate | {_mean([a['lookup_rate'] for a in audits])} |"]
+    paired = {}
+    for key, measure in MEASURES.items():
+        counts = note_counts(per_seed, done, measure)
+        paired[measure] = paired_rows(counts, done)
+        title = COLUMN_TITLES[key].replace("(i2b2 types)", f"({corpus.entity_key.replace('_', ' ')}s)")
+        table = paired_table(paired[measure], done, title)
+        if table:
+            lines += ["", f"Paired differences on the test notes, {title}: each cell the F1 difference in points "
+                          "[paired 95% percentile bootstrap interval over the notes, 1000 resamples]; the mean over "
+                          "seeds resamples the notes once for all seeds.", "", *table]
+    growth = [statistics.mean(per_seed[s][f"{name}@test"][corpus.headline] for s in done) for name in GROWTH] \
+        if all(f"{name}{suffix}@test" in per_seed[s] for s in done for name in GROWTH for suffix in ("", PATTERNS)) \
+        else []
+    targets = target_lines(paired[MEASURES[corpus.headline]], growth)
+    if targets:
+        lines += ["", f"Targets (issue #36) on the headline {headline}:", "", *targets]
     if growth:
-        lines += growth_lines(per_seed, done)
+        lines += growth_lines(per_seed, done, corpus.headline, headline)
     text = "\n".join(lines) + "\n"
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{results_name}.md").write_text(text + f"\n![F1 per tagger]({results_name}.png)\n")
+    (RESULTS / f"{results_name}.md").write_text(text + f"\n![F1 per tagger]({results_name}.png)\n"
+                                                + (f"\n![growth]({results_name}_growth.png)\n" if growth else ""))
     stored.write_text(json.dumps({"date": str(date.today()), "commit": commit, "machine": machine,
-                                  "seeds": per_seed}, indent=2) + "\n")
-    plot(per_seed, RESULTS / f"{results_name}.png")
+                                  "corpus": corpus_name, "paired": paired, "seeds": per_seed}, indent=1) + "\n")
+    plot(per_seed, corpus, RESULTS / f"{results_name}.png")
     if growth:
-        plot_growth(per_seed, RESULTS / f"{results_name}_growth.png")
+        plot_growth(per_seed, corpus.headline, headline, RESULTS / f"{results_name}_growth.png")
 
 
-def present_rows(per_seed: dict) -> list[tuple[str, str, str]]:
-    """The rows of `ROWS` that every seed has (seeds run before a tagger was added lack it)."""
-    return [row for row in ROWS if all(f"{row[1]}@{row[2]}" in rows for rows in per_seed.values())]
+def _mean(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
 
 
-def target_lines(per_seed: dict, done: list[int], suffix: str) -> list[str]:
-    """The two targets on the mean over seeds, and the pooled gain in every seed, for the taggers
-    alone (`suffix` "") or merged with the pattern layer; where every seed has it, what pooling
-    the raw notes gains over the provider's raw notes (the most pooling could bring here)."""
-    def mean(name: str) -> float:
-        return statistics.mean(per_seed[s][f"{name}{suffix}@test"][PRIMARY] for s in done)
-
-    pooled, alone, upper = mean("pooled"), mean("provider-only"), mean("raw")
-    gains = differences(per_seed, done, "pooled", "provider-only", suffix)
-    return [f"Targets{' with the pattern layer' if suffix else ''}, on the {COLUMN_TITLES[PRIMARY]}: "
-            f"pooled - provider-only = {100 * (pooled - alone):+.1f} F1 points (target >= +3 in every seed: "
-            f"{'met' if min(gains) >= 3 else 'MISSED'}; per seed "
-            + ", ".join(f"seed {s} {g:+.1f}" for s, g in zip(done, gains)) + "); non-private - pooled = "
-            f"{100 * (upper - pooled):.1f} points (target <= 1.5: {'met' if upper - pooled <= 0.015 else 'MISSED'})"
-            + ("; the non-private row is below the pooled one: no upper bound at this budget." if upper < pooled
-               else ".")] + headroom_lines(per_seed, done, suffix)
-
-
-def differences(per_seed: dict, done: list[int], first: str, second: str, suffix: str) -> list[float]:
-    """Each seed's F1 of tagger `first` minus that of `second` on `test`, in points."""
-    return [100 * (per_seed[s][f"{first}{suffix}@test"][PRIMARY] - per_seed[s][f"{second}{suffix}@test"][PRIMARY])
-            for s in done]
-
-
-def headroom_lines(per_seed: dict, done: list[int], suffix: str) -> list[str]:
-    if not all(f"raw-provider{suffix}@test" in per_seed[s] for s in done):
-        return []
-    gains = differences(per_seed, done, "raw", "raw-provider", suffix)
-    return [f"Pooling without privacy{' (with the pattern layer)' if suffix else ''}: non-private on all training "
-            f"notes - non-private on the provider's notes = {statistics.mean(gains):+.1f} points (per seed "
-            + ", ".join(f"seed {s} {g:+.1f}" for s, g in zip(done, gains)) + ")."]
-
-
-def growth_lines(per_seed: dict, done: list[int]) -> list[str]:
+def growth_lines(per_seed: dict, done: list[int], key: str, title: str) -> list[str]:
     """The growth table: each pool of 1 to 4 institutions, its training sentences, seconds per
-    epoch and F1 on `test` (alone and with the pattern layer), mean ± sd over seeds."""
-    lines = ["", "Growth curve: the pooled tagger as institutions join (test; the server's trainer, median "
+    epoch and the F1 `key` on the test notes (alone and with the pattern layer), mean ± sd over seeds."""
+    lines = ["", "Growth curve: the pooled tagger as institutions join (test notes; the server's trainer, median "
                  "seconds per epoch on this CPU)", "",
-             f"| institutions | pool | training sentences | s per epoch | {COLUMN_TITLES[PRIMARY]} | with the pattern "
-             "layer |", "|---:|---|---:|---:|---|---|"]
+             f"| institutions | pool | training sentences | s per epoch | {title} | with the pattern layer |",
+             "|---:|---|---:|---:|---|---|"]
     for count, name in enumerate(GROWTH, 1):
         rows = [per_seed[seed][f"{name}@test"] for seed in done]
         merged = [per_seed[seed][f"{name}{PATTERNS}@test"] for seed in done]
         lines.append(f"| {count} | {' + '.join(POOLS[name])} | {rows[0]['sentences']:,} | "
-                     f"{_mean([r['epoch_seconds'] for r in rows])} | {_mean([r[PRIMARY] for r in rows])} | "
-                     f"{_mean([r[PRIMARY] for r in merged])} |")
+                     f"{_mean([r['epoch_seconds'] for r in rows])} | {_mean([r[key] for r in rows])} | "
+                     f"{_mean([r[key] for r in merged])} |")
     return lines
 
 
-def plot_growth(per_seed: dict, path: Path) -> None:
+def plot_growth(per_seed: dict, key: str, title: str, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -355,22 +557,26 @@ def plot_growth(per_seed: dict, path: Path) -> None:
 
     figure, axes = pyplot.subplots(figsize=(6, 4))
     counts = range(1, len(GROWTH) + 1)
-    for suffix, label in (("", "tagger alone"), (PATTERNS, "with the pattern layer")):
+    for suffix, label, color in (("", "pooled exports, alone", "C1"), (PATTERNS, "with the pattern layer", "C0")):
         for seed, rows in per_seed.items():
-            axes.plot(counts, [rows[f"{name}{suffix}@test"][PRIMARY] for name in GROWTH], marker="o",
-                      color="C0" if suffix else "C1", alpha=0.7, label=label if seed == min(per_seed) else None)
-    axes.set(xlabel="institutions pooled", ylabel=COLUMN_TITLES[PRIMARY], xticks=list(counts))
+            axes.plot(counts, [rows[f"{name}{suffix}@test"][key] for name in GROWTH], marker="o", color=color,
+                      alpha=0.7, label=label if seed == min(per_seed) else None)
+    for name, style in (("raw", "--"), ("raw-provider", ":")):
+        if all(f"{name}@test" in rows for rows in per_seed.values()):
+            axes.axhline(statistics.mean(rows[f"{name}@test"][key] for rows in per_seed.values()), color="grey",
+                         linestyle=style, label=f"raw text, {'all notes' if name == 'raw' else 'provider only'}")
+    axes.set(xlabel="institutions pooled", ylabel=title, xticks=list(counts))
     axes.legend(fontsize="small")
     save_figure(figure, path, dpi=100)
 
 
-def plot(per_seed: dict, path: Path) -> None:
+def plot(per_seed: dict, corpus: Corpus, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
-    figure, axes = pyplot.subplots(figsize=(8, 4))
+    figure, axes = pyplot.subplots(figsize=(10, 4))
     shown = present_rows(per_seed)
     labels = [f"{name}\n({split})" for _, name, split in shown]
     for offset, metric in ((-0.2, PRIMARY), (0.2, "entity_strict_f1")):
@@ -378,13 +584,14 @@ def plot(per_seed: dict, path: Path) -> None:
                  for _, name, split in shown]
         axes.bar([i + offset for i in range(len(shown))], means, 0.4, label=COLUMN_TITLES[metric])
     axes.set_xticks(range(len(shown)), labels, fontsize="x-small")
-    axes.set(ylabel="F1", ylim=(0, 1))
+    axes.set(ylabel="F1", ylim=(0, 1), title=corpus.title)
     axes.legend(fontsize="small")
     save_figure(figure, path, dpi=100)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", choices=CORPORA, default="physionet")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--p1", type=int, default=20, help="most epochs of P1 and of P2")
     parser.add_argument("--p1-patience", type=int, default=5)
@@ -395,15 +602,25 @@ def main() -> None:
     parser.add_argument("--audit-epochs", type=int, default=20)
     parser.add_argument("--selection", choices=SELECTIONS, default="loss",
                         help="how P1 and P3 pick their best epoch: validation loss (METHOD.md) or PHI F1")
-    parser.add_argument("--results-name", default="federation_reference",
-                        help="stem of the result files and folder under runs/ (the short-budget runs: federation)")
+    parser.add_argument("--test", type=Path, help="the held-out notes to score (default: the corpus's test notes)")
+    parser.add_argument("--test-format", help="format of --test (corpus.formats)")
+    parser.add_argument("--test-split", help="named split of --test")
+    parser.add_argument("--results-name", help="stem of the result files and folder under runs/ (default: "
+                                               "federation_reference for PhysioNet, federation_<corpus> otherwise)")
     parser.add_argument("--time-budget", type=float, help="seconds this process may train: stop after the last "
                                                           "epoch that fits, exit 75; a rerun resumes")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
-    if not DATA.exists():
-        raise SystemExit(f"{DATA} is absent: the experiment needs the PhysioNet split")
+    corpus = CORPORA[args.corpus]
+    if args.test is not None and not args.test_format:
+        parser.error("--test needs --test-format")
+    args.test = [os.path.relpath(args.test.resolve(), REPO.parent), args.test_format, args.test_split] if args.test \
+        else list(corpus.test)
+    args.results_name = args.results_name or (
+        "federation_reference" if args.corpus == "physionet" else f"federation_{args.corpus}")
     if not args.report_only:
+        if not corpus.notes.exists():
+            raise SystemExit(f"{corpus.notes} is absent: the benchmark needs the shared {args.corpus} corpus")
         try:
             with time_budget(args.time_budget):
                 for seed in args.seeds:
@@ -411,7 +628,7 @@ def main() -> None:
         except TimeBudgetExhausted as stopped:
             print(f"resumable: {stopped}", flush=True)
             sys.exit(RESUMABLE_EXIT_STATUS)
-    report(args.seeds, args.results_name)
+    report(args.seeds, args.results_name, args.corpus)
 
 
 if __name__ == "__main__":

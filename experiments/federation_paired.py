@@ -20,19 +20,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, document_counts, f1_difference_interval  # noqa: E402
-from federation import DATA, PATTERNS, REPO, RESULTS, predictions  # noqa: E402
+from corpus.metrics import COLUMN_TITLES, PRIMARY, document_counts  # noqa: E402
+from federation import CORPORA, PATTERNS, REPO, RESULTS, f1, paired_rows, paired_table, predictions  # noqa: E402
 
 COMPARISONS = (("pooled", "provider-only", "pooled - provider-only", "target >= +3 in every seed"),
                ("raw", "pooled", "non-private - pooled", "target <= +1.5"),
                ("raw", "raw-provider", "non-private: all notes - provider's notes", "what pooling could gain"))
+DATA = CORPORA["physionet"].notes
 REPRESENTATION_TAGGERS = ("pooled", "provider-only")
 
 
@@ -42,47 +42,6 @@ def comparisons(baseline: str | None) -> list[tuple[str, str, str, str]]:
     against = [(name, f"{name} ({baseline})", f"{name} - {name} ({baseline})", "-")
                for name in REPRESENTATION_TAGGERS] if baseline else []
     return [*COMPARISONS, *against]
-
-
-def f1(per_note: list[Counts]) -> float:
-    return sum(per_note, Counts()).as_dict()["f1"]
-
-
-def paired_rows(counts: dict[tuple[int, str, str], list[Counts]], seeds: list[int],
-                compared=COMPARISONS) -> list[dict]:
-    """One row per comparison of `compared` and tagger kind (alone, with the pattern layer): each seed's F1
-    difference in points with its paired 95% interval, and their mean with the interval of the
-    mean. `counts[seed, tagger, suffix]` holds the tagger's per-note counts on `test`."""
-    rows = []
-    for first, second, title, target in compared:
-        for suffix in ("", PATTERNS):
-            pairs = {seed: (counts[seed, first, suffix], counts[seed, second, suffix]) for seed in seeds}
-            per_seed = {seed: {"difference": 100 * (f1(a) - f1(b)),
-                               "interval": [100 * bound for bound in f1_difference_interval([(a, b)])]}
-                        for seed, (a, b) in pairs.items()}
-            rows.append({"comparison": title, "patterns": bool(suffix), "target": target, "seeds": per_seed,
-                         "mean": {"difference": statistics.mean(s["difference"] for s in per_seed.values()),
-                                  "interval": [100 * bound for bound in f1_difference_interval(list(pairs.values()))]}})
-    return rows
-
-
-def _cell(value: dict) -> str:
-    low, high = value["interval"]
-    return f"{value['difference']:+.1f} [{low:+.1f}, {high:+.1f}]"
-
-
-def table(rows: list[dict], seeds: list[int]) -> list[str]:
-    lines = [f"| difference ({COLUMN_TITLES[PRIMARY]}, points) | tagger | "
-             + " | ".join(f"seed {seed}" for seed in seeds) + " | mean over seeds | target |",
-             "|---|---|" + "---:|" * (len(seeds) + 1) + "---|"]
-    for row in rows:
-        lines.append(f"| {row['comparison']} | {'+ pattern layer' if row['patterns'] else 'alone'} | "
-                     + " | ".join(_cell(row["seeds"][seed]) for seed in seeds)
-                     + f" | {_cell(row['mean'])} | {row['target']} |")
-    widths = [high - low for row in rows for low, high in [s["interval"] for s in row["seeds"].values()]]
-    lines += ["", f"A single seed's paired 95% interval spans {min(widths):.1f} to {max(widths):.1f} points: a "
-                  "difference has to be about half that large before these notes tell the two taggers apart."]
-    return lines
 
 
 def main() -> None:
@@ -131,7 +90,8 @@ def main() -> None:
              f"{date.today()}, commit {commit}; {len(test)} test notes. Command: `{command}`. Each cell: the F1 "
              "difference in points [paired 95% percentile bootstrap interval over the notes, 1000 resamples]; the "
              "mean over seeds resamples the notes once for all seeds (the notes' sampling error, not the spread "
-             f"between seeds). Every rescored F1 equals the one in {recorded_in}.\n", *table(rows, args.seeds)]
+             f"between seeds). Every rescored F1 equals the one in {recorded_in}.\n",
+             *paired_table(rows, args.seeds, COLUMN_TITLES[PRIMARY])]
     text = "\n".join(lines) + "\n"
     print(text)
     (RESULTS / f"{args.results_name}_paired.md").write_text(text)

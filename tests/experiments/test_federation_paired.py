@@ -1,8 +1,9 @@
 """experiments/federation_paired.py's table on hand-made per-note counts (nothing is trained): each
 seed's difference gets a paired interval, and the mean over seeds one of its own."""
 
+import federation
 import federation_paired
-from corpus.metrics import Counts
+from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts
 from federation import PATTERNS
 
 NOTES = 60
@@ -22,7 +23,7 @@ def test_a_consistent_gain_is_resolved_and_a_gain_in_one_seed_only_is_not():
             made[seed, "provider-only", suffix] = counts(8, 1, 1, every=2)
             # seed 0: pooled finds more in every note; seed 1: pooled equals provider-only
             made[seed, "pooled", suffix] = counts(9, 1, 0, every=3) if seed == 0 else counts(8, 1, 1, every=2)
-    rows = federation_paired.paired_rows(made, [0, 1])
+    rows = federation_paired.paired_rows(made, [0, 1], federation_paired.COMPARISONS)
     assert [(row["comparison"], row["patterns"]) for row in rows] == [
         ("pooled - provider-only", False), ("pooled - provider-only", True),
         ("non-private - pooled", False), ("non-private - pooled", True),
@@ -33,7 +34,7 @@ def test_a_consistent_gain_is_resolved_and_a_gain_in_one_seed_only_is_not():
     assert gain["seeds"][1] == {"difference": 0.0, "interval": [0.0, 0.0]}
     assert gain["mean"]["difference"] == gain["seeds"][0]["difference"] / 2
     assert gain["mean"]["interval"][1] < high  # half the gain, and no wider
-    lines = federation_paired.table(rows, [0, 1])
+    lines = federation.paired_table(rows, [0, 1], COLUMN_TITLES[PRIMARY])
     assert lines[0].startswith("| difference (token HIPAA F1 (official i2b2 2014 tokenization), points) | tagger |")
     assert lines[2].startswith(f"| pooled - provider-only | alone | {gain['seeds'][0]['difference']:+.1f} [")
     assert lines[2].endswith("| target >= +3 in every seed |")

@@ -1,62 +1,132 @@
-"""experiments/federation.py's report parts on hand-made rows (nothing is trained): the targets
-are judged in every seed, and the growth table lists the pools from 1 to 4 institutions."""
+"""experiments/federation.py's report parts on hand-made rows (nothing is trained): issue #36's
+targets are judged on paired intervals in every seed, the growth table lists the pools from 1 to 4
+institutions, and the report reads both corpora."""
 
 import json
 
+import pytest
+
 import federation
-from corpus.metrics import PRIMARY
+from corpus.metrics import PRIMARY, Counts
+
+NOTES = 60
+HEADLINE = "entity_strict_f1"
 
 
-def rows(f1: dict[str, float], sentences: dict[str, int] | None = None) -> dict:
-    """One seed's rows: every tagger on `test`, alone and with the pattern layer (+0.1)."""
-    made = {}
-    for name, value in f1.items():
-        for suffix, extra in (("", 0.0), (federation.PATTERNS, 0.1)):
-            made[f"{name}{suffix}@test"] = {PRIMARY: value + extra, "epochs": 3,
-                                            "sentences": (sentences or {}).get(name, 0), "epoch_seconds": 2.0}
+def per_note(tp: int, fp: int, fn: int, every: int = 0) -> list[list[int]]:
+    """Per-note counts as rows.json keeps them: `tp`, `fp`, `fn` in every note, one more false
+    negative in every `every`-th (none when 0)."""
+    return [[tp, fp, fn + (every > 0 and index % every == 0)] for index in range(NOTES)]
+
+
+def rows(counts: dict[str, list[list[int]]], sentences: dict[str, int] | None = None) -> dict:
+    """One seed's rows on `test`, alone and with the pattern layer (the same counts), with both
+    measures' per-note counts and their F1 as the row's scores."""
+    made = {"budget": {"p1": 1, "p3": 1, "tagger_epochs": 2, "patience": 1, "audit_epochs": 1}}
+    for name, notes in counts.items():
+        score = federation.f1(notes)
+        for suffix in ("", federation.PATTERNS):
+            made[f"{name}{suffix}@test"] = {PRIMARY: score, HEADLINE: score, "epochs": 3, "epoch_seconds": 2.0,
+                                            "sentences": (sentences or {}).get(name, 0),
+                                            federation.NOTE_COUNTS: {measure: notes for measure in
+                                                                     federation.MEASURES.values()}}
     return made
 
 
-def test_the_pooled_gain_must_reach_three_points_in_every_seed():
-    per_seed = {0: rows({"pooled": 0.90, "provider-only": 0.80, "raw": 0.91}),
-                1: rows({"pooled": 0.82, "provider-only": 0.80, "raw": 0.91})}
-    line = federation.target_lines(per_seed, [0, 1], "")[0]
-    assert "= +6.0 F1 points" in line  # the mean gain passes ...
-    assert "MISSED; per seed seed 0 +10.0, seed 1 +2.0" in line  # ... but seed 1 does not
-    assert "non-private - pooled = 5.0 points (target <= 1.5: MISSED)." in line
-    per_seed[1] = rows({"pooled": 0.85, "provider-only": 0.80, "raw": 0.86})
-    assert "(target >= +3 in every seed: met;" in federation.target_lines(per_seed, [0, 1], "")[0]
+def paired(per_seed: dict) -> list[dict]:
+    seeds = sorted(per_seed)
+    return federation.paired_rows(federation.note_counts(per_seed, seeds, "entity_strict"), seeds)
+
+
+SITE_RAW = {f"raw-{site}": per_note(7, 1, 3) for site in federation.SITES}
+
+
+def test_the_targets_are_judged_on_paired_intervals():
+    good = {"raw": per_note(10, 0, 0), "raw-provider": per_note(8, 0, 2), "provider-only": per_note(8, 0, 2),
+            "pooled": per_note(10, 0, 0, every=4), **SITE_RAW}
+    lines = federation.target_lines(paired({0: rows(good), 1: rows(good)}), [0.80, 0.85, 0.88, 0.90])
+    gap, gain, view, growth = lines[:3] + lines[-1:]
+    assert gap.startswith("- Representation gap (alone): pooled exports - raw text = -1.2 [")
+    assert gap.endswith("(target > -1.0: MISSED).")
+    assert "(target >= 0.8 x with the interval above 0: met)" in gain
+    assert view.endswith("(target > 0 for every site in every seed: met).")
+    assert growth == ("- Growth curve (alone): 0.800 / 0.850 / 0.880 / 0.900 for 1 to 4 institutions (target: "
+                      "rises with every institution: met).")
+    weak = {**good, "pooled": per_note(8, 0, 2, every=2), "raw-site_b": per_note(9, 0, 1)}  # seed 1 only
+    lines = federation.target_lines(paired({0: rows(good), 1: rows(weak)}), [0.80, 0.85, 0.84, 0.90])
+    assert "MISSED" in lines[1] and lines[2].endswith("in every seed: MISSED).") and lines[-1].endswith("MISSED).")
+
+
+def test_comparisons_whose_taggers_a_seed_lacks_are_left_out():
+    old = {"raw": per_note(10, 0, 0), "provider-only": per_note(8, 0, 2), "pooled": per_note(9, 0, 1)}
+    titles = {row["comparison"] for row in paired({0: rows(old)})}
+    assert titles == {"representation gap: pooled exports - raw text (all notes)",
+                      "pooling gain through exports: pooled - provider-only"}
+    assert federation.target_lines(paired({0: rows(old)}), [])[0].startswith("- Representation gap (alone)")
+
+
+def test_note_counts_split_the_pattern_layer_rows_from_the_tagger_alone():
+    seed = rows({"pooled": per_note(9, 1, 0)})
+    seed["pooled+patterns@test"][federation.NOTE_COUNTS]["entity_strict"] = per_note(10, 0, 0)
+    found = federation.note_counts({3: seed}, [3], "entity_strict")
+    assert set(found) == {(3, "pooled", ""), (3, "pooled", federation.PATTERNS)}
+    assert federation.as_counts(found[3, "pooled", federation.PATTERNS])[0] == Counts(10, 0, 0)
+    assert federation.as_counts(found[3, "pooled", ""])[0] == Counts(9, 1, 0)
 
 
 def test_the_growth_table_goes_from_one_to_four_institutions():
-    f1 = {"provider-only": 0.70, "pooled-2": 0.75, "pooled-no-c": 0.78, "pooled": 0.80}
+    f1 = {"provider-only": per_note(7, 0, 3), "pooled-2": per_note(8, 0, 2), "pooled-no-c": per_note(9, 0, 1),
+          "pooled": per_note(10, 0, 0)}
     sentences = {"provider-only": 7000, "pooled-2": 12000, "pooled-no-c": 19000, "pooled": 27000}
-    table = [line for line in federation.growth_lines({0: rows(f1, sentences)}, [0]) if line.startswith("| ")]
+    table = [line for line in federation.growth_lines({0: rows(f1, sentences)}, [0], HEADLINE, "F1")
+             if line.startswith("| ")]
     assert [line.split(" | ")[:3] for line in table[1:]] == [
         ["| 1", "provider", "7,000"], ["| 2", "provider + site_a", "12,000"],
         ["| 3", "provider + site_a + site_b", "19,000"], ["| 4", "provider + site_a + site_b + site_c", "27,000"]]
-    assert table[-1].endswith("| 0.800 | 0.900 |")
+    assert table[-1].endswith(f"| {federation.f1(f1['pooled']):.3f} | {federation.f1(f1['pooled']):.3f} |")
 
 
-def test_the_report_keeps_the_seeds_stored_in_its_results_file(tmp_path):
+def test_the_report_keeps_the_seeds_stored_in_its_results_file_and_unfinished_runs_wait(tmp_path):
     stored = tmp_path / "federation_reference.json"
     stored.write_text(json.dumps({"seeds": {"0": {"from": "file"}, "1": {"from": "file"}}}))
-    for seed in (1, 2):
+    finished = {f"{name}@test": {} for name in federation.POOLS}
+    for seed, made in ((1, finished), (2, finished), (3, {"raw@test": {}})):
         (tmp_path / "runs" / f"seed-{seed}").mkdir(parents=True)
-        (tmp_path / "runs" / f"seed-{seed}" / "rows.json").write_text(json.dumps({"from": "run"}))
+        (tmp_path / "runs" / f"seed-{seed}" / "rows.json").write_text(json.dumps(made))
     per_seed = federation.finished_seeds([1, 2, 3], tmp_path / "runs", stored)
-    assert per_seed == {0: {"from": "file"}, 1: {"from": "run"}, 2: {"from": "run"}}
+    assert per_seed == {0: {"from": "file"}, 1: finished, 2: finished}
     assert federation.finished_seeds([0], tmp_path / "absent", tmp_path / "absent.json") == {}
 
 
-def test_pooling_without_privacy_is_reported_only_where_every_seed_has_the_provider_text_tagger():
-    per_seed = {0: rows({"pooled": 0.80, "provider-only": 0.78, "raw": 0.90, "raw-provider": 0.84}),
-                1: rows({"pooled": 0.80, "provider-only": 0.78, "raw": 0.90, "raw-provider": 0.88})}
-    lines = federation.target_lines(per_seed, [0, 1], "")
-    assert lines[1] == ("Pooling without privacy: non-private on all training notes - non-private on the provider's "
-                        "notes = +4.0 points (per seed seed 0 +6.0, seed 1 +2.0).")
-    assert ("non-private, provider's notes only (raw GloVe)", "raw-provider", "test") in \
-        federation.present_rows(per_seed)
-    per_seed[1] = rows({"pooled": 0.80, "provider-only": 0.78, "raw": 0.90})  # run before it was added
-    assert len(federation.target_lines(per_seed, [0, 1], "")) == 1
-    assert "raw-provider" not in [name for _, name, _ in federation.present_rows(per_seed)]
+def test_a_meddocan_report_names_source_types_and_writes_its_tables(tmp_path, monkeypatch):
+    monkeypatch.setattr(federation, "REPO", tmp_path)
+    monkeypatch.setattr(federation, "RESULTS", tmp_path / "results")
+    counts = {"raw": per_note(10, 0, 0), "raw-provider": per_note(8, 0, 2), "pseudo": per_note(9, 0, 1),
+              "provider-only": per_note(8, 0, 2), "pooled-2": per_note(9, 0, 1), "pooled-no-c": per_note(9, 0, 1),
+              "pooled": per_note(10, 0, 0, every=4), **SITE_RAW}
+    for seed in (0, 1):
+        made = rows(counts, {name: 1000 for name in federation.POOLS})
+        made["budget"]["test"] = list(federation.CORPORA["meddocan"].test)
+        (tmp_path / "runs" / "federation_meddocan" / f"seed-{seed}").mkdir(parents=True)
+        (tmp_path / "runs" / "federation_meddocan" / f"seed-{seed}" / "rows.json").write_text(json.dumps(made))
+    federation.report([0, 1], "federation_meddocan", "meddocan")
+    text = (tmp_path / "results" / "federation_meddocan.md").read_text()
+    assert "entity strict F1 (source types)" in text and "(i2b2 types)" not in text
+    assert "Test notes: `shared/data/meddocan/dev/xml` (meddocan)" in text
+    assert "| non-private, site_b's own notes only (raw text) | test |" in text
+    assert "- Site's view (with the pattern layer): " in text
+    stored = json.loads((tmp_path / "results" / "federation_meddocan.json").read_text())
+    assert stored["corpus"] == "meddocan" and set(stored["paired"]) == {"token_official_hipaa", "entity_strict"}
+    assert (tmp_path / "results" / "federation_meddocan_growth.png").exists()
+
+
+def test_seeds_run_with_other_budgets_or_test_notes_are_reported_apart(tmp_path, monkeypatch):
+    monkeypatch.setattr(federation, "REPO", tmp_path)
+    monkeypatch.setattr(federation, "RESULTS", tmp_path / "results")
+    for seed, test in ((0, ["shared/data/meddocan/dev/xml", "meddocan", None]), (1, ["other", "brat", None])):
+        made = rows({name: per_note(9, 0, 1) for name in federation.POOLS})
+        made["budget"]["test"] = test
+        (tmp_path / "runs" / "x" / f"seed-{seed}").mkdir(parents=True)
+        (tmp_path / "runs" / "x" / f"seed-{seed}" / "rows.json").write_text(json.dumps(made))
+    with pytest.raises(SystemExit, match="different budgets"):
+        federation.report([0, 1], "x", "meddocan")

@@ -189,14 +189,13 @@ def test_federation_report_and_its_targets_use_the_official_f1(tmp_path, monkeyp
         (tmp_path / "runs" / "federation" / f"seed-{seed}").mkdir(parents=True)
         rows = federation_seed({"pooled": pooled, "provider-only": 0.7, "raw": 0.9})
         (tmp_path / "runs" / "federation" / f"seed-{seed}" / "rows.json").write_text(json.dumps(rows))
-    federation.report([0, 1], "federation")
+    federation.report([0, 1], "federation", "physionet")
     text = (tmp_path / "results" / "federation.md").read_text()
-    lines = [line for line in text.splitlines() if line.startswith("| tagger") or line.startswith("| pooled (")]
+    lines = [line for line in text.splitlines() if line.startswith("| tagger") or line.startswith("| pooled: ")]
     assert lines[0] == "| tagger | scored on | " + score_header(SCORE_COLUMNS) + " |"
     assert column([lines[0], "", lines[1]], OFFICIAL) == ["0.8500 ± 0.0707"]
     assert column([lines[0], "", lines[1]], PROJECT) == ["0.1500 ± 0.0707"]
-    assert f"Targets, on the {OFFICIAL}: pooled - provider-only = +15.0 F1 points" in text
-    assert "per seed seed 0 +10.0, seed 1 +20.0)" in text
+    assert f"Headline: {OFFICIAL}." in text
 
 
 def test_federation_refuses_seeds_scored_before_the_official_measure(tmp_path, monkeypatch):
@@ -209,4 +208,4 @@ def test_federation_refuses_seeds_scored_before_the_official_measure(tmp_path, m
     (tmp_path / "runs" / "federation" / "seed-0").mkdir(parents=True)
     (tmp_path / "runs" / "federation" / "seed-0" / "rows.json").write_text(json.dumps(rows))
     with pytest.raises(SystemExit, match=r"seeds \[0\] were scored before the official i2b2 2014"):
-        federation.report([0], "federation")
+        federation.report([0], "federation", "physionet")
