@@ -24,12 +24,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 from keras import ops
-from tqdm import tqdm
 
 from adversary.pairs import PairSource
 from adversary.procedures import represent
 from adversary.pseudonymize import tag_category
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
+from representer.progress import progress_bar
 from representer.training import _load_checkpoint, _save_checkpoint, stop_if_over_budget
 
 QUERY_CHUNK = 64  # PHI tokens ranked against the vocabulary at once (64 x 400k floats for GloVe)
@@ -155,8 +155,8 @@ def _estimates(inputs, weights, train: PairSource, test: PairSource, *, epochs: 
     if checkpoint is not None and checkpoint.exists():
         state, _ = _load_checkpoint(checkpoint, models, optimizers)
     fixed = None if train.export_path else _as_sentences(train)
-    for epoch in tqdm(range(state["epochs"], epochs), initial=state["epochs"], total=epochs,
-                      desc=f"inversion {label}".strip(), unit="epoch", disable=not progress):
+    for epoch in progress_bar(range(state["epochs"], epochs), initial=state["epochs"], total=epochs,
+                              desc=f"inversion {label}".strip(), unit="epoch", disable=not progress):
         stop_if_over_budget(state["longest"], f"inversion {label}: stopped after epoch {epoch} of {epochs} to stay "
                                               "within the time budget; rerun to resume")
         started = time.perf_counter()

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-from tqdm import tqdm
-
 from client.inference import apply_to_sentences, built_once, compile_pipeline
 from client.patterns import DEFAULT_PATTERNS, Pattern, with_patterns
 from client.surrogates import redacted_text, surrogate_text
@@ -33,6 +31,7 @@ from corpus.prepare import prepare_text
 from representer import keys
 from representer.bundle import Bundle, open_bundle
 from representer.dataset import SentenceData, predicted_documents
+from representer.progress import progress_bar
 
 OUTPUT_FORMATS = ("brat", "i2b2", "json", "text")
 CHUNK_DOCUMENTS = 512
@@ -60,7 +59,7 @@ def find_phi(documents: Iterable[Document], pipeline: Bundle, embeddings, *, pat
     tagger's (i2b2 2014 types as labels); without them, the tagger's spans alone."""
     tag = built_once(pipeline, "tags", lambda: compile_pipeline(pipeline.load_representer(deterministic=True),
                                                                 pipeline.load_tagger(), embeddings.dim))
-    with tqdm(desc="de-identifying", unit=" notes", disable=not progress) as bar:
+    with progress_bar(desc="de-identifying", unit=" notes", disable=not progress) as bar:
         for chunk, sentences, data in _prepared(documents, embeddings, chunk_documents):
             predictions = apply_to_sentences(tag, data) if data is not None else []
             found = predicted_documents(chunk, sentences, predictions, pipeline.tags, pipeline.scheme)

@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
-from tqdm import tqdm
 
 from adversary.bound import reidentification_bound
 from adversary.pseudonymize import Pseudonymizer, tag_category
@@ -34,6 +33,7 @@ from corpus.errors import CorpusError
 from corpus.prepare import LabeledSentence, prepare_document
 from representer.bundle import Bundle
 from representer.dataset import SentenceData
+from representer.progress import progress_bar
 
 CHUNK_SENTENCES = 16384
 DEFAULT_NEIGHBOURS = 100
@@ -65,7 +65,7 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
                                                                          embeddings.dim))
     count, phi = 0, Counter()
     with ExternalShuffle(out.parent, memory_bytes) as shuffle:
-        with tqdm(desc="representing", unit=" sentences", disable=not progress) as bar:
+        with progress_bar(desc="representing", unit=" sentences", disable=not progress) as bar:
             for sentences in _chunks(_labeled_sentences(documents, bundle), chunk_sentences):
                 phi.update((token.text, tag_category(tag)) for sentence in sentences
                            for token, tag in zip(sentence.tokens, sentence.tags) if tag != "O")
@@ -79,7 +79,7 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
                 bar.update(len(data))
         if not count:
             raise CorpusError("the notes hold no sentences to export")
-        records = tqdm(shuffle, total=count, desc="writing", unit=" sentences", disable=not progress)
+        records = progress_bar(shuffle, total=count, desc="writing", unit=" sentences", disable=not progress)
         return write_contribution(out, records, institution=institution, representer_id=bundle.representer_id,
                                   dim=bundle.repr_size, neighbours=neighbours, pseudonymization=scheme,
                                   signing_key=signing_key,

@@ -34,6 +34,7 @@ from corpus.categories import PHI_TYPES
 from corpus.document import Document
 from corpus.tagging import tag_vocabulary
 from deidpool.cli.http import ServerConnection
+from representer.progress import INTERVAL as PROGRESS_INTERVAL
 
 log = logging.getLogger("deidpool.demo")
 
@@ -218,7 +219,8 @@ def scores(gold: Sequence[Document], predicted: Sequence[Document]) -> dict:
 def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
              settings: DemoSettings = DemoSettings(), progress: bool = False) -> dict:
     """Run every stage into the empty (or new) folder `out`; returns the summary (also in
-    out/summary.json) and writes out/report.html."""
+    out/summary.json) and writes out/report.html; with `progress`, the long stages show their
+    progress (`representer.progress`)."""
     from adversary.runs import audit_run, train_adversarial_run
     from adversary.verdicts import CHANCE
     from client.deidentify import find_phi
@@ -332,9 +334,10 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
                                                       "the server's signing key")
             pooled_pipeline = open_bundle(home / "pipeline.tar", server_signing)
             test_notes = unlabeled(documents["test"])
-            pooled = list(find_phi(test_notes, pooled_pipeline, pooled_pipeline.load_embeddings()))
+            pooled = list(find_phi(test_notes, pooled_pipeline, pooled_pipeline.load_embeddings(),
+                                   progress=progress))
             provider_pipeline = open_bundle(bundle_file, keys.load_public_key(provider_keys.public, keys.SIGNING))
-            provider_only = list(find_phi(test_notes, provider_pipeline, vectors))
+            provider_only = list(find_phi(test_notes, provider_pipeline, vectors, progress=progress))
             facts.update({"notes": len(test_notes), "PHI spans found": sum(len(note.spans) for note in pooled)})
         memory = {"demo": peak_memory_mb(os.getpid()), **server.peak_memory_mb()}
 
@@ -357,14 +360,21 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
 
 
 def _wait_for_run(api: ServerConnection, run_id: int, timeout: float = 3600, interval: float = 2.0) -> dict:
-    """The run once the worker has finished it, logging each new epoch."""
-    deadline, seen = time.monotonic() + timeout, 0
+    """The run once the worker has finished it, logging each new epoch (and, between two, a line
+    every `representer.progress.INTERVAL` seconds)."""
+    started = said = time.monotonic()
+    deadline, seen = started + timeout, 0
     while time.monotonic() < deadline:
         run = api.call("GET", f"/api/runs/{run_id}")
         for epoch in run["epochs"][seen:]:
             log.info("pooled run %s: epoch %s of at most %s, %s", run_id, epoch["epoch"], run["config"]["max_epochs"],
                      ", ".join(f"{k} {v:.4g}" for k, v in epoch.items() if isinstance(v, float)))
+            said = time.monotonic()
         seen = len(run["epochs"])
+        if time.monotonic() - said >= PROGRESS_INTERVAL:
+            log.info("pooled run %s: %s, %d of at most %s epochs done, %.0f s elapsed", run_id, run["status"], seen,
+                     run["config"]["max_epochs"], time.monotonic() - started)
+            said = time.monotonic()
         if run["status"] == "succeeded":
             return run
         if run["status"] == "failed":

@@ -22,9 +22,9 @@ import numpy as np
 import pyarrow.parquet as pq
 from gensim.models import FastText, KeyedVectors
 from gensim.models.fasttext import FastTextKeyedVectors, load_facebook_vectors, save_facebook_model
-from tqdm import tqdm
 
 from corpus.tokenize import Token
+from representer.progress import progress_bar
 
 GLOVE_NAME = "glove-6b-50d"
 _DIGIT = re.compile(r"\d")
@@ -247,7 +247,7 @@ class Embeddings:
         table[:, 0] = np.arange(rows)
         chunk = max(1, _SIMILARITY_CELLS // rows)
         starts = range(0, rows if n > 1 else 0, chunk)  # n = 1: nothing but the rows themselves
-        for start in tqdm(starts, desc=f"neighbours (n={n})", unit=" chunks", disable=not progress):
+        for start in progress_bar(starts, desc=f"neighbours (n={n})", unit=" chunks", disable=not progress):
             similarity = unit[start:start + chunk] @ unit.T
             ids = np.arange(len(similarity))
             similarity[ids, start + ids] = -np.inf  # the row itself is column 0
@@ -263,7 +263,8 @@ class Embeddings:
         unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
         groups = np.full(len(unit), -1, dtype=np.int32)
         pending, count = [np.flatnonzero(eligible)], 0
-        with tqdm(total=len(pending[0]), desc=f"neighbour groups (n={n})", unit=" words", disable=not progress) as bar:
+        with progress_bar(total=len(pending[0]), desc=f"neighbour groups (n={n})", unit=" words",
+                          disable=not progress) as bar:
             while pending:
                 rows = pending.pop()
                 if len(rows) < 2 * n:

@@ -16,10 +16,10 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
-from tqdm import tqdm
 
 from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
 from representer.distribution import gathered, replica_batches, run_alike
+from representer.progress import progress_bar
 from representer.tagger import tagger_loss
 
 CHECKPOINT = "checkpoints/latest.npz"
@@ -137,8 +137,8 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
     if np.any(resumed != resumed[0]):
         raise RuntimeError(f"the workers resume {run_dir} after different epochs ({resumed[:, 0].astype(int).tolist()}"
                            "): every worker must see the chief's run directory")
-    bar = tqdm(total=max_epochs, initial=len(state["history"]), desc=procedure.name, unit="epoch",
-               disable=not progress)
+    bar = progress_bar(total=max_epochs, initial=len(state["history"]), desc=procedure.name, unit="epoch",
+                       disable=not progress)
     longest = max((r["seconds"] for r in state["history"]), default=0.0)
     while len(state["history"]) < max_epochs and state["wait"] < patience:
         if gathered(procedure.strategy, [_over_budget(longest)]).any():
