@@ -1,16 +1,16 @@
-"""The `deidpool` command: one Typer app dispatching to every package's commands."""
+"""The `deidpool` command: one Typer app dispatching to every package's commands. Command modules
+import their heavy dependencies inside the commands; those that run a model call
+`runtime.start_tensorflow` first."""
 
-import gc
 import os
 import warnings
 
-import typer
+# Every process of the command (the server and its worker too) starts here: TensorFlow's C++ log
+# lines (oneDNN notices, CPU feature hints, its DT_BOOL fallback logged as an error) are noise to
+# the user, and the level is read once, when TensorFlow loads. Set it to 0 to see them.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of the CLI
-
-from representer.threads import configure_threads  # noqa: E402
-
-configure_threads()
+import typer  # noqa: E402
 
 from deidpool.cli import (  # noqa: E402
     adversarial_commands,
@@ -23,10 +23,6 @@ from deidpool.cli import (  # noqa: E402
 from deidpool.cli.client_commands import client_app, provider_app  # noqa: E402
 from deidpool.cli.coordinator_commands import coordinator_app  # noqa: E402
 from deidpool.cli.server_commands import server_app  # noqa: E402
-
-# TensorFlow and Keras leave about 350,000 long-lived objects that every full garbage collection
-# walks (0.15-0.2 s each, in about every other export of site_a): keep them out of its way.
-gc.freeze()
 
 app = typer.Typer(no_args_is_help=True, help="Privacy-preserving pooling of de-identification training data.")
 app.add_typer(corpus_commands.corpus_app, name="corpus")

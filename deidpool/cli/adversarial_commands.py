@@ -13,6 +13,7 @@ from adversary.schemes import EXPORT_SCHEME, SCHEMES
 from adversary.verdicts import HELD_OUT_DRAWS
 from corpus.errors import CorpusError
 from deidpool.cli.budget import TIME_BUDGET, within_budget
+from deidpool.cli.runtime import start_tensorflow
 from deidpool.cli.train_commands import training_documents
 
 _DATA = typer.Option(..., "--data", help="Annotated notes (file or folder, as --format needs).")
@@ -59,6 +60,8 @@ def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_
            learning_rate, output_noise, output_noise_floor, time_budget, pretrain_epochs=20,
            pretrain_patience=5) -> None:
     """Both train commands, their options passed by name."""
+    start_tensorflow()
+
     from adversary.runs import AdversarialSettings, train_adversarial_run
 
     train_docs, valid_docs = training_documents(data, fmt, splits, valid_data, valid_split, valid_fraction, seed)
@@ -149,6 +152,8 @@ def audit(
 
     Fresh and continued adversaries, inversion (A1) and lookup (A2) attacks; the report
     folder gets metrics.json, report.md, accuracy.png, history.json and config.json."""
+    start_tensorflow()
+
     from adversary.runs import audit_run
 
     if path not in ("export", "representer"):

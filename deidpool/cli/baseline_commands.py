@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from deidpool.cli.runtime import start_tensorflow
 from deidpool.cli.train_commands import train_app, training_documents
 
 DATA = typer.Option(..., "--data", help="Annotated training notes (file or folder).")
@@ -39,6 +40,8 @@ def train_crf(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SP
               min_freq: float = typer.Option(4, "--min-freq", min=0, help="Drop features seen fewer times (CRF++ -f)."),
               seed: int = SEED, out: Path = OUT) -> None:
     """CRF with the CEGS N-GRID 2016 hand-crafted features (BIOES, L2 weight chosen on validation)."""
+    start_tensorflow()
+
     from baselines import crf
 
     train, valid = training_documents(data, fmt, split, valid_data, valid_split, valid_fraction, seed)
@@ -55,6 +58,8 @@ def train_svm(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SP
                                                    "set (repeatable; default 0.3 1 3)."),
               seed: int = SEED, out: Path = OUT) -> None:
     """Linear SVM on Sibanda & Uzuner's local-context features, one class per token."""
+    start_tensorflow()
+
     from baselines import svm
 
     train, valid = training_documents(data, fmt, split, valid_data, valid_split, valid_fraction, seed)
@@ -75,6 +80,8 @@ def train_char_lstm(data: Path = DATA, fmt: str = FORMAT, split: list[str] | Non
                     seed: int = SEED,
                     out: Path = typer.Option(..., "--out", help="Run directory (rerun to resume).")) -> None:
     """Character-enhanced BiLSTM-CRF (Dernoncourt et al. 2017): word embeddings + character BiLSTM."""
+    start_tensorflow()
+
     from baselines import char_lstm
     from representer.embeddings import load_embeddings
 

@@ -13,11 +13,8 @@ from pathlib import Path
 import typer
 
 from adversary.schemes import EXPORT_SCHEME
-from client.transport import UploadError
-from contribution.container import PSEUDONYMIZATION_SCHEMES
-from contribution.records import DTYPES, ContributionError
 from corpus.errors import CorpusError
-from deidpool.cli.http import ServerError
+from deidpool.cli.runtime import start_tensorflow
 from representer import keys
 
 PASSPHRASE_ENV = "DEIDPOOL_KEY_PASSPHRASE"
@@ -31,15 +28,24 @@ client_app = typer.Typer(no_args_is_help=True, help="The institution: export, in
 def clean_errors() -> Iterator[None]:
     """Bad input of any kind, or a refusal by the server -> one clear line on stderr and exit
     status 2."""
+    try:
+        yield
+    except Exception as error:
+        if not isinstance(error, _input_errors()):
+            raise
+        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+
+
+def _input_errors() -> tuple[type[Exception], ...]:
+    """The errors `clean_errors` reports, imported only once one is raised (some modules are slow)."""
+    from client.transport import UploadError
+    from contribution.records import ContributionError
+    from deidpool.cli.http import ServerError
     from representer.bundle import BundleError
     from server.settings import SettingsError
 
-    try:
-        yield
-    except (CorpusError, BundleError, ContributionError, keys.KeyFileError, UploadError, ServerError,
-            SettingsError) as error:
-        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+    return CorpusError, BundleError, ContributionError, keys.KeyFileError, UploadError, ServerError, SettingsError
 
 
 def _new_passphrase(protect: bool) -> str | None:
@@ -83,6 +89,8 @@ def publish(
     audit: Path | None = typer.Option(None, "--audit", help="Audit summary: a JSON file or an audit run folder."),
 ) -> None:
     """Publish a training run as a signed bundle (a pipeline when the run has a tagger)."""
+    start_tensorflow()
+
     from representer.bundle import publish_run
 
     with clean_errors():
@@ -126,7 +134,8 @@ def export(
     provider_key: Path = typer.Option(..., "--provider-key", help="The pinned provider public key (provider.pub)."),
     notes: Path = typer.Option(..., "--notes", help="PHI-labeled notes (file or folder, as --format needs)."),
     fmt: str = typer.Option(..., "--format", help="Format of the notes: i2b2, meddocan, brat, physionet, conll, json."),
-    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest splits.json: PhysioNet, MEDDOCAN)."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest "
+                                                        "splits.json: PhysioNet, MEDDOCAN)."),
     server_key: Path = typer.Option(..., "--server-key", help="The server's X25519 public key "
                                                               "(server-encryption.pub)."),
     key: Path = typer.Option(..., "--key", help="The institution's private key (institution.key)."),
@@ -148,8 +157,12 @@ def export(
     Every gold PHI token is first replaced by a random one of its N nearest embedding neighbours
     (numbers by plausible surrogates), so the vectors are computed from pseudonymized text; the
     header records N and the re-identification bound of the export."""
+    start_tensorflow()
+
     from client.export import export_contribution
     from client.identity import institution_id
+    from contribution.container import PSEUDONYMIZATION_SCHEMES
+    from contribution.records import DTYPES
     from corpus.formats import iter_corpus
 
     if dtype not in DTYPES:
@@ -231,6 +244,8 @@ def deidentify(
                                   "tagger alone."),
 ) -> None:
     """Find PHI in unlabeled notes with a published pipeline, and write spans or de-identified notes."""
+    start_tensorflow()
+
     from client.deidentify import OUTPUT_FORMATS, PhiFinder, read_notes, write_deidentified
     from client.patterns import DEFAULT_PATTERNS
 

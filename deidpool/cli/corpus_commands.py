@@ -12,9 +12,6 @@ import typer
 from corpus.categories import markdown_table
 from corpus.errors import CorpusError
 from corpus.formats import FORMATS, read_corpus, write_corpus
-from corpus.metrics import evaluate_corpus, format_report
-from corpus.stats import corpus_stats, format_stats
-from corpus.synth import generate_documents
 
 corpus_app = typer.Typer(no_args_is_help=True, help="Read, convert, generate and describe annotated notes.")
 
@@ -46,6 +43,8 @@ def evaluate(
     i2b2 2014 tokens and HIPAA types (primary) and with the project's tokenizer, entity strict and
     relaxed, each F1 with its 95% bootstrap interval over the notes. Overlapping predicted spans are
     scored as the official script scores them, with a warning."""
+    from corpus.metrics import evaluate_corpus, format_report
+
     with clean_errors():
         result = evaluate_corpus(read_corpus(gold, fmt), read_corpus(pred, pred_format or fmt, overlaps=True))
     typer.echo(json.dumps(result, indent=2) if as_json else format_report(result))
@@ -59,6 +58,8 @@ def synth(
     fmt: str = typer.Option("i2b2", "--format", help="Output format."),
 ) -> None:
     """Generate synthetic English clinical notes with surrogate PHI of every i2b2 2014 type."""
+    from corpus.synth import generate_documents
+
     with clean_errors():
         documents = list(generate_documents(notes, seed=seed))
         write_corpus(documents, out, fmt)
@@ -71,7 +72,8 @@ def convert(
     out: Path = typer.Argument(..., help="Output file or folder (as --to needs); replaced only once complete."),
     from_format: str = typer.Option(..., "--from", help="Input format: i2b2, meddocan, brat, physionet, conll, json."),
     to_format: str = typer.Option(..., "--to", help="Output format (same choices)."),
-    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest splits.json: PhysioNet, MEDDOCAN)."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest "
+                                                        "splits.json: PhysioNet, MEDDOCAN)."),
     strict: bool = typer.Option(False, "--strict", help="Treat suspicious input (warnings) as errors."),
 ) -> None:
     """Convert annotated notes from one format to another."""
@@ -85,12 +87,15 @@ def convert(
 def stats(
     source: Path = typer.Argument(..., help="Input file or folder (as --format needs)."),
     fmt: str = typer.Option(..., "--format", help=f"Input format: {', '.join(FORMATS)}."),
-    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest splits.json: PhysioNet, MEDDOCAN)."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest "
+                                                        "splits.json: PhysioNet, MEDDOCAN)."),
     embeddings: str = typer.Option("glove", "--embeddings", help="Embeddings for the OOV rate (glove, fasttext:PATH, "
                                    "word2vec:PATH, glove-text:PATH) or 'none'."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the tables."),
 ) -> None:
     """Describe a corpus: documents, sentences, tokens, PHI spans per category, OOV rate."""
+    from corpus.stats import corpus_stats, format_stats
+
     is_known = None
     if embeddings != "none":
         from representer.embeddings import load_embeddings

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from deidpool.cli.runtime import start_tensorflow
+
 
 def demo(
     data: Path | None = typer.Option(None, "--data", help="Annotated notes with provider/site_a/site_b/site_c/test "
@@ -20,6 +22,8 @@ def demo(
     """Play every role of a federated run and write report.html: the provider trains, audits and
     publishes a representer; a pooling server starts; three institutions export and upload;
     the server trains the pooled tagger; an institution de-identifies the test notes."""
+    start_tensorflow()
+
     import dataclasses
 
     from deidpool.demo import DemoError, DemoSettings, run_demo
@@ -29,7 +33,7 @@ def demo(
     logging.getLogger("deidpool").setLevel(logging.INFO)
     settings = dataclasses.replace(DemoSettings.tiny() if tiny else DemoSettings(), seed=seed)
     try:
-        summary = run_demo(out, data, fmt, settings)
+        summary = run_demo(out, data, fmt, settings, progress=True)
     except DemoError as error:
         typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None

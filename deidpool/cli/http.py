@@ -1,6 +1,7 @@
 """The pooling server as the coordinator and client commands reach it over HTTP: JSON calls,
 file uploads and downloads, and the server's refusals as one clear `ServerError` (carrying
-its `{"detail"}`, never the credentials sent)."""
+its `{"detail"}`, never the credentials sent). httpx is imported on first use, so the
+commands that make no request do not wait for it."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 TIMEOUT_SECONDS = 60.0
 CHUNK_BYTES = 1 << 20
@@ -21,6 +24,8 @@ class ServerError(RuntimeError):
 
 def httpx_client(server: str) -> httpx.Client:
     """The HTTP client for `server` (tests substitute one talking to an app in process)."""
+    import httpx
+
     return httpx.Client(base_url=server, timeout=TIMEOUT_SECONDS)
 
 
@@ -41,6 +46,8 @@ class ServerConnection:
     def call(self, method: str, path: str, *, json=None, headers: dict | None = None, file: Path | None = None,
              content_type: str = "application/octet-stream"):
         """The JSON answer of `method path` with a `json` body or the bytes of `file`."""
+        import httpx
+
         headers = {**self._headers, **(headers or {})}
         options: dict = {"json": json}
         if file is not None:
@@ -55,6 +62,8 @@ class ServerConnection:
 
     def download(self, path: str, out: Path) -> None:
         """Stream `path` to the new file `out` (complete or absent)."""
+        import httpx
+
         if out.exists():
             raise ServerError(f"{out} already exists; refusing to overwrite it")
         out.parent.mkdir(parents=True, exist_ok=True)

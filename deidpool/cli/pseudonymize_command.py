@@ -6,7 +6,6 @@ import random
 from pathlib import Path
 
 import typer
-from tqdm import tqdm
 
 from corpus.formats import iter_corpus, write_corpus
 from deidpool.cli.corpus_commands import clean_errors
@@ -21,13 +20,15 @@ def pseudonymize(
                                    help="N: pick among the N nearest neighbours (itself included)."),
     embeddings: str = typer.Option("glove", "--embeddings",
                                    help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
-    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest splits.json: PhysioNet, MEDDOCAN)."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest "
+                                                        "splits.json: PhysioNet, MEDDOCAN)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the replacements."),
 ) -> None:
     """Replace every PHI token with a letter or digit by a random one of its N nearest embedding
     neighbours (a word the embeddings do not know: one of its category's stand-in's)."""
     from adversary.pseudonymize import Pseudonymizer
     from representer.embeddings import load_embeddings
+    from representer.progress import progress_bar
 
     try:
         pseudonymizer = Pseudonymizer(load_embeddings(embeddings), neighbours)
@@ -36,6 +37,6 @@ def pseudonymize(
     rng = random.Random(seed)
     with clean_errors():
         documents = [pseudonymizer.document(d, rng)
-                     for d in tqdm(iter_corpus(source, fmt, split=split), desc="pseudonymizing", unit="doc")]
+                     for d in progress_bar(iter_corpus(source, fmt, split=split), desc="pseudonymizing", unit="doc")]
         write_corpus(documents, out, to_format or fmt)
     typer.echo(f"wrote {len(documents)} pseudonymized documents (N={neighbours}) to {out}")

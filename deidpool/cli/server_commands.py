@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from deidpool.cli.client_commands import clean_errors
+from deidpool.cli.runtime import start_tensorflow
 
 server_app = typer.Typer(no_args_is_help=True, help="The pooling server: data directory, HTTP API, training worker.")
 
@@ -144,6 +145,8 @@ def worker(
     log_format: LogFormat = _log_format_option(),
 ) -> None:
     """Claim and train queued pooled training runs (resuming a crashed worker's)."""
+    start_tensorflow()
+
     from server.logs import configure_logging
     from server.worker import run_worker
 

@@ -10,6 +10,7 @@ import typer
 from corpus.formats import read_corpus, write_corpus
 from deidpool.cli.budget import TIME_BUDGET, within_budget
 from deidpool.cli.corpus_commands import clean_errors
+from deidpool.cli.runtime import start_tensorflow
 
 train_app = typer.Typer(no_args_is_help=True, help="Train de-identification models.")
 
@@ -57,6 +58,8 @@ def train_tagger(
     time_budget: float | None = TIME_BUDGET,
 ) -> None:
     """Train the BiLSTM-CRF tagger on raw embeddings (non-private baseline) or on pseudonymized notes."""
+    start_tensorflow()
+
     from adversary.pseudonymize import Pseudonymizer
     from representer.embeddings import load_embeddings
     from representer.tagger_runs import train_tagger_run
@@ -86,6 +89,8 @@ def predict(
     out_format: str | None = typer.Option(None, "--out-format", help="Output format (default: --format)."),
 ) -> None:
     """Find PHI in notes with a trained tagger (or classic baseline) and write the predicted spans."""
+    start_tensorflow()
+
     from baselines.runs import load_baseline, run_kind
     from representer.tagger_runs import load_tagger_run, predict_documents
 
