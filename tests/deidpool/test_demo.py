@@ -1,7 +1,11 @@
 """`deidpool demo` end to end in its tiny configuration: every stage runs for real (training,
-audit, a server process on loopback, uploads, a pooled run, publication, de-identification)."""
+audit, a server process on loopback, uploads, a pooled run, publication, de-identification),
+started as a user starts it, its output captured."""
 
 import json
+import re
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -13,7 +17,7 @@ from adversary.verdicts import HELD_OUT_DRAWS
 from corpus import Document, Span
 from corpus.metrics import PRIMARY, evaluate_corpus, score_row
 from deidpool.cli import app
-from deidpool.demo import ROLES, SITES, DemoSettings, demo_documents, run_demo, scores, tag_set
+from deidpool.demo import ROLES, SITES, DemoSettings, demo_documents, scores, tag_set
 from representer.embeddings import load_embeddings
 
 STAGES = ["data: notes of every role", "provider: three-phase training of the representer",
@@ -22,16 +26,26 @@ STAGES = ["data: notes of every role", "provider: three-phase training of the re
           *(f"{name}: keys, registration, export, upload" for name in ("provider", *SITES)),
           "coordinator: pooled training run on the server", "coordinator: publish the pooled pipeline",
           "site_a: download, verify and de-identify the test notes"]
+# training, audit, the four exports, the pooled run, de-identification
+LONG_STAGES = [STAGES[index] for index in (1, 2, 5, 6, 7, 8, 9, 11)]
+# TensorFlow's C++ log lines, absl's and Python's warnings, Keras' layer warnings
+NOISE = re.compile(r"^([IWEF]\d{4} |WARNING|warning: Layer)", re.MULTILINE)
+# a progress line (representer.progress.ProgressLines) or the demo's line for a pooled epoch
+PROGRESS = re.compile(r"^(\S[^:\n]*: \d+(/\d+)? [^,\n]*, \S+ elapsed|.* pooled run \d+: epoch \d+ of)", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
+    """(output folder, summary.json, the command's output: standard output and error, in order)."""
     out = tmp_path_factory.mktemp("demo") / "run"
-    return out, run_demo(out, settings=DemoSettings.tiny())
+    result = subprocess.run([sys.executable, "-m", "deidpool", "demo", "--tiny", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600)
+    assert result.returncode == 0, result.stdout[-5000:]
+    return out, json.loads((out / "summary.json").read_text()), result.stdout
 
 
 def test_every_stage_runs_in_order(demo):
-    _, summary = demo
+    _, summary, _ = demo
     assert [stage["name"] for stage in summary["stages"]] == STAGES
     assert all(stage["seconds"] > 0 for stage in summary["stages"])
     assert summary["wall_seconds"] >= sum(stage["seconds"] for stage in summary["stages"])
@@ -40,7 +54,7 @@ def test_every_stage_runs_in_order(demo):
 
 
 def test_the_server_pooled_every_contribution(demo):
-    out, summary = demo
+    out, summary, _ = demo
     assert set(summary["contributions"]) == {"provider", *SITES}
     assert all(facts["sentences"] > 0 and facts["bytes"] > 0 for facts in summary["contributions"].values())
     assert all(facts["neighbours"] == 100 and 0 < facts["bound_frequency"] <= 1
@@ -53,7 +67,7 @@ def test_the_server_pooled_every_contribution(demo):
 
 
 def test_both_pipelines_are_scored_and_the_audit_reported(demo):
-    _, summary = demo
+    _, summary, _ = demo
     assert set(summary["scores"]) == {"provider-only", "pooled"}
     for pipeline in summary["scores"].values():
         assert list(pipeline) == list(score_row(evaluate_corpus([], [])))
@@ -64,7 +78,7 @@ def test_both_pipelines_are_scored_and_the_audit_reported(demo):
 
 
 def test_the_audit_judges_on_the_auditors_held_out_notes(demo):
-    out, summary = demo
+    out, summary, _ = demo
     config = json.loads((out / "provider" / "audit" / "config.json").read_text())
     audit_notes = demo_documents(None, None, DemoSettings.tiny())["audit"]
     pseudonymizer = Pseudonymizer(load_embeddings(DemoSettings.tiny().embeddings), 100)
@@ -73,12 +87,19 @@ def test_the_audit_judges_on_the_auditors_held_out_notes(demo):
     assert 0 < report["held_out_sentences"] == len(PairSource(sentences(audit_notes), pseudonymizer))
     assert config["held_out_pairs"] == facts["held-out pairs"] == HELD_OUT_DRAWS * report["held_out_sentences"]
     assert set(facts["positive controls"]) == {"raw/fresh", "p1/fresh"}
-    saved = json.loads((demo[0] / "summary.json").read_text())
-    assert saved["scores"] == summary["scores"]
+
+
+def test_the_output_is_quiet_and_every_long_stage_shows_its_progress(demo):
+    out, _, output = demo
+    assert not NOISE.findall(output), output
+    assert not NOISE.findall((out / "server.log").read_text())  # the server and its worker
+    for number, name in enumerate(STAGES, 1):
+        during = output.partition(f"stage {number}: {name} ...")[2].partition(f"stage {number}: {name} done")[0]
+        assert PROGRESS.search(during) or name not in LONG_STAGES, (name, during)
 
 
 def test_the_report_renders_its_tables_and_plots(demo, chromium):
-    out, summary = demo
+    out, summary, _ = demo
     page = out / "report.html"
     for name in ("training.png", "scores.png", "audit.png"):
         assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
