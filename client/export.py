@@ -44,7 +44,7 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
                         neighbours: int = DEFAULT_NEIGHBOURS, scheme: str = EXPORT_SCHEME, dtype: str = "float16",
                         chunk_sentences: int = CHUNK_SENTENCES, memory_bytes: int = MEMORY_BYTES,
                         rng: random.Random | None = None, language: str = "en",
-                        progress: bool = True) -> ContributionHeader:
+                        progress: bool = True, noise: bool = True) -> ContributionHeader:
     """Write the contribution of `documents` to `out` and return its header.
 
     `embeddings` are the bundle's (from `bundle.load_embeddings`). Every gold PHI token is
@@ -54,15 +54,17 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     The header also gets the re-identification bound of these PHI tokens (`adversary.bound`,
     its frequency prior in `language`). Sentences are represented `chunk_sentences` at a time,
     spilled to a uniform external shuffle in `out`'s folder, and written in shuffled order; on
-    any error no file is left at `out`.
+    any error no file is left at `out`. `noise=False` turns the representer's noise off: an
+    ablation for experiments only (noiseless vectors are what a lookup attack reads exactly), so
+    no command offers it.
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     pseudonymizer = Pseudonymizer(embeddings, neighbours, scheme)
     rng = rng or random.SystemRandom()
     # The noise generator runs on from export to export, so each draws fresh noise.
-    represent = built_once(bundle, "export", lambda: compile_representer(bundle.load_representer(deterministic=False),
-                                                                         embeddings.dim))
+    represent = built_once(bundle, "export" if noise else "export without noise", lambda: compile_representer(
+        bundle.load_representer(deterministic=not noise), embeddings.dim))
     count, phi = 0, Counter()
     with ExternalShuffle(out.parent, memory_bytes) as shuffle:
         with progress_bar(desc="representing", unit=" sentences", disable=not progress) as bar:

@@ -291,19 +291,25 @@ def predictions(folder: Path, name: str, splits: dict[str, list], vectors) -> di
     """What the seed folder's tagger `name` finds in the documents of each split of `splits`
     (their PHI spans hidden), the tagger opened once: a published pipeline (a pool of `POOLS`,
     its signature checked) or a text tagger of `TEXT_TAGGERS`."""
+    from deidpool.demo import unlabeled
+    from representer.tagger_runs import load_tagger_run, predict_documents
+
+    if name in POOLS:
+        return pipeline_predictions(folder / "pipelines" / f"{name}.tar", folder / "keys", splits, vectors)
+    tagger, config, _ = load_tagger_run(folder / "taggers" / name, vectors)
+    return {split: predict_documents(tagger, config, vectors, unlabeled(documents))
+            for split, documents in splits.items()}
+
+
+def pipeline_predictions(pipeline: Path, key_dir: Path, splits: dict[str, list], vectors) -> dict[str, list]:
+    """What the published `pipeline` (signed by the provider key in `key_dir`) finds in each split."""
     from client.deidentify import find_phi
     from deidpool.demo import unlabeled
     from representer import keys
     from representer.bundle import open_bundle
-    from representer.tagger_runs import load_tagger_run, predict_documents
 
-    if name in POOLS:
-        pipeline = open_bundle(folder / "pipelines" / f"{name}.tar",
-                               keys.load_public_key(folder / "keys" / "provider.pub", keys.SIGNING))
-        return {split: list(find_phi(unlabeled(documents), pipeline, vectors)) for split, documents in splits.items()}
-    tagger, config, _ = load_tagger_run(folder / "taggers" / name, vectors)
-    return {split: predict_documents(tagger, config, vectors, unlabeled(documents))
-            for split, documents in splits.items()}
+    opened = open_bundle(pipeline, keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
+    return {split: list(find_phi(unlabeled(documents), opened, vectors)) for split, documents in splits.items()}
 
 
 # -- the report ------------------------------------------------------------------------------

@@ -1,0 +1,206 @@
+"""Where does the shared representation lose? Each row changes one thing against the federation's
+default and trains the server's tagger on every party's exports (the pooled notes), scored on the
+federation's test notes: F1 minus the raw-text tagger on the same notes, same seed, with paired
+bootstrap intervals.
+
+    python experiments/representation_diagnosis.py --corpus meddocan --seeds 0 1 2 [--variants NAME ...]
+        [--time-budget SECONDS]
+    python experiments/representation_diagnosis.py --corpus meddocan --seeds 0 1 2 --report-only
+
+Reads the finished federation seeds (runs/federation_<corpus>/seed-S, or --federation NAME): their
+representer, keys, embeddings and the rows of the default pooled tagger and the raw-text tagger.
+Variants that keep the representer (`VARIANTS`):
+  noise off at export     the representer's output noise off while exporting (an ablation, not a
+                          product option: noiseless vectors are what the lookup attack reads exactly)
+  3 export draws          every party exports its notes three times (fresh surrogates and noise each
+                          time), the server pools all draws: augmentation the server can ask for
+  tagger 256 units        the pooled tagger with 256 LSTM units per direction (default 128)
+  representer after P1    the representer before adversarial training (P1 only)
+Variants that retrain the representer (epoch selection by validation F1, other representation sizes)
+are federation runs of their own (`federation.py --selection f1 --results-name ...`), compared
+with --baseline in this report. Runs live in the federation seed folder under diagnosis/; the
+table goes to results/<federation>_diagnosis.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import federation
+from corpus.metrics import COLUMN_TITLES
+from representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
+from results_files import git_commit
+
+REPO, RESULTS = federation.REPO, federation.RESULTS
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One change against the federation's default export and pooled tagger."""
+    noise: bool = True  # the representer's output noise while exporting
+    draws: int = 1  # exports per party, pooled together
+    units: int = 128  # the pooled tagger's LSTM units per direction
+    representer: str = "representer.keras"  # the run's model file the bundle carries
+
+
+VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Variant(draws=3),
+            "tagger 256 units": Variant(units=256), "representer after P1": Variant(representer="representer_p1.keras")}
+DEFAULT = "default (the federation's pooled tagger)"
+
+
+def folder_name(variant: str) -> str:
+    return variant.replace(" ", "-")
+
+
+def variant_bundle(seed_dir: Path, variant: Variant, out: Path) -> Path:
+    """The signed representer bundle the variant exports with: the federation's own, or one
+    published from a copy of the representer run that carries another of its model files."""
+    from representer import keys
+    from representer.bundle import publish_run
+
+    if variant.representer == "representer.keras":
+        return seed_dir / "bundle.tar"
+    bundle = out / "bundle.tar"
+    if not bundle.exists():
+        run = out / "representer"
+        (run / "models").mkdir(parents=True, exist_ok=True)
+        shutil.copy(seed_dir / "representer" / "config.json", run / "config.json")
+        shutil.copy(seed_dir / "representer" / "models" / variant.representer, run / "models" / "representer.keras")
+        publish_run(run, keys.load_private_key(seed_dir / "keys" / "provider.key", keys.SIGNING), bundle)
+    return bundle
+
+
+def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str, variant: Variant, documents: dict,
+                 embeddings: tuple, args) -> dict:
+    """Export every party's notes as `variant` says, train the server's tagger on all of them
+    and return its rows on the test notes (alone and with the pattern layer)."""
+    from client.export import export_contribution
+    from representer import keys
+    from representer.bundle import open_bundle, publish_pipeline
+    from representer.tagger_runs import split_documents
+    from server.pooled import PooledContribution, open_pooled_data, train_pooled
+
+    _, vectors = embeddings
+    out = seed_dir / "diagnosis" / folder_name(name)
+    key_dir = seed_dir / "keys"
+    bundle = open_bundle(variant_bundle(seed_dir, variant, out),
+                         keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
+    server_key = keys.load_private_key(key_dir / "server-encryption.key", keys.ENCRYPTION)
+    tags = list(bundle.tags)
+    provider_split = split_documents(documents["provider"], 0.1, seed)
+    contributions = []
+    for party in federation.PARTIES:
+        notes = [*provider_split[0], *provider_split[1]] if party == "provider" else documents[party]
+        for draw in range(variant.draws):
+            path = out / "contributions" / f"{party}-{draw}.dpc"
+            if not path.exists():
+                federation.progress(f"seed {seed}, {name}: {party} exports its notes (draw {draw + 1})")
+                export_contribution(notes, bundle, vectors, path, institution=party, language=corpus.language,
+                                    noise=variant.noise, server_key=server_key.public_key(), progress=False,
+                                    signing_key=keys.load_private_key(key_dir / party / "institution.key",
+                                                                      keys.SIGNING))
+            contributions.append(PooledContribution(
+                sha256=f"{party}-{draw}", path=path, institution=party,
+                public_key=keys.load_public_key(key_dir / party / "institution.pub", keys.SIGNING)))
+    data = open_pooled_data(contributions, server_key, representer_id=bundle.representer_id, num_tags=len(tags),
+                            valid_fraction=0.1, seed=seed)
+    federation.progress(f"seed {seed}, {name}: the server trains the pooled tagger on {len(data.train):,} sentences")
+    training = train_pooled(data, out / "tagger", tags=tags, representer_id=bundle.representer_id,
+                            contributions=[c.sha256 for c in contributions], max_epochs=args.tagger_epochs,
+                            patience=args.patience, seed=seed, lstm_units=variant.units)
+    pipeline = out / "pipeline.tar"
+    if not pipeline.exists():
+        publish_pipeline(bundle, out / "tagger" / "models" / "tagger.keras",
+                         keys.load_private_key(key_dir / "provider.key", keys.SIGNING), pipeline, training)
+    found = federation.pipeline_predictions(pipeline, key_dir, {"test": documents["test"]}, vectors)["test"]
+    rows = federation.test_rows(corpus, documents["test"], found, {"epochs": training["epochs"],
+                                                                   "sentences": len(data.train)})
+    return {f"{name}{suffix}@test": row for suffix, row in rows.items()}
+
+
+def run_seed(seed: int, args) -> dict:
+    """The variants' rows of one finished federation seed (kept in its diagnosis/rows.json)."""
+    from corpus.formats import read_corpus
+
+    corpus = federation.CORPORA[args.corpus]
+    seed_dir = REPO / "runs" / args.federation / f"seed-{seed}"
+    done = json.loads((seed_dir / "rows.json").read_text()) if (seed_dir / "rows.json").exists() else {}
+    if not all(f"{name}@test" in done for name in ("raw", "pooled")):
+        raise SystemExit(f"federation seed {seed} has not finished its raw-text and pooled taggers ({seed_dir})")
+    cache = seed_dir / "diagnosis" / "rows.json"
+    rows = json.loads(cache.read_text()) if cache.exists() else {}
+    missing = [name for name in args.variants if f"{name}@test" not in rows]
+    if missing:
+        documents = {party: read_corpus(corpus.notes, corpus.fmt, split=party) for party in federation.PARTIES}
+        path, fmt, split = done["budget"]["test"]
+        documents["test"] = read_corpus(REPO.parent / path, fmt, split=split)
+        embeddings = federation.provider_embeddings(corpus, seed_dir, documents["provider"], seed)
+        for name in missing:
+            rows.update(variant_rows(corpus, seed_dir, seed, name, VARIANTS[name], documents, embeddings, args))
+            cache.write_text(json.dumps(rows, indent=1) + "\n")
+    return {**rows, **{f"{DEFAULT}{suffix}@test": done[f"pooled{suffix}@test"] for suffix in ("", federation.PATTERNS)},
+            **{f"raw{suffix}@test": done[f"raw{suffix}@test"] for suffix in ("", federation.PATTERNS)}}
+
+
+def report(per_seed: dict[int, dict], args) -> str:
+    """Each variant against the raw-text tagger and against the default, on both measures."""
+    corpus = federation.CORPORA[args.corpus]
+    seeds = sorted(per_seed)
+    names = [DEFAULT, *(name for name in VARIANTS if all(f"{name}@test" in per_seed[s] for s in seeds))]
+    compared = [(name, "raw", f"{name} - raw text", "> -1.0" if name == DEFAULT else "-") for name in names]
+    compared += [(name, DEFAULT, f"{name} - default", "-") for name in names[1:]]
+    lines = [f"# Where the representation loses ({corpus.title}, federation `{args.federation}`)\n",
+             f"{date.today()}, commit {git_commit()}; seeds {seeds}. Command: `python experiments/"
+             f"representation_diagnosis.py --corpus {args.corpus} --seeds {' '.join(map(str, seeds))}`. Each row: the "
+             "server's tagger trained on every party's exports under one change, scored on the test notes, minus the "
+             "raw-text tagger on the same notes (or minus the default); cells: the F1 difference in points [paired "
+             "95% bootstrap interval over the notes].\n"]
+    paired = {}
+    for key, measure in federation.MEASURES.items():
+        counts = federation.note_counts(per_seed, seeds, measure)
+        paired[measure] = federation.paired_rows(counts, seeds, compared)
+        title = COLUMN_TITLES[key].replace("(i2b2 types)", f"({corpus.entity_key.replace('_', ' ')}s)")
+        lines += ["", f"## {title}", "", *federation.paired_table(paired[measure], seeds, title)]
+    text = "\n".join(lines) + "\n"
+    stem = f"{args.federation}_diagnosis"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{stem}.md").write_text(text)
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"date": str(date.today()), "commit": git_commit(),
+                                                      "paired": paired}, indent=1) + "\n")
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", choices=federation.CORPORA, default="meddocan")
+    parser.add_argument("--federation", help="results name of the federation runs (default: as federation.py)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument("--tagger-epochs", type=int, default=25)
+    parser.add_argument("--patience", type=int, default=5)
+    parser.add_argument("--time-budget", type=float, help="seconds this process may train; exit 75, a rerun resumes")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    args.federation = args.federation or ("federation_reference" if args.corpus == "physionet"
+                                          else f"federation_{args.corpus}")
+    per_seed = {}
+    try:
+        with time_budget(args.time_budget):
+            for seed in args.seeds:
+                if args.report_only:
+                    args.variants = []
+                per_seed[seed] = run_seed(seed, args)
+    except TimeBudgetExhausted as stopped:
+        print(f"resumable: {stopped}", flush=True)
+        sys.exit(RESUMABLE_EXIT_STATUS)
+    print(report(per_seed, args))
+
+
+if __name__ == "__main__":
+    main()

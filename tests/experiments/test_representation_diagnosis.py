@@ -1,0 +1,45 @@
+"""experiments/representation_diagnosis.py's report on hand-made rows (nothing is trained): each
+variant against the raw-text tagger and against the default, with paired intervals, and only the
+variants every seed has."""
+
+import argparse
+import json
+
+import federation
+import representation_diagnosis as diagnosis
+
+NOTES = 40
+
+
+def rows(name: str, tp: int, fn: int) -> dict:
+    notes = [[tp, 0, fn]] * NOTES
+    score = federation.f1(notes)
+    return {f"{name}{suffix}@test": {"entity_strict_f1": score, federation.NOTE_COUNTS: {
+        measure: notes for measure in federation.MEASURES.values()}} for suffix in ("", federation.PATTERNS)}
+
+
+def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monkeypatch):
+    monkeypatch.setattr(diagnosis, "RESULTS", tmp_path)
+    seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1)}
+    other = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1),
+             **rows("tagger 256 units", 8, 2)}  # one seed only: left out
+    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan")
+    text = diagnosis.report({0: seed, 1: other}, args)
+    assert "tagger 256 units" not in text
+    table = [line for line in text.splitlines() if line.startswith("| 3 export draws") and "| alone |" in line]
+    gap = 100 * (federation.f1([[9, 0, 1]]) - 1)
+    gain = 100 * (federation.f1([[9, 0, 1]]) - federation.f1([[8, 0, 2]]))
+    assert table[0].startswith(f"| 3 export draws - raw text | alone | {gap:+.1f} [{gap:+.1f}, {gap:+.1f}]")
+    assert table[1].startswith(f"| 3 export draws - default | alone | {gain:+.1f} [")
+    stored = json.loads((tmp_path / "federation_meddocan_diagnosis.json").read_text())
+    titles = {row["comparison"] for row in stored["paired"]["entity_strict"]}
+    assert titles == {f"{diagnosis.DEFAULT} - raw text", "3 export draws - raw text", "3 export draws - default"}
+
+
+def test_every_variant_changes_one_thing_against_the_default():
+    default = diagnosis.Variant()
+    for name, variant in diagnosis.VARIANTS.items():
+        changed = [field for field in ("noise", "draws", "units", "representer")
+                   if getattr(variant, field) != getattr(default, field)]
+        assert len(changed) == 1, name
+        assert diagnosis.folder_name(name) == name.replace(" ", "-")
