@@ -137,8 +137,8 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
     if np.any(resumed != resumed[0]):
         raise RuntimeError(f"the workers resume {run_dir} after different epochs ({resumed[:, 0].astype(int).tolist()}"
                            "): every worker must see the chief's run directory")
-    bar = progress_bar(total=max_epochs, initial=len(state["history"]), desc=procedure.name, unit="epoch",
-                       disable=not progress)
+    what = procedure.name if procedure.name == run_dir.name else f"{procedure.name} {run_dir.name}"  # adversary p2
+    bar = progress_bar(total=max_epochs, initial=len(state["history"]), desc=what, unit="epoch", disable=not progress)
     longest = max((r["seconds"] for r in state["history"]), default=0.0)
     while len(state["history"]) < max_epochs and state["wait"] < patience:
         if gathered(procedure.strategy, [_over_budget(longest)]).any():
