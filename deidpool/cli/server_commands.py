@@ -27,6 +27,12 @@ class LogFormat(str, enum.Enum):  # server.logs.FORMATS, without importing the s
     json = "json"
 
 
+KEEP_ALIVE_SECONDS = 30
+"""How long an idle client connection stays open: longer than httpx's pool keeps one (5 s), so a
+request the client sends on a pooled connection never meets the server closing it (Uvicorn's
+default is 5 s too: a request sent 5 s after the last one could find the connection gone)."""
+
+
 def _log_format_option():
     return typer.Option(LogFormat.text, "--log-format", envvar="DEIDPOOL_LOG_FORMAT", help=_LOG_FORMAT_HELP)
 
@@ -128,7 +134,8 @@ def run(
                                    preexec_fn=_end_with_parent if sys.platform == "linux" else None)
         logging.getLogger("deidpool.server").info("started training worker (pid %d)", process.pid)
     try:  # logging as configured above; the access lines come from server.metrics.RequestMetrics
-        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False,
+                    timeout_keep_alive=KEEP_ALIVE_SECONDS)
     finally:
         if process is not None:
             process.terminate()
