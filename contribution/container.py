@@ -10,10 +10,14 @@ where each frame is `final flag (u1) | length (>u4) | AES-256-GCM ciphertext` of
 whole sentence records (see `contribution.sealing`; the HKDF salt is the header's nonce). The
 header (`ContributionHeader`, every field listed there) holds the format version, the
 institution id and the SHA-256 of its signing key, representer id, sentence and token counts,
-vector size and dtype, pseudonymization N and scheme, re-identification bound, creation time,
-a random nonce and the SHA-256 of everything before it, as canonical JSON (sorted keys); the
-institution's Ed25519 key signs it, so the signature covers the ciphertext too. The header can
-be read and verified without the server's private key.
+vector size and dtype, pseudonymization N and scheme, re-identification bound, what the
+export's safety net flagged, creation time, a random nonce and the SHA-256 of everything before
+it, as canonical JSON (sorted keys); the institution's Ed25519 key signs it, so the signature
+covers the ciphertext too. The header can be read and verified without the server's private key.
+
+Fields added to format version 3 after its first files (`OPTIONAL_FIELDS`: `safety_net`) are
+left out of the header, its signature and its bindings when empty, so files written before them
+read and decrypt as they did, and a writer given none writes the same bytes as before.
 
 The ciphertext is bound to its sender and header: the stream key's HKDF info holds the
 digest of the header fields fixed before the first chunk (`_KEY_FIELDS`: among them the
@@ -121,6 +125,9 @@ class ContributionHeader:
       every gold PHI token was pseudonymized with before the representer ran;
     - reidentification_bound: the bound computed on the exported PHI (`adversary.bound`), {}
       when nobody computed one;
+    - safety_net: what the export's safety net for unlabeled PHI found and pseudonymized
+      (`client.safety_net.Flagged.header`: finders, flagged tokens by category), {} in files
+      written before it (an optional field);
     - created: the creation time, ISO 8601 (UTC, seconds);
     - nonce: 16 random bytes in hex, the stream's HKDF salt and the server's replay key;
     - body_sha256: the SHA-256 of every byte of the file before the header;
@@ -143,6 +150,7 @@ class ContributionHeader:
     created: str = _field("an ISO 8601 time", _iso_time)
     nonce: str = _field("16 bytes in lowercase hex", _hex(32))
     body_sha256: str = _field("a SHA-256 in lowercase hex", _hex(64))
+    safety_net: dict = _field("a JSON object", lambda value: type(value) is dict, default_factory=dict)
     format_version: int = _field(f"{FORMAT_VERSION}", lambda value: type(value) is int and value == FORMAT_VERSION,
                                  default=FORMAT_VERSION)
 
@@ -150,13 +158,18 @@ class ContributionHeader:
         for name in _HEADER_FIELDS:
             _check_field(name, getattr(self, name))
 
+    def fields(self) -> dict:
+        """The header's fields as signed: all but an empty optional one."""
+        return {name: value for name, value in dataclasses.asdict(self).items()
+                if not (name in OPTIONAL_FIELDS and value == {})}
+
     def to_bytes(self) -> bytes:
-        return _canonical(dataclasses.asdict(self))
+        return _canonical(self.fields())
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ContributionHeader:
-        """The header of `data`, refused unless of this FORMAT_VERSION with exactly its fields,
-        each of its type and range; the error names the field."""
+        """The header of `data`, refused unless of this FORMAT_VERSION with exactly its fields (an
+        optional one may be absent), each of its type and range; the error names the field."""
         try:
             fields = json.loads(data)
         except ValueError:
@@ -166,7 +179,7 @@ class ContributionHeader:
         if fields["format_version"] != FORMAT_VERSION:
             raise ContributionError(f"the header's format_version is {fields['format_version']!r}, but only "
                                     f"format_version {FORMAT_VERSION} is read: export the contribution again")
-        if missing := sorted(set(_HEADER_FIELDS) - set(fields)):
+        if missing := sorted(set(_HEADER_FIELDS) - set(fields) - OPTIONAL_FIELDS):
             raise ContributionError(f"the contribution header is malformed: it lacks {', '.join(missing)}")
         if unknown := sorted(set(fields) - set(_HEADER_FIELDS)):
             raise ContributionError(f"the contribution header is malformed: unknown fields {', '.join(unknown)}")
@@ -177,6 +190,7 @@ class ContributionHeader:
 
 
 _HEADER_FIELDS = {field.name: field for field in dataclasses.fields(ContributionHeader)}
+OPTIONAL_FIELDS = frozenset({"safety_net"})  # added after the first files of this format version (module docstring)
 
 
 def _check_field(name: str, value: object) -> None:
@@ -195,8 +209,9 @@ _FINAL_FIELDS = tuple(name for name in _HEADER_FIELDS if name != "body_sha256")
 
 
 def _binding(fields: dict, names: tuple[str, ...]) -> bytes:
-    """SHA-256 of the canonical encoding of the header `fields` named in `names`."""
-    return hashlib.sha256(_canonical({name: fields[name] for name in names})).digest()
+    """SHA-256 of the canonical encoding of the header `fields` named in `names` (an optional
+    field `fields` lacks is left out)."""
+    return hashlib.sha256(_canonical({name: fields[name] for name in names if name in fields})).digest()
 
 
 def signer_sha256(public_key: Ed25519PublicKey) -> str:
@@ -215,11 +230,11 @@ class ContributionWriter:
 
     def __init__(self, path: str | Path, *, institution: str, representer_id: str, dim: int, neighbours: int,
                  signing_key: Ed25519PrivateKey, server_key: X25519PublicKey, dtype: str = "float16",
-                 pseudonymization: str, chunk_bytes: int = CHUNK_BYTES):
-        """`pseudonymization` is a key of PSEUDONYMIZATION_SCHEMES; a header field's value it does
-        not accept raises ContributionError before anything is written. `reidentification_bound`
-        (the header field, see `adversary.bound`) is set on `bound` before `close`; it stays {}
-        when nobody computed one."""
+                 pseudonymization: str, safety_net: dict | None = None, chunk_bytes: int = CHUNK_BYTES):
+        """`pseudonymization` is a key of PSEUDONYMIZATION_SCHEMES, `safety_net` the header field
+        (none: left out); a header field's value it does not accept raises ContributionError before
+        anything is written. `reidentification_bound` (the header field, see `adversary.bound`) is
+        set on `bound` before `close`; it stays {} when nobody computed one."""
         if pseudonymization not in PSEUDONYMIZATION_SCHEMES:
             raise ValueError(f"pseudonymization must be one of {', '.join(PSEUDONYMIZATION_SCHEMES)}, "
                              f"got {pseudonymization!r}")
@@ -228,6 +243,8 @@ class ContributionWriter:
                         "signing_key_sha256": signer_sha256(signing_key.public_key()),
                         "representer_id": representer_id, "dim": dim, "dtype": dtype, "neighbours": neighbours,
                         "pseudonymization": PSEUDONYMIZATION_SCHEMES[pseudonymization], "nonce": secrets.token_hex(16)}
+        if safety_net:
+            self._fields["safety_net"] = safety_net
         for name, value in self._fields.items():
             _check_field(name, value)
         self._signing_key, self._chunk_bytes = signing_key, chunk_bytes
@@ -381,7 +398,7 @@ def decrypt_payload(path: str | Path, server_key: X25519PrivateKey,
 
 def _decrypt(path: Path, server_key: X25519PrivateKey, header: ContributionHeader) -> Iterator[bytes]:
     """The chunks of the verified file at `path`, opened under the bindings of its `header`."""
-    start, fields = _trailer(path)[0], dataclasses.asdict(header)
+    start, fields = _trailer(path)[0], header.fields()
     final_binding = _binding(fields, _FINAL_FIELDS)
     with path.open("rb") as file:
         if file.read(len(MAGIC)) != MAGIC:
