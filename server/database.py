@@ -8,6 +8,8 @@ commits on success and rolls back on error.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import (
     JSON,
+    URL,
     BigInteger,
     Boolean,
     DateTime,
@@ -167,6 +170,7 @@ def make_engine(url: str) -> Engine:
     writers (uploads, the worker) wait for each other instead of failing."""
     engine = create_engine(url, pool_pre_ping=True)
     if engine.dialect.name == "sqlite":
+        _create_private_file(engine.url)
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(connection, record):
             connection.isolation_level = None  # transactions begin below, not in the sqlite3 module
@@ -182,6 +186,15 @@ def make_engine(url: str) -> Engine:
             # then cannot fail halfway when another writer got there first.
             connection.exec_driver_sql("BEGIN IMMEDIATE")
     return engine
+
+
+def _create_private_file(url: URL) -> None:
+    """Create the file of the SQLite database at `url`, unless it exists (or is in memory or an
+    SQLite URI), readable and writable by its owner alone (0600; SQLite gives its -wal and -shm
+    files the same mode)."""
+    if url.database and url.database != ":memory:" and not url.query.get("uri"):
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(url.database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:

@@ -25,7 +25,9 @@ def init_data_dir(data_dir: str | Path, provider_key: str | Path, force: bool = 
     if layout.settings.exists() and not force:
         raise SettingsError(f"{layout.settings} exists: {layout.root} is already a server data directory "
                             "(--force re-initializes it with a new admin token)")
-    layout.root.mkdir(parents=True, exist_ok=True)
+    for folder in (layout.root, layout.keys):  # the owner's alone, like the private keys and server.json
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.chmod(0o700)  # one that existed too (a mounted volume, an older init)
     if not (layout.encryption_key.exists() and layout.signing_key.exists()):
         keys.create_server_keys(layout.keys)
     shutil.copyfile(provider_key, layout.provider_key)

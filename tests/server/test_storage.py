@@ -21,7 +21,12 @@ def test_init_creates_keys_settings_and_the_migrated_database(server_dir, key_fi
     layout = server_dir.layout
     for path in (layout.encryption_key, layout.signing_key, layout.provider_key, layout.payloads, layout.runs):
         assert path.exists(), path
-    assert stat.S_IMODE(os.stat(layout.signing_key).st_mode) == 0o600
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in (layout.root, layout.keys, layout.signing_key,
+                                                                       layout.encryption_key, layout.settings)}
+    assert modes == {"server": 0o700, "keys": 0o700, "server-signing.key": 0o600, "server-encryption.key": 0o600,
+                     "server.json": 0o600}
+    if database == "sqlite":
+        assert stat.S_IMODE((layout.root / "deidpool.sqlite").stat().st_mode) == 0o600
     assert layout.provider_key.read_bytes() == key_files.provider.public.read_bytes()
     settings = json.loads(layout.settings.read_text())
     assert settings["admin_token_sha256"] == hashlib.sha256(server_dir.token.encode()).hexdigest()
@@ -56,6 +61,15 @@ def test_the_empirical_bound_migration_fills_the_column_from_stored_headers(tmp_
         stored = dict(connection.execute(text("SELECT sha256, bound_empirical FROM contributions")).all())
     engine.dispose()
     assert stored == {"new": 0.4, "older": None, "none": None}
+
+
+def test_init_makes_an_existing_data_dir_and_its_keys_folder_private(tmp_path, key_files):
+    """A folder made before (a mounted volume, an older init) is the owner's alone after init."""
+    (tmp_path / "server" / "keys").mkdir(parents=True, mode=0o755)
+    os.chmod(tmp_path / "server", 0o755)
+    init_data_dir(tmp_path / "server", key_files.provider.public)
+    assert [stat.S_IMODE(path.stat().st_mode) for path in (tmp_path / "server", tmp_path / "server" / "keys")] == \
+        [0o700, 0o700]
 
 
 def test_init_refuses_an_existing_data_dir_unless_forced(server_dir, key_files, tmp_path):
