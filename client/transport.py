@@ -1,15 +1,15 @@
 """Upload of a contribution file to the pooling server, retried with exponential backoff.
 
 The request is `POST {server}/api/contributions` with the `.dpc` bytes as the body
-(`application/vnd.deidpool.contribution`, streamed from disk with a Content-Length), the
-institution id in `X-Deidpool-Institution` and the file's SHA-256 in
-`X-Deidpool-Content-SHA256`. The server deduplicates by that hash, so repeating an upload
-is safe; 200, 201 and 409 (already stored) count as success, and with the institution's
-signing key only once the server lists the contribution among the institution's own (a
-signed `GET /api/contributions`); until then the upload is repeated. A refusal for too many
-requests (429) is repeated after the wait the server asks for in Retry-After, when longer than
-the backoff; a full server (507 Insufficient Storage: nothing was stored, a temporary condition)
-is tried again later too.
+(`application/vnd.deidpool.contribution`, streamed from disk with a Content-Length), signed with
+the institution's key (`contribution.signed_requests`: its id, a timestamp, a fresh nonce and
+the file's SHA-256 in `X-Deidpool-Content-SHA256`), so that the server refuses anyone else
+before reading the body. The server deduplicates by that hash, so repeating an upload is safe;
+200, 201 and 409 (already stored) count as success once the server lists the contribution among
+the institution's own (a signed `GET /api/contributions`); until then the upload is repeated,
+signed anew. A refusal for too many requests (429) is repeated after the wait the server asks
+for in Retry-After, when longer than the backoff; a full server (507 Insufficient Storage:
+nothing was stored, a temporary condition) is tried again later too.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from contribution.container import CHUNK_BYTES, CONTENT_TYPE, read_header
-from contribution.signed_requests import INSTITUTION_HEADER, signed_headers
+from contribution.signed_requests import signed_headers
 
 ENDPOINT = "/api/contributions"
 RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504, 507}
@@ -34,38 +34,41 @@ class UploadError(RuntimeError):
     """The server refused the contribution, or could not be reached after every retry."""
 
 
-def upload_contribution(path: str | Path, server: str, *, signing_key: Ed25519PrivateKey | None = None,
-                        retries: int = 5, backoff: float = 1.0, timeout: float = 60.0,
-                        transport: httpx.BaseTransport | None = None,
+def upload_contribution(path: str | Path, server: str, *, signing_key: Ed25519PrivateKey, retries: int = 5,
+                        backoff: float = 1.0, timeout: float = 60.0, transport: httpx.BaseTransport | None = None,
                         sleep: Callable[[float], None] = time.sleep) -> dict:
-    """Send the contribution at `path` to `server`; returns the server's JSON reply (or {}).
+    """Send the contribution at `path` to `server`, signed with the institution's `signing_key`;
+    returns the server's JSON reply (or {}) once the server lists the contribution.
 
-    With the institution's `signing_key`, an accepted upload must also be listed by the server.
     Network errors, the statuses in RETRY_STATUSES and an accepted upload not listed are retried
     up to `retries` times, waiting `backoff`, 2 x `backoff`, 4 x `backoff`, ... seconds (or the
     server's Retry-After, when longer); other refusals fail at once.
     """
     path = Path(path)
-    header = read_header(path)
+    institution = read_header(path).institution
     digest = hashlib.sha256()
     for block in _blocks(path):
         digest.update(block)
     sha256 = digest.hexdigest()
-    headers = {"Content-Type": CONTENT_TYPE, "Content-Length": str(path.stat().st_size),
-               INSTITUTION_HEADER: header.institution, "X-Deidpool-Content-SHA256": sha256}
     url = server.rstrip("/") + ENDPOINT
+    signed_path = httpx.URL(url).path
     with httpx.Client(timeout=timeout, transport=transport) as client:
         for attempt in range(retries + 1):
             wait = backoff * 2 ** attempt
             try:
+                headers = {"Content-Type": CONTENT_TYPE, "Content-Length": str(path.stat().st_size),
+                           **signed_headers(signing_key, institution, "POST", signed_path, content_sha256=sha256)}
                 response = client.post(url, content=_blocks(path), headers=headers)
+                problem = _problem(response)
                 if response.status_code in (200, 201, 409):
-                    if signing_key is None or _listed(client, url, header.institution, signing_key, sha256):
-                        return _json(response)
-                    problem = (f"{url} answered {response.status_code} but does not list contribution {sha256} "
-                               f"among those of {header.institution}")
-                else:
-                    problem = f"{url} answered {response.status_code}: {response.text.strip()[:500]}"
+                    reply = response
+                    response = client.get(url, headers=signed_headers(signing_key, institution, "GET", signed_path))
+                    if response.is_success and any(row.get("sha256") == sha256 for row in response.json()):
+                        return _json(reply)
+                    problem = _problem(response) if not response.is_success else (
+                        f"{url} answered {reply.status_code} but does not list contribution {sha256} among those "
+                        f"of {institution}")
+                if not response.is_success:
                     if response.status_code not in RETRY_STATUSES:
                         raise UploadError(problem)
                     wait = max(wait, _retry_after(response))
@@ -76,13 +79,9 @@ def upload_contribution(path: str | Path, server: str, *, signing_key: Ed25519Pr
     raise UploadError(f"{problem} (after {retries + 1} attempts)")
 
 
-def _listed(client: httpx.Client, url: str, institution: str, signing_key: Ed25519PrivateKey, sha256: str) -> bool:
-    """Whether the server lists `sha256` among `institution`'s contributions (a signed request)."""
-    response = client.get(url, headers=signed_headers(signing_key, institution, "GET", httpx.URL(url).path))
-    if not response.is_success:
-        raise UploadError(f"{url} answered {response.status_code} to the signed listing of {institution}'s "
-                          f"contributions: {response.text.strip()[:500]}")
-    return any(row.get("sha256") == sha256 for row in response.json())
+def _problem(response: httpx.Response) -> str:
+    request = response.request
+    return f"{request.method} {request.url} answered {response.status_code}: {response.text.strip()[:500]}"
 
 
 def _retry_after(response: httpx.Response) -> float:

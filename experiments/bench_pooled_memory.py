@@ -54,6 +54,7 @@ def build_pool(folder: Path, sentences: int, lstm_units: int, seed: int) -> Path
 
     from client.identity import create_institution_keys
     from contribution.container import CONTENT_TYPE, write_contribution
+    from contribution.signed_requests import signed_headers
     from representer import keys
     from representer.tiny import publish_tiny_pipeline
     from server.app import create_app
@@ -85,9 +86,9 @@ def build_pool(folder: Path, sentences: int, lstm_units: int, seed: int) -> Path
                                institution=institution, representer_id=representer_id, dim=DIM, neighbours=100,
                                pseudonymization="groups", signing_key=signing_keys[institution], server_key=server_key)
             body = path.read_bytes()
-            api.post("/api/contributions", content=body, headers={
-                "Content-Type": CONTENT_TYPE, "X-Deidpool-Institution": institution,
-                "X-Deidpool-Content-SHA256": hashlib.sha256(body).hexdigest()}).raise_for_status()
+            api.post("/api/contributions", content=body, headers={"Content-Type": CONTENT_TYPE, **signed_headers(
+                signing_keys[institution], institution, "POST", "/api/contributions",
+                content_sha256=hashlib.sha256(body).hexdigest())}).raise_for_status()
     state = ServerState.open(data_dir)
     try:
         queue_run(state, {"max_epochs": EPOCHS, "patience": EPOCHS, "seed": seed, "valid_fraction": 0.1,

@@ -6,13 +6,16 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import sqlite3
 from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
 from server.errors import Refused
@@ -24,6 +27,8 @@ from server.state import ServerState
 
 log = logging.getLogger(__name__)
 STORAGE_FULL = (errno.ENOSPC, errno.EDQUOT)
+POSTGRES_DISK_FULL = "53100"  # SQLSTATE disk_full
+CLIENT_CLOSED_REQUEST = 499
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
@@ -74,13 +79,31 @@ def _add_exception_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": "internal server error"}, status_code=500)
 
     @app.exception_handler(OSError)
-    async def storage_error(request: Request, error: OSError) -> JSONResponse:
-        """A full disk gives 507 (what was being written is discarded as for any refusal)."""
-        if error.errno not in STORAGE_FULL:
+    @app.exception_handler(DBAPIError)
+    async def storage_error(request: Request, error: OSError | DBAPIError) -> JSONResponse:
+        """A full payload or database volume gives 507 (what was being written is discarded as for
+        any refusal)."""
+        if not storage_full(error):
             return await unexpected(request, error)
-        log.error("%s %s: the server's storage is full (%s)", request.method, request.url.path, error.strerror)
+        log.error("%s %s: the server's storage is full (%s)", request.method, request.url.path, error)
         return JSONResponse({"detail": "the server's storage is full, nothing was stored: try again later"},
                             status_code=507)
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, error: ClientDisconnect) -> Response:
+        """The client went away before its request arrived whole: no one reads the answer, which the
+        metrics and access log count as 499 (as nginx does), not as a server error."""
+        return Response(status_code=CLIENT_CLOSED_REQUEST)
+
+
+def storage_full(error: BaseException) -> bool:
+    """Whether `error` says that a volume is full: the payload store's (ENOSPC, EDQUOT) or the
+    database's (SQLite's SQLITE_FULL, PostgreSQL's disk_full)."""
+    if isinstance(error, OSError):
+        return error.errno in STORAGE_FULL
+    cause = getattr(error, "orig", None)
+    return (getattr(cause, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+            or getattr(cause, "sqlstate", None) == POSTGRES_DISK_FULL)
 
 
 def _allowed_methods(request: Request) -> list[str]:

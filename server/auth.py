@@ -17,7 +17,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from contribution.signed_requests import NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, request_message
+from contribution.signed_requests import (
+    CLIENT_VERSION,
+    NONCE_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    request_message,
+)
 from server.settings import MAX_CLOCK_SKEW_SECONDS
 
 NONCE_PATTERN = re.compile(r"[A-Za-z0-9_-]{16,64}")
@@ -98,15 +104,16 @@ def verify_signature(key: Ed25519PublicKey, signature_b64: str, message: bytes, 
 
 
 def check_signed_request(key: Ed25519PublicKey, method: str, path: str, timestamp: str | None, nonce: str | None,
-                         signature: str | None, now: float | None = None) -> float:
+                         signature: str | None, content_sha256: str | None = None, now: float | None = None) -> float:
     """Refuse unless `signature` signs `method`, `path`, `timestamp` (Unix seconds, at most
-    MAX_CLOCK_SKEW_SECONDS from `now`) and `nonce` with `key`. Returns the Unix time after which
-    the request is stale: until then the caller must remember its nonce to refuse a replay."""
+    MAX_CLOCK_SKEW_SECONDS from `now`), `nonce` and, for an upload, its `content_sha256` with
+    `key`. Returns the Unix time after which the request is stale: until then the caller must
+    remember its nonce to refuse a replay."""
     missing = [name for name, value in ((TIMESTAMP_HEADER, timestamp), (NONCE_HEADER, nonce),
                                         (SIGNATURE_HEADER, signature)) if not value]
     if missing:
-        old_client = f" (a client that sends no {NONCE_HEADER} is too old for this server: update it)"
-        raise AuthError(f"a signed request needs {', '.join(missing)}{old_client if NONCE_HEADER in missing else ''}")
+        raise AuthError(f"a signed request needs {', '.join(missing)}: a client that does not send them is too old "
+                        f"for this server, use deidpool {CLIENT_VERSION} or later")
     try:
         stamp = int(timestamp)
     except ValueError:
@@ -115,7 +122,7 @@ def check_signed_request(key: Ed25519PublicKey, method: str, path: str, timestam
         raise AuthError(f"{TIMESTAMP_HEADER} is more than {MAX_CLOCK_SKEW_SECONDS} s from the server's clock")
     if not NONCE_PATTERN.fullmatch(nonce):
         raise AuthError(f"{NONCE_HEADER} must be 16 to 64 letters, digits, '-' or '_'")
-    verify_signature(key, signature, request_message(method, path, timestamp, nonce), "request")
+    verify_signature(key, signature, request_message(method, path, timestamp, nonce, content_sha256), "request")
     return stamp + MAX_CLOCK_SKEW_SECONDS
 
 

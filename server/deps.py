@@ -14,7 +14,13 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from sqlalchemy.orm import Session
 
 from contribution.container import CONTENT_TYPE
-from contribution.signed_requests import INSTITUTION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from contribution.signed_requests import (
+    CONTENT_SHA256_HEADER,
+    INSTITUTION_HEADER,
+    NONCE_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+)
 from server.auth import (
     NONCE_PATTERN,
     AuthError,
@@ -61,12 +67,17 @@ _metrics_bearer = HTTPBearer(auto_error=False, scheme_name="MetricsToken",
                                          "the admin token.")
 _institution_key = APIKeyHeader(name=INSTITUTION_HEADER, scheme_name="Institution", auto_error=False,
                                 description="The id of a registered institution, which signs the request with its "
-                                            "Ed25519 key: an upload in its body, other requests in "
-                                            f"{SIGNATURE_HEADER} (docs/server.md, Signed institution requests).")
+                                            f"Ed25519 key in {SIGNATURE_HEADER} (an upload: the SHA-256 of its "
+                                            "body too; docs/server.md, Signed institution requests).")
 InstitutionIdDep = Annotated[str | None, Depends(_institution_key)]
 # The nonce's rule, declared in the OpenAPI document; check_signed_request enforces it (401, as any signed request's)
 NonceHeader = Annotated[str | None, Header(alias=NONCE_HEADER,
                                            json_schema_extra={"pattern": f"^{NONCE_PATTERN.pattern}$"})]
+TimestampHeader = Annotated[str | None, Header(alias=TIMESTAMP_HEADER)]
+SignatureHeader = Annotated[str | None, Header(alias=SIGNATURE_HEADER)]
+ContentSha256Header = Annotated[str | None, Header(alias=CONTENT_SHA256_HEADER,
+                                                   description="The SHA-256 (hex) of the body, which the request's "
+                                                               "signature covers.")]
 
 
 def _authorization(credentials: HTTPAuthorizationCredentials | None) -> str | None:
@@ -98,32 +109,38 @@ def require_viewer(state: StateDep, authorization: Annotated[str | None, Header(
                               headers={"WWW-Authenticate": LOGIN})
 
 
-def signed_institution(request: Request, state: StateDep, institution: InstitutionIdDep,
-                       timestamp: Annotated[str | None, Header(alias=TIMESTAMP_HEADER)] = None,
-                       nonce: NonceHeader = None,
-                       signature: Annotated[str | None, Header(alias=SIGNATURE_HEADER)] = None) -> Institution:
-    """The institution that signed this request, which it had not sent before (docs/server.md,
+def _signing_institution(request: Request, state: ServerState, institution: str | None, timestamp: str | None,
+                         nonce: str | None, signature: str | None, content_sha256: str | None = None) -> Institution:
+    """The enabled institution that signed this request, which it had not sent before (docs/server.md,
     Signed institution requests). Its session is its own, closed before the nonce is recorded:
     on SQLite an open transaction holds the write lock."""
     with state.sessions() as session:
-        row = session.get(Institution, institution) if institution else None
-    if row is None:
-        raise Refused(401, f"{INSTITUTION_HEADER} ({institution or 'missing'}) is not a registered institution")
+        row = registered_institution(session, institution)
     key = load_ed25519_public_key(row.public_key, f"the key of {row.id}")
     try:
-        stale_after = check_signed_request(key, request.method, request.url.path, timestamp, nonce, signature)
+        stale_after = check_signed_request(key, request.method, request.url.path, timestamp, nonce, signature,
+                                           content_sha256)
         use_nonce(state.sessions, row.id, nonce, stale_after)
     except AuthError as error:
         raise Refused(401, str(error)) from None
     return row
 
 
-def uploading_institution(state: StateDep, institution: InstitutionIdDep) -> str:
-    """The X-Deidpool-Institution of an upload, refused before the body is read unless it names
-    an enabled institution (the body's signature is checked after). Its session is its own, closed
-    before the upload is stored."""
-    with state.sessions() as session:
-        return registered_institution(session, institution).id
+def signed_institution(request: Request, state: StateDep, institution: InstitutionIdDep,
+                       timestamp: TimestampHeader = None, nonce: NonceHeader = None,
+                       signature: SignatureHeader = None) -> Institution:
+    """The enabled institution that signed this request (401 otherwise, 403 if disabled)."""
+    return _signing_institution(request, state, institution, timestamp, nonce, signature)
+
+
+def signed_upload(request: Request, state: StateDep, institution: InstitutionIdDep,
+                  timestamp: TimestampHeader = None, nonce: NonceHeader = None, signature: SignatureHeader = None,
+                  content_sha256: ContentSha256Header = None) -> Institution:
+    """The enabled institution that signed this upload, the SHA-256 of its body included: refused
+    before the body is read (the contribution's own signature, at its end, is checked after)."""
+    if not content_sha256:
+        raise Refused(401, f"an upload signs the SHA-256 of its body: {CONTENT_SHA256_HEADER} is missing")
+    return _signing_institution(request, state, institution, timestamp, nonce, signature, content_sha256)
 
 
 def _check_declared_length(request: Request, limit: int) -> None:

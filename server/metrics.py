@@ -43,8 +43,9 @@ MAX_LOGGED_PATH = 200
 
 
 def upload_outcome(status: int) -> str:
-    """accepted (201), duplicate (409: these bytes are stored already) or refused."""
-    return {201: "accepted", 409: "duplicate"}.get(status, "refused")
+    """accepted (201), duplicate (409: these bytes are stored already), abandoned (499: the client
+    went away before its body arrived) or refused."""
+    return {201: "accepted", 409: "duplicate", 499: "abandoned"}.get(status, "refused")
 
 
 class DatabaseCollector(Collector):
@@ -127,8 +128,8 @@ class ServerMetrics:
         self.durations = Histogram("deidpool_http_request_duration_seconds", "Time to answer HTTP requests in this "
                                    "process, by route.", ["method", "route"], registry=self.registry)
         self.uploads = Counter("deidpool_uploads", "Contribution uploads answered by this process: accepted (201), "
-                               "duplicate (409) or refused, with their status.", ["outcome", "status"],
-                               registry=self.registry)
+                               "duplicate (409), abandoned by the client (499) or refused, with their status.",
+                               ["outcome", "status"], registry=self.registry)
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         self.requests.labels(method, route, str(status)).inc()

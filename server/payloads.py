@@ -113,6 +113,10 @@ class PayloadStore:
         os.replace(staged.path, target)
         return True
 
+    def remove(self, sha256: str) -> None:
+        """Delete the blob `sha256` (if stored)."""
+        self.path(sha256).unlink(missing_ok=True)
+
     def add_file(self, path: str | Path) -> str:
         """Copy the file at `path` into the store; returns its SHA-256."""
         with self.stage() as staged, Path(path).open("rb") as source:

@@ -4,10 +4,11 @@ payload moved into the store and its row committed. A refused upload changes not
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from adversary.schemes import PRIORS
@@ -20,6 +21,8 @@ from server.errors import Refused
 from server.payloads import StagedPayload
 from server.settings import MAX_CLOCK_SKEW_SECONDS
 from server.state import ServerState
+
+_STORING = threading.Lock()  # held while an upload moves its payload into place and commits its row (_store)
 
 
 def accept_contribution(state: ServerState, staged: StagedPayload, institution_header: str | None,
@@ -55,16 +58,40 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
         num_tags=len(current.manifest["tags"]["vocabulary"])), path)
     row = _row(header, staged.sha256, staged.size, created)
     try:
-        with state.sessions.begin() as session:
-            session.add(row)
-            session.flush()  # a concurrent upload of the same bytes or nonce fails here, before the file moves
-            state.payloads.commit(staged)
+        _store(state, staged, row)
     except IntegrityError:
-        with state.sessions() as session:
-            if session.get(Contribution, staged.sha256) is not None:
-                raise Refused(409, f"contribution {staged.sha256} is already stored") from None
+        if _committed(state, staged.sha256):
+            raise Refused(409, f"contribution {staged.sha256} is already stored") from None
         raise Refused(400, f"nonce {header.nonce} was already used (a replay)") from None
     return row
+
+
+def _store(state: ServerState, staged: StagedPayload, row: Contribution) -> None:
+    """Move the payload into place, then commit its row. When the commit fails (a full database
+    volume), the payload moved for it goes again unless the row is there after all, so that no
+    payload stays without its row; one upload at a time, so that a concurrent upload of the same
+    bytes does not count on a payload that is about to go."""
+    moved = False
+    with _STORING:
+        try:
+            with state.sessions.begin() as session:
+                session.add(row)
+                session.flush()  # a concurrent upload of the same bytes or nonce fails here, before the file moves
+                moved = state.payloads.commit(staged)
+        except BaseException:
+            if moved and not _committed(state, row.sha256):
+                state.payloads.remove(row.sha256)
+            raise
+
+
+def _committed(state: ServerState, sha256: str) -> bool:
+    """Whether the row of contribution `sha256` is stored (True when the database cannot say: the
+    start-up reconciliation then decides about its payload)."""
+    try:
+        with state.sessions() as session:
+            return session.get(Contribution, sha256) is not None
+    except SQLAlchemyError:
+        return True
 
 
 def restore_contribution(state: ServerState, sha256: str) -> bool:
@@ -98,14 +125,16 @@ def _row(header, sha256: str, size: int, created: datetime) -> Contribution:
 
 
 def registered_institution(session: Session, institution_id: str | None) -> Institution:
-    """The enabled institution `institution_id` that uploads; 401 unless registered, 403 if disabled."""
+    """The enabled institution `institution_id` that signed a request or a contribution; 401 unless
+    registered, 403 if disabled."""
     if not institution_id:
         raise Refused(401, "the X-Deidpool-Institution header is missing")
     institution = session.get(Institution, institution_id)
     if institution is None:
         raise Refused(401, f"institution {institution_id} is not registered")
     if not institution.enabled:
-        raise Refused(403, f"institution {institution_id} is disabled")
+        raise Refused(403, f"institution {institution_id} is disabled: the server refuses its requests until the "
+                           "coordinator enables it again")
     return institution
 
 

@@ -212,16 +212,15 @@ def upload(
     contribution: Path = typer.Argument(..., help="A contribution file (.dpc)."),
     server: str = typer.Option(..., "--server", help="The pooling server's base URL."),
     retries: int = typer.Option(5, "--retries", min=0, help="Retries after network errors or busy answers."),
-    key: Path | None = typer.Option(None, "--key", help="The institution's private key (institution.key): with it, "
-                                                        "success is reported only once the server lists the "
-                                                        "contribution for the institution."),
+    key: Path = typer.Option(..., "--key", help="The institution's private key (institution.key): it signs the "
+                                               "upload, and success is reported only once the server lists the "
+                                               "contribution for the institution."),
 ) -> None:
     """Send a contribution to the pooling server (safe to repeat: it deduplicates by content hash)."""
     from client.transport import upload_contribution
 
     with clean_errors():
-        signing_key = private_key(key, keys.SIGNING) if key else None
-        reply = upload_contribution(contribution, server, signing_key=signing_key, retries=retries)
+        reply = upload_contribution(contribution, server, signing_key=private_key(key, keys.SIGNING), retries=retries)
     typer.echo(f"uploaded {contribution} to {server}" + (f": {json.dumps(reply)}" if reply else ""))
 
 

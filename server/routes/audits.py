@@ -26,7 +26,7 @@ class AuditIn(BaseModel):
     signer_public_key: Ed25519PublicKeyPem = Field(description="The signer's Ed25519 public key, PEM.")
 
 
-@admin.post("", status_code=201, responses=refusals(400, 404, 413, 422))
+@admin.post("", status_code=201, responses=refusals(400, 404, 413, 422, 507))
 def add_audit(body: AuditIn, state: StateDep) -> AuditView:
     """Record a signed privacy audit report of a representer."""
     return audit_view(record_audit(state, body.report, body.signature, body.signer_public_key))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,10 +19,10 @@ from server.routes.routers import admin_router, refusals
 from server.views import InstitutionView, institution_view
 
 MAX_PEM_CHARS = 4096
-# Declared in the OpenAPI document, checked by the routes (check_institution_id, load_ed25519_public_key), which
-# answer with their own messages. The key's pattern is an Ed25519 key's PEM as keys are written: the DER prefix of
-# its SubjectPublicKeyInfo in base64 ("MCowBQYDK2VwAyEA"), then its 32 bytes (any 32 bytes are a key); the loader
-# also reads other layouts (wrapped lines, text around the PEM).
+# Declared in the OpenAPI document, checked by the route (check_institution_id, load_ed25519_public_key,
+# _check_pem_alone), which answers with its own messages. The key's pattern is an Ed25519 key's PEM as keys are
+# written: the DER prefix of its SubjectPublicKeyInfo in base64 ("MCowBQYDK2VwAyEA"), then its 32 bytes (any 32
+# bytes are a key), and nothing else: the key stored is the text registered.
 ED25519_PUBLIC_KEY_PEM_PATTERN = (r"^-----BEGIN PUBLIC KEY-----\r?\n"
                                   r"MCowBQYDK2VwAyEA[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\r?\n"
                                   r"-----END PUBLIC KEY-----(\r?\n)?$")
@@ -38,11 +39,12 @@ class InstitutionIn(BaseModel):
     public_key: Ed25519PublicKeyPem = Field(description="Ed25519 public key, PEM.")
 
 
-@admin.post("", status_code=201, responses=refusals(400, 409, 413, 422))
+@admin.post("", status_code=201, responses=refusals(400, 409, 413, 422, 507))
 def register_institution(body: InstitutionIn, session: SessionDep) -> InstitutionView:
     try:
         check_institution_id(body.id)
         key = load_ed25519_public_key(body.public_key, "public_key")
+        _check_pem_alone(body.public_key)
     except ValueError as error:
         raise Refused(422, str(error)) from None
     if session.get(Institution, body.id) is not None:
@@ -53,18 +55,25 @@ def register_institution(body: InstitutionIn, session: SessionDep) -> Institutio
     return institution_view(row)
 
 
+def _check_pem_alone(pem: str) -> None:
+    """ValueError unless `pem` is the PEM of an Ed25519 public key and nothing else (the schema's pattern)."""
+    if not re.fullmatch(ED25519_PUBLIC_KEY_PEM_PATTERN, pem):
+        raise ValueError("public_key must be the key's PEM alone, as `deidpool client keygen` writes it "
+                         "(institution.pub): one BEGIN/END PUBLIC KEY block of one line, nothing around it")
+
+
 @admin.get("")
 def list_institutions(session: SessionDep) -> list[InstitutionView]:
     return [institution_view(row) for row in session.scalars(select(Institution).order_by(Institution.id))]
 
 
-@admin.post("/{institution}/disable", responses=refusals(404, 422))
+@admin.post("/{institution}/disable", responses=refusals(404, 422, 507))
 def disable_institution(institution: str, session: SessionDep) -> InstitutionView:
     """Refuse the institution's uploads (403) from now on."""
     return _set_enabled(session, institution, False)
 
 
-@admin.post("/{institution}/enable", responses=refusals(404, 422))
+@admin.post("/{institution}/enable", responses=refusals(404, 422, 507))
 def enable_institution(institution: str, session: SessionDep) -> InstitutionView:
     return _set_enabled(session, institution, True)
 

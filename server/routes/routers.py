@@ -23,7 +23,7 @@ REFUSALS = {
     415: "The Content-Type is not one the route accepts.",
     422: "A parameter or the body is invalid.",
     429: "Too many requests from this institution or address (server.json limits): retry after Retry-After seconds.",
-    507: "The server's storage is full; nothing was stored.",
+    507: "The server's storage (payload volume or database) is full; nothing was stored.",
 }
 
 

@@ -61,7 +61,7 @@ def run_epochs(session: Session, run_id: int) -> list[RunEpoch]:
     return list(session.scalars(select(RunEpoch).where(RunEpoch.run_id == run_id).order_by(RunEpoch.epoch)))
 
 
-@admin.post("", status_code=202, responses=refusals(400, 409, 413, 422))
+@admin.post("", status_code=202, responses=refusals(400, 409, 413, 422, 507))
 def start_run(state: StateDep, body: RunIn = RunIn()) -> RunView:
     """Queue a pooled training run over every accepted contribution of the current representer."""
     return run_view(queue_run(state, body.model_dump()), [])

@@ -1,6 +1,7 @@
 """The provider and client commands end to end (keygen, publish, export, inspect, upload,
 deidentify) and their clear errors on bad input."""
 
+import hashlib
 import json
 import os
 import stat
@@ -64,15 +65,23 @@ def test_export_inspect_and_upload(exported, key_files):
     wrong = _run("client", "inspect", exported, "--key", key_files.provider.public)
     assert wrong.exit_code == 2 and "signature does not verify" in wrong.output
     received = []
+    listing = json.dumps([{"sha256": hashlib.sha256(exported.read_bytes()).hexdigest()}]).encode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
-            received.append((self.path, self.headers["X-Deidpool-Institution"],
-                             self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(201)
+            self._answer(201, b'{"id": "c1"}', self.rfile.read(int(self.headers["Content-Length"])))
+
+        def do_GET(self):
+            self._answer(200, listing, b"")
+
+        def _answer(self, status, body, received_body):
+            received.append((self.command, self.path, self.headers["X-Deidpool-Institution"],
+                             "X-Deidpool-Signature" in self.headers, received_body))
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(b'{"id": "c1"}')
+            self.wfile.write(body)
 
         def log_message(self, *args):
             pass
@@ -80,11 +89,13 @@ def test_export_inspect_and_upload(exported, key_files):
     server = HTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        result = _run("client", "upload", exported, "--server", f"http://127.0.0.1:{server.server_port}")
+        result = _run("client", "upload", exported, "--server", f"http://127.0.0.1:{server.server_port}", "--key",
+                      key_files.institution.private)
     finally:
         server.shutdown()
-    assert result.exit_code == 0 and '"id": "c1"' in result.output
-    assert received == [("/api/contributions", "site-a", exported.read_bytes())]
+    assert result.exit_code == 0 and '"id": "c1"' in result.output, result.output
+    assert received == [("POST", "/api/contributions", "site-a", True, exported.read_bytes()),
+                        ("GET", "/api/contributions", "site-a", True, b"")]
 
 
 def test_passphrase_protected_key_and_wrong_passphrase(tmp_path, bundle_dir, key_files, notes_dir):

@@ -1,5 +1,6 @@
 """Tests of the upload: the request the server receives, retries with backoff, and refusals."""
 
+import base64
 import hashlib
 
 import httpx
@@ -11,6 +12,9 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from client.transport import UploadError, upload_contribution
 from contribution.container import CONTENT_TYPE, write_contribution
 from contribution.records import encode_sentence
+from contribution.signed_requests import NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, request_message
+
+KEY = Ed25519PrivateKey.generate()  # site-b's
 
 
 @pytest.fixture(scope="module")
@@ -18,29 +22,32 @@ def contribution_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("upload") / "a.dpc"
     vectors = np.ones((3, 4)) / 2
     write_contribution(path, [encode_sentence(vectors, [0, 1, 0], [2, 2, 2])] * 5, institution="site-b",
-                       representer_id="rep-1", dim=4, neighbours=100, pseudonymization="groups",
-                       signing_key=Ed25519PrivateKey.generate(),
+                       representer_id="rep-1", dim=4, neighbours=100, pseudonymization="groups", signing_key=KEY,
                        server_key=X25519PrivateKey.generate().public_key())
     return path
 
 
 def _upload(path, answers, **options):
-    """Upload against a mock server answering with `answers` in turn; returns (reply, requests, sleeps)."""
+    """Upload against a mock server answering the uploads with `answers` in turn and the listings
+    with the file listed; returns (reply, uploads, sleeps)."""
     requests, sleeps = [], []
+    listed = [{"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}]
 
     def handle(request):
+        if request.method == "GET":
+            return httpx.Response(200, json=listed)
         requests.append((request, request.read()))
         answer = answers[min(len(requests), len(answers)) - 1]
         if isinstance(answer, Exception):
             raise answer
         return answer
 
-    reply = upload_contribution(path, "http://server.test/", transport=httpx.MockTransport(handle),
+    reply = upload_contribution(path, "http://server.test/", signing_key=KEY, transport=httpx.MockTransport(handle),
                                 sleep=sleeps.append, **{"backoff": 0.5, **options})
     return reply, requests, sleeps
 
 
-def test_request_carries_the_file_its_hash_and_the_institution(contribution_file):
+def test_the_upload_request_is_signed_over_the_hash_of_the_file_it_carries(contribution_file):
     reply, requests, sleeps = _upload(contribution_file, [httpx.Response(201, json={"id": "c1"})])
     (request, body), = requests
     assert reply == {"id": "c1"} and sleeps == []
@@ -48,7 +55,16 @@ def test_request_carries_the_file_its_hash_and_the_institution(contribution_file
     assert body == contribution_file.read_bytes()
     assert request.headers["content-type"] == CONTENT_TYPE
     assert request.headers["x-deidpool-institution"] == "site-b"
-    assert request.headers["x-deidpool-content-sha256"] == hashlib.sha256(body).hexdigest()
+    digest = hashlib.sha256(body).hexdigest()
+    assert request.headers["x-deidpool-content-sha256"] == digest
+    message = request_message("POST", "/api/contributions", request.headers[TIMESTAMP_HEADER],
+                              request.headers[NONCE_HEADER], digest)
+    KEY.public_key().verify(base64.b64decode(request.headers[SIGNATURE_HEADER]), message)
+
+
+def test_every_attempt_is_signed_anew(contribution_file):
+    _, requests, _ = _upload(contribution_file, [httpx.Response(503), httpx.Response(201)])
+    assert len({request.headers[NONCE_HEADER] for request, _ in requests}) == 2
 
 
 def test_busy_server_and_network_errors_are_retried_with_growing_waits(contribution_file):
@@ -90,7 +106,7 @@ def test_reply_that_is_not_json(contribution_file):
     assert _upload(contribution_file, [httpx.Response(201, text="stored")])[0] == {}
 
 
-def test_with_the_key_an_accepted_upload_counts_only_once_the_server_lists_it(contribution_file):
+def test_an_accepted_upload_counts_only_once_the_server_lists_it(contribution_file):
     key = Ed25519PrivateKey.generate()
     digest = hashlib.sha256(contribution_file.read_bytes()).hexdigest()
     listed = [[], [{"sha256": digest}]]  # the first "already stored" was not (a server that lost the row)
@@ -118,3 +134,25 @@ def test_an_upload_never_listed_fails(contribution_file):
     with pytest.raises(UploadError, match=r"answered 409 but does not list .* \(after 2 attempts\)"):
         upload_contribution(contribution_file, "http://server.test/", signing_key=Ed25519PrivateKey.generate(),
                             retries=1, transport=httpx.MockTransport(handle), sleep=lambda seconds: None)
+
+
+@pytest.mark.parametrize("listing, outcome", [(507, "uploaded on the second attempt"), (403, "refused at once")])
+def test_a_listing_refused_for_a_while_is_retried_and_one_refused_for_good_fails(contribution_file, listing,
+                                                                                  outcome):
+    digest = hashlib.sha256(contribution_file.read_bytes()).hexdigest()
+    listings = [httpx.Response(listing, json={"detail": "no"}), httpx.Response(200, json=[{"sha256": digest}])]
+    sleeps = []
+
+    def handle(request):
+        return httpx.Response(201, json={"id": "c1"}) if request.method == "POST" else listings.pop(0)
+
+    def upload():
+        return upload_contribution(contribution_file, "http://server.test/", signing_key=KEY,
+                                   transport=httpx.MockTransport(handle), sleep=sleeps.append, backoff=0.5)
+
+    if outcome == "refused at once":
+        with pytest.raises(UploadError, match=r"GET http://server.test/api/contributions answered 403"):
+            upload()
+        assert sleeps == []
+    else:
+        assert upload() == {"id": "c1"} and sleeps == [0.5]

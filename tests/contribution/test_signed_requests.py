@@ -6,8 +6,11 @@ import base64
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+import deidpool
 from contribution.identity import check_institution_id
 from contribution.signed_requests import (
+    CLIENT_VERSION,
+    CONTENT_SHA256_HEADER,
     INSTITUTION_HEADER,
     NONCE_HEADER,
     SIGNATURE_HEADER,
@@ -24,6 +27,21 @@ def test_signed_headers_verify_over_the_request_message():
     message = request_message("GET", "/api/contributions", "1700000000", "n" * 22)
     assert message == b"GET\n/api/contributions\n1700000000\n" + b"n" * 22
     key.public_key().verify(base64.b64decode(headers[SIGNATURE_HEADER]), message)
+
+
+def test_an_upload_signs_the_hash_of_its_body_too():
+    key = Ed25519PrivateKey.generate()
+    headers = signed_headers(key, "site-a", "POST", "/api/contributions", timestamp=1700000000, nonce="n" * 22,
+                             content_sha256="ab" * 32)
+    assert headers[CONTENT_SHA256_HEADER] == "ab" * 32
+    message = request_message("POST", "/api/contributions", "1700000000", "n" * 22, "ab" * 32)
+    assert message.endswith(b"\n" + b"n" * 22 + b"\n" + b"ab" * 32)
+    key.public_key().verify(base64.b64decode(headers[SIGNATURE_HEADER]), message)
+
+
+def test_the_client_version_named_to_old_clients_is_this_one_or_older():
+    version = tuple(map(int, deidpool.__version__.split(".")))
+    assert tuple(map(int, CLIENT_VERSION.split("."))) <= version
 
 
 def test_every_request_gets_a_fresh_nonce():

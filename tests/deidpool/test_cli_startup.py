@@ -71,5 +71,5 @@ def test_key_server_admin_corpus_and_contribution_commands_import_no_tensorflow(
                                           tmp_path / "site" / "institution.pub")
     # nothing listens on port 9: the commands fail cleanly, still without TensorFlow
     assert "error:" in deidpool("client", "upload", contribution, "--server", "http://127.0.0.1:9", "--retries", "0",
-                                code=2)
+                                "--key", tmp_path / "site" / "institution.key", code=2)
     assert "error:" in deidpool("coordinator", "runs", "--server", "http://127.0.0.1:9", "--token", "t", code=2)

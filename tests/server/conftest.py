@@ -21,6 +21,7 @@ from sqlalchemy import create_engine, func, select, text
 from client.identity import create_institution_keys
 from contribution.container import CONTENT_TYPE, write_contribution
 from contribution.records import encode_sentence
+from contribution.signed_requests import INSTITUTION_HEADER, signed_headers
 from representer import keys
 from server.app import create_app
 from server.database import Base, make_engine
@@ -144,20 +145,24 @@ def contribution_file(path: Path, site, *, institution: str = "site-a", represen
     return path
 
 
-def upload(api, body: bytes, *, institution: str | None = "site-a", sha256: str | None = None):
-    headers = {"Content-Type": CONTENT_TYPE}
-    if institution is not None:
-        headers["X-Deidpool-Institution"] = institution
-    headers["X-Deidpool-Content-SHA256"] = sha256 or hashlib.sha256(body).hexdigest()
-    return api.post("/api/contributions", content=body, headers=headers)
+def upload(api, body: bytes, key, *, institution: str | None = "site-a", sha256: str | None = None):
+    """POST `body` to /api/contributions in a request signed by `institution` (None: the header
+    left out) with `key`, declaring `sha256` (default: the body's)."""
+    headers = signed_headers(key, institution or "", "POST", "/api/contributions",
+                             content_sha256=sha256 or hashlib.sha256(body).hexdigest())
+    if institution is None:
+        del headers[INSTITUTION_HEADER]
+    return api.post("/api/contributions", content=body, headers={"Content-Type": CONTENT_TYPE, **headers})
 
 
 def stored(server_dir) -> tuple[dict, list[str]]:
-    """Row counts of every table and every file under payloads/ (temporary ones included)."""
+    """Row counts of every table but the replay memory of signed requests (request_nonces, which
+    every authentic request adds to, refused uploads too) and every file under payloads/
+    (temporary ones included)."""
     engine = make_engine(server_dir.layout.database_url)
     with engine.connect() as connection:
         counts = {table.name: connection.scalar(select(func.count()).select_from(table))
-                  for table in Base.metadata.sorted_tables}
+                  for table in Base.metadata.sorted_tables if table.name != "request_nonces"}
     engine.dispose()
     files = sorted(str(path.relative_to(server_dir.layout.payloads)) for path in server_dir.layout.payloads.rglob("*")
                    if path.is_file())

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from fastapi.routing import iter_route_contexts
 
 from contribution.container import CONTENT_TYPE
+from contribution.signed_requests import signed_headers
 from representer import keys
 from server.deps import BUNDLE_TYPE, MAX_JSON_BYTES
 
@@ -82,6 +83,8 @@ def test_registering_institutions(api, admin, key_files):
     ({"id": "../etc", "public_key": "x"}, "institution id"),
     ({"id": "site-b", "public_key": "not a key"}, "public_key is not a PEM"),
     ({"id": "site-b", "public_key": _pem(X25519PrivateKey.generate().public_key())}, "not an Ed25519"),
+    ({"id": "site-b", "public_key": _pem(Ed25519PrivateKey.generate().public_key()) + "and more"}, "PEM alone"),
+    ({"id": "site-b", "public_key": "a comment\n" + _pem(Ed25519PrivateKey.generate().public_key())}, "PEM alone"),
     ({"id": "site-b"}, "body.public_key: Field required"),
     ({"id": 7, "public_key": "x"}, "body.id"),
     ({"id": "site-b", "public_key": "x", "extra": 1}, "body.extra"),
@@ -92,6 +95,21 @@ def test_bad_institution_bodies_give_422_naming_the_field(api, admin, body, word
     reply = api.post("/api/institutions", headers=admin, json=body)
     assert reply.status_code == 422 and words in reply.json()["detail"]
     assert stored(server_dir) == before
+
+
+@pytest.mark.parametrize("layout, accepted", [("as written", True), ("CRLF", True), ("no final newline", True),
+                                              ("text after", False), ("two newlines", False), ("wrapped at 32", False)])
+def test_the_route_accepts_exactly_the_public_keys_the_schema_pattern_does(api, admin, layout, accepted):
+    """POST /api/institutions and its OpenAPI pattern agree on every layout of a key's PEM."""
+    pem = _pem(Ed25519PrivateKey.generate().public_key())
+    begin, body, end, _ = pem.split("\n")
+    pem = {"as written": pem, "CRLF": pem.replace("\n", "\r\n"), "no final newline": pem.rstrip("\n"),
+           "text after": pem + "site-a's key\n", "two newlines": pem + "\n",
+           "wrapped at 32": "\n".join([begin, body[:32], body[32:], end, ""])}[layout]
+    schema = api.app.openapi()["components"]["schemas"]["InstitutionIn"]["properties"]["public_key"]
+    assert bool(re.fullmatch(schema["pattern"], pem)) is accepted  # anchored: ECMA's search is a full match
+    reply = api.post("/api/institutions", headers=admin, json={"id": "site-b", "public_key": pem})
+    assert reply.status_code == (201 if accepted else 422), reply.text
 
 
 @pytest.mark.parametrize("path, body", [
@@ -195,12 +213,21 @@ def test_big_bodies_are_refused_unread_without_the_token_and_413_with_it(api, ad
     assert status == 413 and read <= (0 if declare else MAX_JSON_BYTES + CHUNK)
 
 
+def _signed_upload(key, institution: str = "site-a") -> dict:
+    return signed_headers(key, institution, "POST", "/api/contributions", content_sha256="0" * 64)
+
+
 @pytest.mark.parametrize("declare", [True, False], ids=["declared", "chunked"])
 def test_binary_uploads_are_refused_unread_without_credentials(api, site, declare):
+    """Without the admin token, or a request signed by a registered institution (naming it is not enough)."""
     binary = {"Content-Type": "application/octet-stream"}
     assert _post_streamed(api.app, "/api/representers", binary, declare) == (401, 0)
-    for institution in ({}, {"X-Deidpool-Institution": "site-x"}):
-        assert _post_streamed(api.app, "/api/contributions", {**binary, **institution}, declare) == (401, 0)
+    unsigned = {"X-Deidpool-Institution": "site-a", "X-Deidpool-Content-SHA256": "0" * 64}
+    stranger = Ed25519PrivateKey.generate()
+    another_body = {**_signed_upload(site.key), "X-Deidpool-Content-SHA256": "1" * 64}
+    for credentials in ({}, {"X-Deidpool-Institution": "site-x"}, unsigned, _signed_upload(stranger),
+                        _signed_upload(stranger, "site-x"), another_body):
+        assert _post_streamed(api.app, "/api/contributions", {**binary, **credentials}, declare) == (401, 0)
 
 
 UPLOADS = {"/api/representers": BUNDLE_TYPE, "/api/contributions": CONTENT_TYPE}
@@ -213,10 +240,11 @@ def test_uploads_of_another_content_type_get_415_unread_and_store_nothing(api, a
                                                                           content_type, declare):
     before = stored(server_dir)
     for path, media_type in UPLOADS.items():
-        credentials = admin if path == "/api/representers" else {"X-Deidpool-Institution": "site-a"}
+        credentials = admin if path == "/api/representers" else _signed_upload(site.key)
         (other,) = set(UPLOADS.values()) - {media_type}
         headers = {**credentials, "Content-Type": other if content_type == "of the other upload" else content_type}
         assert _post_streamed(api.app, path, headers, declare) == (415, 0)
+        headers |= {} if path == "/api/representers" else _signed_upload(site.key)  # a fresh nonce
         detail = api.post(path, headers=headers, content=b"x").json()["detail"]
         assert f"send {media_type} or application/octet-stream" in detail
     assert stored(server_dir) == before
@@ -230,7 +258,8 @@ def test_uploads_take_their_media_type_or_octet_stream_with_any_parameters_or_no
                                                                                    tmp_path, contribution_type,
                                                                                    bundle_type):
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
-    headers = {"X-Deidpool-Institution": "site-a", "X-Deidpool-Content-SHA256": hashlib.sha256(body).hexdigest()}
+    headers = signed_headers(site.key, "site-a", "POST", "/api/contributions",
+                             content_sha256=hashlib.sha256(body).hexdigest())
     if contribution_type:
         headers["Content-Type"], admin = contribution_type, {**admin, "Content-Type": bundle_type}
     assert api.post("/api/contributions", headers=headers, content=body).status_code == 201

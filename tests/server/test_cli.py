@@ -74,7 +74,7 @@ def test_coordinator_and_client_commands(served, key_files, pipeline_path, works
     site = SimpleNamespace(representer=client.get("/api/representers/current").json()["representer_id"],
                            key=keys.load_private_key(key_files.institution.private, keys.SIGNING),
                            server_key=keys.load_public_key(state.layout.encryption_public_key, keys.ENCRYPTION))
-    assert upload(client, contribution_file(tmp_path / "a.dpc", site).read_bytes()).status_code == 201
+    assert upload(client, contribution_file(tmp_path / "a.dpc", site).read_bytes(), site.key).status_code == 201
     listing = run("client", "contributions", "--key", key_files.institution.private, admin=False)
     assert "1 contributions" in listing and site.representer in listing
 

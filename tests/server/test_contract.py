@@ -9,6 +9,7 @@ import hashlib
 
 from fastapi.testclient import TestClient
 
+from contribution.signed_requests import signed_headers
 from server.app import create_app
 from server.deps import MAX_JSON_BYTES
 
@@ -116,14 +117,15 @@ def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files,
                                                    content=b"x"))
     expect("GET /api/representers/current", 200, api.get("/api/representers/current"))
     expect("GET /api/representers/current/bundle", 200, api.get("/api/representers/current/bundle"))
-    expect("POST /api/contributions", 201, upload(api, body))
-    expect("POST /api/contributions", 409, upload(api, body))
-    expect("POST /api/contributions", 401, upload(api, body, institution="site-z"))
-    expect("POST /api/contributions", 400, upload(api, body, sha256="0" * 64))
+    expect("POST /api/contributions", 201, upload(api, body, site.key))
+    expect("POST /api/contributions", 409, upload(api, body, site.key))
+    expect("POST /api/contributions", 401, upload(api, body, site.key, institution="site-z"))
+    expect("POST /api/contributions", 400, upload(api, body, site.key, sha256="0" * 64))
     expect("POST /api/contributions", 415, api.post("/api/contributions", content=body, headers={
-        "X-Deidpool-Institution": "site-a", "Content-Type": "text/plain", **sha256}))
+        "Content-Type": "text/plain", **signed_headers(site.key, "site-a", "POST", "/api/contributions",
+                                                       content_sha256=sha256["X-Deidpool-Content-SHA256"])}))
     expect("POST /api/contributions", 422, upload(api, contribution_file(tmp_path / "b.dpc", site, neighbours=1)
-                                                  .read_bytes()))
+                                                  .read_bytes(), site.key))
     expect("GET /api/contributions", 401, api.get("/api/contributions"))
     expect("POST /api/runs", 401, api.post("/api/runs", json={}))
     expect("POST /api/runs", 422, api.post("/api/runs", headers=admin, json={"seed": -1}))
@@ -143,13 +145,15 @@ def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files,
     expect("GET /metrics", 200, api.get("/metrics", headers=admin))
     expect("POST /api/institutions/{institution}/disable", 200, api.post("/api/institutions/site-a/disable",
                                                                          headers=admin))
-    expect("POST /api/contributions", 403, upload(api, body))
+    expect("POST /api/contributions", 403, upload(api, body, site.key))
+    expect("GET /api/contributions", 403, api.get("/api/contributions", headers=signed_headers(
+        site.key, "site-a", "GET", "/api/contributions")))
     api.post("/api/institutions/site-a/enable", headers=admin)
 
     set_limits(server_dir, max_upload_bytes=10, address_request_burst=1)
     with TestClient(create_app(server_dir.path)) as small:
         expect("POST /api/representers", 413, small.post("/api/representers", headers=admin, content=b"x" * 11))
-        expect("POST /api/contributions", 413, upload(small, body))
+        expect("POST /api/contributions", 413, upload(small, body, site.key))
         expect("GET /api/health", 200, small.get("/api/health"))
         expect("GET /api/health", 429, small.get("/api/health"))
         expect("GET /metrics", 429, small.get("/metrics"))
@@ -160,7 +164,7 @@ def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files,
     before = stored(server_dir)
     monkeypatch.setattr(api.app.state.server.payloads, "stage", full)
     expect("POST /api/representers", 507, api.post("/api/representers", headers=admin, content=b"x"))
-    expect("POST /api/contributions", 507, upload(api, body))
+    expect("POST /api/contributions", 507, upload(api, body, site.key))
     assert stored(server_dir) == before
 
     wrong = [row for row in answered if row[1] != row[2]]

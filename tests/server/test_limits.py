@@ -51,7 +51,7 @@ def test_an_institution_over_its_limit_gets_429_with_retry_after_and_others_go_o
         over = _listing(client, site_a, "site-a")
         assert over.status_code == 429 and 50 <= int(over.headers["retry-after"]) <= 60
         assert "site-a" in over.json()["detail"] and "retry in" in over.json()["detail"]
-        assert upload(client, b"x" * 100, institution="site-a").status_code == 429  # uploads share the bucket
+        assert upload(client, b"x" * 100, site_a).status_code == 429  # uploads share the bucket
         assert _listing(client, site_b, "site-b").status_code == 200  # another institution is unaffected
         assert [client.get("/api/health").status_code for _ in range(3)] == [200, 200, 429]  # unauthenticated
         assert _listing(client, site_b, "site-b").status_code == 200  # institution requests are not the address's

@@ -45,7 +45,7 @@ def test_json_lines_hold_the_request_fields_and_no_credential(captured_log, api,
                api.get("/metrics", headers={"Authorization": f"Bearer {metrics}"}),
                api.get("/api/runs", headers={"Authorization": f"Bearer {wrong}"}),
                api.get(f"/api/health?token={in_query}"), api.get("/api/contributions", headers=signed),
-               upload(api, body)]
+               upload(api, body, site.key)]
     assert [reply.status_code for reply in replies] == [200, 200, 200, 401, 200, 200, 201]
     logging.getLogger("server.test").warning("a careless line: Authorization: Bearer %s", wrong)
 

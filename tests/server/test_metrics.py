@@ -63,8 +63,8 @@ def test_stored_data_and_runs_are_read_from_the_database_at_each_scrape(api, adm
     assert value(before, "deidpool_training_last_epoch_seconds") is None  # no epoch yet
 
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
-    assert [upload(api, body).status_code, upload(api, body).status_code,
-            upload(api, body, sha256="0" * 64).status_code] == [201, 409, 400]
+    assert [upload(api, body, site.key).status_code, upload(api, body, site.key).status_code,
+            upload(api, body, site.key, sha256="0" * 64).status_code] == [201, 409, 400]
     assert api.post("/api/runs", headers=admin, json={}).status_code == 202
     assert api.post("/api/runs", headers=admin, json={}).status_code == 202
     with api.app.state.server.sessions.begin() as session:  # what the worker records

@@ -110,7 +110,7 @@ def test_uploads_and_pooled_training_refuse_a_tag_out_of_range_with_the_same_che
                        representer_id=site.representer, dim=REPR_SIZE, neighbours=100, pseudonymization="groups",
                        signing_key=site.key, server_key=site.server_key)
     message = f"sentence 5 has a tag id >= {num_tags}, outside the tag vocabulary of {num_tags} tags"
-    reply = upload(api, path.read_bytes())
+    reply = upload(api, path.read_bytes(), site.key)
     assert reply.status_code == 422 and reply.json()["detail"] == f"the upload: {message}"
     with pytest.raises(PooledDataError) as refusal:
         open_pooled_data([PooledContribution("a", path, "site-a", site.key.public_key())],

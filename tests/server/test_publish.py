@@ -24,7 +24,7 @@ def contributed(api, site, tmp_path):
     """Two contributions of site-a accepted; returns their hashes."""
     hashes = []
     for seed in (1, 2):
-        reply = upload(api, contribution_file(tmp_path / f"{seed}.dpc", site, seed=seed).read_bytes())
+        reply = upload(api, contribution_file(tmp_path / f"{seed}.dpc", site, seed=seed).read_bytes(), site.key)
         assert reply.status_code == 201
         hashes.append(reply.json()["sha256"])
     return hashes

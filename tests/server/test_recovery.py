@@ -1,19 +1,24 @@
 """Recovery: an upload killed between storing its payload and committing its row is completed
-by the client's retry or at the next start-up, a full disk is answered 507 and leaves nothing
-behind, and temporary files of killed uploads are removed at start-up."""
+by the client's retry or at the next start-up, a full disk or database is answered 507 and
+leaves nothing behind, and temporary files of killed uploads are removed at start-up."""
 
 import hashlib
 import os
+import sqlite3
 import tempfile
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
 from client.transport import upload_contribution
 from contribution.signed_requests import signed_headers
 from server import payloads
 from server.app import create_app
+from server.database import Contribution
 from server.payloads import PayloadStore
 
 from .conftest import contribution_file, stored, upload
@@ -47,26 +52,27 @@ def test_a_killed_upload_is_completed_by_the_clients_retry_which_checks_the_list
             raise RuntimeError("killed")  # before the row is committed
 
     monkeypatch.setattr(PayloadStore, "commit", commit_then_die)
+    monkeypatch.setattr(PayloadStore, "remove", lambda self, sha256: None)  # a killed server cleans nothing up
     server = TestClient(api.app, raise_server_exceptions=False)
     forward = httpx.MockTransport(lambda request: server.request(request.method, request.url.path,
                                                                  headers=request.headers, content=request.read()))
     reply = upload_contribution(path, "http://testserver", signing_key=site.key, transport=forward, backoff=0)
     assert killed == [True]  # the payload was stored, its row rolled back
     assert reply["sha256"] == digest and _listed(api, site) == [digest]
-    assert upload(api, path.read_bytes()).status_code == 409
+    assert upload(api, path.read_bytes(), site.key).status_code == 409
 
 
 def test_a_retry_replaces_a_damaged_payload_left_without_row(api, site, server_dir, tmp_path):
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     digest = _store_without_row(server_dir, body[:-10], hashlib.sha256(body).hexdigest())
-    assert upload(api, body).status_code == 201
+    assert upload(api, body, site.key).status_code == 201
     assert (server_dir.layout.payloads / digest[:2] / digest).read_bytes() == body and _listed(api, site) == [digest]
 
 
 def test_start_up_restores_rows_of_stored_contributions_and_removes_orphans_and_leftovers(api, site, server_dir,
                                                                                           tmp_path):
     accepted = contribution_file(tmp_path / "a.dpc", site, seed=1).read_bytes()
-    assert upload(api, accepted).status_code == 201
+    assert upload(api, accepted, site.key).status_code == 201
     before = stored(server_dir)
     restored = _store_without_row(server_dir, contribution_file(tmp_path / "b.dpc", site, seed=2).read_bytes())
     orphans = [_store_without_row(server_dir, b"a bundle whose row was never committed"),
@@ -81,7 +87,7 @@ def test_start_up_restores_rows_of_stored_contributions_and_removes_orphans_and_
     with TestClient(create_app(server_dir.path)) as restarted:
         assert _listed(restarted, site) == [hashlib.sha256(accepted).hexdigest(), restored]
     counts, files = stored(server_dir)
-    assert counts == {**before[0], "contributions": 2, "request_nonces": 1}  # the nonce of the signed listing
+    assert counts == {**before[0], "contributions": 2}
     assert files == sorted(before[1] + [f"{restored[:2]}/{restored}"])
     assert not any(name in "".join(files) for name in orphans)
 
@@ -106,8 +112,54 @@ def test_a_full_disk_gives_507_leaves_nothing_and_service_resumes_once_freed(api
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     before = stored(server_dir)
     free = _full_disk(monkeypatch)
-    for reply in (upload(api, body), api.post("/api/representers", headers=admin, content=pipeline_path.read_bytes())):
+    for reply in (upload(api, body, site.key),
+                  api.post("/api/representers", headers=admin, content=pipeline_path.read_bytes())):
         assert reply.status_code == 507 and "storage is full" in reply.json()["detail"]
     assert stored(server_dir) == before
     free()
-    assert upload(api, body).status_code == 201
+    assert upload(api, body, site.key).status_code == 201
+
+
+def _sqlite_full() -> OperationalError:
+    """What SQLAlchemy raises when SQLite finds its volume full (SQLITE_FULL, raised here by SQLite)."""
+    connection = sqlite3.connect(":memory:")
+    connection.execute("CREATE TABLE filler (x)")
+    connection.execute("PRAGMA max_page_count = 1")  # no page more than it has
+    try:
+        connection.execute("INSERT INTO filler VALUES (zeroblob(100000))")
+    except sqlite3.OperationalError as error:
+        return OperationalError("COMMIT", {}, error)
+    finally:
+        connection.close()
+    raise AssertionError("SQLite stored a blob past max_page_count")
+
+
+def test_a_full_database_gives_507_and_leaves_no_payload_without_its_row(api, site, server_dir, tmp_path):
+    """When the database volume is full at the commit of an upload's row, after its payload was
+    moved into place, the payload goes again; a full database refuses signed requests too (their
+    nonce is not recorded). Service resumes once freed."""
+    body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
+    digest = hashlib.sha256(body).hexdigest()
+    before, full, moved = stored(server_dir), ["everything"], []
+
+    def commit_on_a_full_volume(session):
+        rows = list(session.identity_map.values())
+        if full == ["everything"] or any(isinstance(row, Contribution) for row in rows):
+            moved.extend(server_dir.layout.payloads.glob(f"??/{digest}"))
+            raise _sqlite_full()
+
+    event.listen(Session, "before_commit", commit_on_a_full_volume)
+    try:
+        replies = [upload(api, body, site.key),
+                   api.get("/api/contributions", headers=signed_headers(site.key, "site-a", "GET",
+                                                                        "/api/contributions"))]
+        assert moved == []  # refused at the nonce, before the body was read
+        full[:] = ["the contribution's row"]
+        replies.append(upload(api, body, site.key))
+        assert len(moved) == 1  # refused at the commit, after its payload was moved into place
+    finally:
+        event.remove(Session, "before_commit", commit_on_a_full_volume)
+    for reply in replies:
+        assert reply.status_code == 507 and "storage is full" in reply.json()["detail"], reply.text
+    assert stored(server_dir) == before
+    assert upload(api, body, site.key).status_code == 201 and _listed(api, site) == [digest]

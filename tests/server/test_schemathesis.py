@@ -46,7 +46,7 @@ def _config(admin: dict) -> SchemathesisConfig:
 
 
 def test_schemathesis_finds_nothing_with_every_check(api, site, admin, tmp_path, pipeline_path):
-    assert upload(api, contribution_file(tmp_path / "1.dpc", site).read_bytes()).status_code == 201
+    assert upload(api, contribution_file(tmp_path / "1.dpc", site).read_bytes(), site.key).status_code == 201
     schemathesis.openapi.media_type(BUNDLE_TYPE, st.just(pipeline_path.read_bytes()), aliases=[OCTET_STREAM])
     schema = schemathesis.openapi.from_asgi("/openapi.json", api.app, config=_config(admin))
     fuzzed, failures = set(), []

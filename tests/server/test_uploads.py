@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from contribution import container
 from contribution.signed_requests import signed_headers
+from representer import keys
 from server.database import Contribution
 
 from ..contribution.conftest import resigned
@@ -23,7 +24,7 @@ from .conftest import contribution_file, set_limits, stored, upload
 def test_a_valid_contribution_is_stored_once_and_a_repeat_is_idempotent(api, site, server_dir, tmp_path):
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     before = stored(server_dir)
-    reply = upload(api, body)
+    reply = upload(api, body, site.key)
     assert reply.status_code == 201, reply.text
     digest = hashlib.sha256(body).hexdigest()
     assert reply.json()["sha256"] == digest and reply.json()["sentences"] == 8
@@ -31,7 +32,7 @@ def test_a_valid_contribution_is_stored_once_and_a_repeat_is_idempotent(api, sit
     assert counts["contributions"] == before[0]["contributions"] + 1
     assert files == sorted(before[1] + [f"{digest[:2]}/{digest}"])
     assert (server_dir.layout.payloads / digest[:2] / digest).read_bytes() == body
-    again = upload(api, body)
+    again = upload(api, body, site.key)
     assert again.status_code == 409 and "already stored" in again.json()["detail"]
     assert stored(server_dir) == (counts, files)
 
@@ -82,22 +83,54 @@ def test_refused_uploads_change_nothing_stored(case, api, site, server_dir, tmp_
     body, headers = make(site, tmp_path / "a.dpc")
     body = body if isinstance(body, bytes) else body.read_bytes()
     before = stored(server_dir)
-    reply = upload(api, body, **headers)
+    reply = upload(api, body, site.key, **headers)
     assert reply.status_code == status, reply.text
     assert words in reply.json()["detail"]
     assert str(tmp_path) not in reply.json()["detail"] and str(server_dir.path) not in reply.json()["detail"]
     assert stored(server_dir) == before
 
 
-def test_disabled_institution_gets_403_until_enabled(api, site, admin, server_dir, tmp_path):
+def test_a_disabled_institution_gets_403_on_every_route_until_enabled(api, site, admin, server_dir, tmp_path):
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     assert api.post("/api/institutions/site-a/disable", headers=admin).json()["enabled"] is False
     before = stored(server_dir)
-    reply = upload(api, body)
-    assert reply.status_code == 403 and "disabled" in reply.json()["detail"]
+    for reply in (upload(api, body, site.key), _listing(api, site.key)):
+        assert reply.status_code == 403
+        assert reply.json()["detail"] == ("institution site-a is disabled: the server refuses its requests until the "
+                                          "coordinator enables it again")
     assert stored(server_dir) == before
     assert api.post("/api/institutions/site-a/enable", headers=admin).status_code == 200
-    assert upload(api, body).status_code == 201
+    assert upload(api, body, site.key).status_code == 201 and _listing(api, site.key).status_code == 200
+
+
+def test_an_upload_is_a_signed_request_and_an_unsigned_one_names_the_client_version_to_use(api, site, server_dir,
+                                                                                          tmp_path):
+    """The institution's key signs the request (its body's SHA-256 included), checked before the
+    body is read; an older client's unsigned upload is told which version signs."""
+    body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
+    digest = hashlib.sha256(body).hexdigest()
+    before = stored(server_dir)
+    unsigned = api.post("/api/contributions", content=body, headers={  # what a client before 0.2.0 sends
+        "Content-Type": container.CONTENT_TYPE, "X-Deidpool-Institution": "site-a",
+        "X-Deidpool-Content-SHA256": digest})
+    assert unsigned.status_code == 401 and "use deidpool 0.2.0 or later" in unsigned.json()["detail"]
+    signed = signed_headers(site.key, "site-a", "POST", "/api/contributions", content_sha256=digest)
+    refused = {
+        "signed by another key": upload(api, body, Ed25519PrivateKey.generate()),
+        "signed for another body": api.post("/api/contributions", content=body, headers={
+            **signed, "X-Deidpool-Content-SHA256": "0" * 64}),
+        "signed as a listing": api.post("/api/contributions", content=body, headers={
+            **signed_headers(site.key, "site-a", "GET", "/api/contributions"), "X-Deidpool-Content-SHA256": digest}),
+        "without the body's hash": api.post("/api/contributions", content=body, headers={
+            key: value for key, value in signed.items() if key != "X-Deidpool-Content-SHA256"}),
+    }
+    for name, reply in refused.items():
+        assert reply.status_code == 401, name
+    assert "signature does not verify" in refused["signed for another body"].json()["detail"]
+    assert stored(server_dir) == before
+    assert api.post("/api/contributions", content=body, headers=signed).status_code == 201
+    replay = api.post("/api/contributions", content=body, headers=signed)
+    assert replay.status_code == 401 and "already received" in replay.json()["detail"]
 
 
 def test_oversized_upload_gives_413_and_leaves_no_file(server_dir, key_files, pipeline_path, tmp_path):
@@ -114,10 +147,12 @@ def test_oversized_upload_gives_413_and_leaves_no_file(server_dir, key_files, pi
                            content=pipeline_path.read_bytes()).status_code == 413
         before = stored(server_dir)
         body = b"x" * 5000
-        declared = upload(client, body)
+        key = keys.load_private_key(key_files.institution.private, keys.SIGNING)
+        declared = upload(client, body, key)
         assert declared.status_code == 413 and "2,000" in declared.json()["detail"]
         streamed = client.post("/api/contributions", content=iter([body[:1500], body[1500:]]),
-                               headers={"X-Deidpool-Institution": "site-a"})
+                               headers=signed_headers(key, "site-a", "POST", "/api/contributions",
+                                                      content_sha256=hashlib.sha256(body).hexdigest()))
         assert streamed.status_code == 413
         assert stored(server_dir) == before
 
@@ -127,9 +162,9 @@ def test_replayed_nonce_is_refused(api, site, server_dir, tmp_path, monkeypatch)
     first = contribution_file(tmp_path / "a.dpc", site, seed=1).read_bytes()
     replay = contribution_file(tmp_path / "b.dpc", site, seed=2).read_bytes()
     assert first != replay
-    assert upload(api, first).status_code == 201
+    assert upload(api, first, site.key).status_code == 201
     before = stored(server_dir)
-    reply = upload(api, replay)
+    reply = upload(api, replay, site.key)
     assert reply.status_code == 400 and "replay" in reply.json()["detail"]
     assert stored(server_dir) == before
 
@@ -146,7 +181,7 @@ def test_stale_creation_time_is_refused(api, site, server_dir, tmp_path, monkeyp
     monkeypatch.setattr(container, "datetime", Clock)
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     before = stored(server_dir)
-    reply = upload(api, body)
+    reply = upload(api, body, site.key)
     assert reply.status_code == 400 and "stale" in reply.json()["detail"]
     assert stored(server_dir) == before
 
@@ -156,7 +191,7 @@ def test_concurrent_uploads_are_all_stored_once(api, site, server_dir, tmp_path)
     statuses = []
 
     def send(body):
-        statuses.append(upload(api, body).status_code)
+        statuses.append(upload(api, body, site.key).status_code)
 
     threads = [threading.Thread(target=send, args=(body,)) for body in bodies + bodies[:2]]
     for thread in threads:
@@ -180,9 +215,10 @@ def test_an_institution_lists_its_own_contributions_with_signed_requests(api, si
                                              serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     assert api.post("/api/institutions", headers=admin, json={"id": "site-b", "public_key": public}).status_code == 201
     bound = {"neighbours": 100, "overall": {"mean_success": {"uniform": 0.01, "frequency": 0.04, "empirical": 0.3}}}
-    assert upload(api, contribution_file(tmp_path / "a.dpc", site, bound=bound).read_bytes()).status_code == 201
+    body = contribution_file(tmp_path / "a.dpc", site, bound=bound).read_bytes()
+    assert upload(api, body, site.key).status_code == 201
     assert upload(api, contribution_file(tmp_path / "b.dpc", site, institution="site-b",
-                                         signing_key=other).read_bytes(),
+                                         signing_key=other).read_bytes(), other,
                   institution="site-b").status_code == 201
     mine = _listing(api, site.key)
     assert mine.status_code == 200, mine.text
@@ -226,11 +262,11 @@ def test_a_contribution_re_signed_by_another_institution_is_refused_and_the_genu
     if claim == "institution and signing key":
         changes["signing_key_sha256"] = container.signer_sha256(thief.public_key())
     before = stored(server_dir)
-    reply = upload(api, resigned(genuine, thief, **changes), institution="site-b")
+    reply = upload(api, resigned(genuine, thief, **changes), thief, institution="site-b")
     assert reply.status_code == status, reply.text
     assert words in reply.json()["detail"] and reply.json()["detail"].startswith("the upload")
     assert str(status) in api.app.openapi()["paths"]["/api/contributions"]["post"]["responses"]
     assert stored(server_dir) == before and _listing(api, thief, "site-b").json() == []
-    reply = upload(api, genuine)
+    reply = upload(api, genuine, site.key)
     assert reply.status_code == 201, reply.text
     assert [row["sha256"] for row in _listing(api, site.key).json()] == [hashlib.sha256(genuine).hexdigest()]
