@@ -1,12 +1,14 @@
 """Export of PHI-labeled notes as a contribution (DESIGN.md, Contribution): prepare,
 pseudonymize every gold PHI token, embed, represent with the bundle's representer (noise on),
 shuffle across all documents, then encrypt and sign; memory stays bounded by the chunk size
-and the shuffle's memory budget.
+and the shuffle's memory budget (and the notes the safety net flags, kept for its review folder).
 
 Pseudonymize-then-represent (METHOD.md): no PHI token reaches the representer. Each is
 replaced by a uniform draw among its N nearest embedding neighbours (numbers by plausible
 surrogates of the same shape and range), fresh for every occurrence and every export, from
-the operating system's randomness; whatever the representer leaks, it leaks a surrogate."""
+the operating system's randomness; whatever the representer leaks, it leaks a surrogate. Labels
+can miss PHI: a safety net (`client.safety_net`) flags tokens no gold span covers that its
+finders take for PHI, and they are pseudonymized too."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from adversary.bound import reidentification_bound
 from adversary.pseudonymize import Pseudonymizer, tag_category
 from adversary.schemes import EXPORT_SCHEME
 from client.inference import apply_to_sentences, built_once, compile_representer
+from client.safety_net import OFF, Flagged, SafetyNet
 from client.shuffle import MEMORY_BYTES, ExternalShuffle
 from contribution.container import ContributionHeader, write_contribution
 from contribution.records import encode_sentence
@@ -43,8 +46,9 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
                         institution: str, signing_key: Ed25519PrivateKey, server_key: X25519PublicKey,
                         neighbours: int = DEFAULT_NEIGHBOURS, scheme: str = EXPORT_SCHEME, dtype: str = "float16",
                         chunk_sentences: int = CHUNK_SENTENCES, memory_bytes: int = MEMORY_BYTES,
-                        rng: random.Random | None = None, language: str = "en",
-                        progress: bool = True, noise: bool = True) -> ContributionHeader:
+                        rng: random.Random | None = None, language: str = "en", safety_net: SafetyNet = OFF,
+                        review: str | Path | None = None, progress: bool = True,
+                        noise: bool = True) -> ContributionHeader:
     """Write the contribution of `documents` to `out` and return its header.
 
     `embeddings` are the bundle's (from `bundle.load_embeddings`). Every gold PHI token is
@@ -52,7 +56,11 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     `adversary.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing),
     drawing from `rng` (default: the operating system's randomness; pass one only in tests).
     The header also gets the re-identification bound of these PHI tokens (`adversary.bound`,
-    its frequency prior in `language`). Sentences are represented `chunk_sentences` at a time,
+    its frequency prior in `language`). `safety_net` (`client.safety_net.SafetyNet`; default off,
+    `client export` turns it on) flags the tokens no gold span covers that its finders take for
+    PHI: they are pseudonymized and bounded like gold PHI (their tags stay as annotated), counted
+    in the header's `safety_net`, and the notes that hold them written to the BRAT folder `review`
+    when given. Sentences are represented `chunk_sentences` at a time,
     spilled to a uniform external shuffle in `out`'s folder, and written in shuffled order; on
     any error no file is left at `out`. `noise=False` turns the representer's noise off: an
     ablation for experiments only (noiseless vectors are what a lookup attack reads exactly), so
@@ -65,14 +73,18 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     # The noise generator runs on from export to export, so each draws fresh noise.
     represent = built_once(bundle, "export" if noise else "export without noise", lambda: compile_representer(
         bundle.load_representer(deterministic=not noise), embeddings.dim))
-    count, phi = 0, Counter()
+    count, phi, flagged = 0, Counter(), Flagged(safety_net.finders)
     with ExternalShuffle(out.parent, memory_bytes) as shuffle:
         with progress_bar(desc="representing", unit=" sentences", disable=not progress) as bar:
-            for sentences in _chunks(_labeled_sentences(documents, bundle), chunk_sentences):
-                phi.update((token.text, tag_category(tag)) for sentence in sentences
-                           for token, tag in zip(sentence.tokens, sentence.tags) if tag != "O")
-                data = SentenceData.from_sentences(pseudonymizer.labeled_sentences(sentences, rng), embeddings,
-                                                   bundle.tags)
+            for chunk in _chunks(_labeled_sentences(documents, bundle, safety_net, flagged), chunk_sentences):
+                phi.update((token.text, tag_category(tag)) for sentence, tags in chunk
+                           for token, tag in zip(sentence.tokens, tags) if tag != "O")
+                # flagged tokens are replaced too; the exported tags are the gold ones
+                marked = pseudonymizer.labeled_sentences(
+                    [LabeledSentence(sentence.tokens, sentence.casing, tags) for sentence, tags in chunk], rng)
+                data = SentenceData.from_sentences(
+                    [LabeledSentence(replaced.tokens, replaced.casing, sentence.tags)
+                     for replaced, (sentence, _) in zip(marked, chunk)], embeddings, bundle.tags)
                 boundaries = np.cumsum(data.lengths)[:-1]
                 for vectors, tags, casing in zip(apply_to_sentences(represent, data),
                                                  np.split(data.tags, boundaries), np.split(data.casing, boundaries)):
@@ -81,27 +93,43 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
                 bar.update(len(data))
         if not count:
             raise CorpusError("the notes hold no sentences to export")
+        if review is not None:
+            flagged.write_review(review)
         records = progress_bar(shuffle, total=count, desc="writing", unit=" sentences", disable=not progress)
         return write_contribution(out, records, institution=institution, representer_id=bundle.representer_id,
                                   dim=bundle.repr_size, neighbours=neighbours, pseudonymization=scheme,
-                                  signing_key=signing_key,
+                                  safety_net=flagged.header(), signing_key=signing_key,
                                   server_key=server_key, dtype=dtype,
                                   bound=lambda: reidentification_bound(phi.elements(), pseudonymizer,
                                                                        language=language))
 
 
-def _labeled_sentences(documents: Iterable[Document], bundle: Bundle) -> Iterator[LabeledSentence]:
-    """Every document's sentences with tags of the bundle's scheme; a span whose label is not
-    in the bundle's tag set is an error naming the document and span."""
+def review_unlabeled_phi(documents: Iterable[Document], bundle: Bundle, safety_net: SafetyNet,
+                         review: str | Path) -> Flagged:
+    """Run `safety_net` over `documents` as `export_contribution` does, write the notes it flags
+    to the BRAT folder `review`, and return what it flagged; nothing is exported."""
+    flagged = Flagged(safety_net.finders)
+    for _ in _labeled_sentences(documents, bundle, safety_net, flagged):
+        pass
+    flagged.write_review(review)
+    return flagged
+
+
+def _labeled_sentences(documents: Iterable[Document], bundle: Bundle, safety_net: SafetyNet,
+                       flagged: Flagged) -> Iterator[tuple[LabeledSentence, list[str]]]:
+    """Every document's sentences with tags of the bundle's scheme, each with the tags the
+    pseudonymizer goes by (`Flagged.add`: gold PHI and the tokens `safety_net` flags); a span
+    whose label is not in the bundle's tag set is an error naming the document and span."""
     label = attrgetter(bundle.label)
-    known = {tag.partition("-")[2] for tag in bundle.tags if tag != "O"}
-    for document in documents:
+    labels = list(dict.fromkeys(tag.partition("-")[2] for tag in bundle.tags if tag != "O"))
+    for document, found in safety_net.found(documents):
         for span in document.spans:
-            if label(span) not in known:
+            if label(span) not in labels:
                 raise CorpusError(f"PHI label {label(span)!r} is not in the bundle's tag set "
-                                  f"({', '.join(sorted(known))})", None,
+                                  f"({', '.join(sorted(labels))})", None,
                                   f"document {document.id!r}, span {span.source_type} [{span.start}, {span.end})")
-        yield from prepare_document(document, bundle.scheme, label)
+        sentences = prepare_document(document, bundle.scheme, label)
+        yield from zip(sentences, flagged.add(document, sentences, found, labels))
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:

@@ -3,7 +3,8 @@ expressions for the PHI whose written form gives it away (dates, phone and pager
 over 89, record and reference numbers, e-mail addresses, URLs) or whose context does (names after
 "Dr", "Mr"/"Mrs" or a relative's "son", "wife", ...; clinicians' signatures and initials before
 "RN", "aware"), and the rule that merges their spans with a tagger's. `client.deidentify` applies
-it to the raw text of unlabeled notes; the export path never uses it (exports carry gold labels,
+it to the raw text of unlabeled notes, and the export's safety net (`client.safety_net`) to that
+of labeled notes, to pseudonymize the PHI their labels miss (exports still carry gold labels,
 never predictions).
 
 Every pattern is written for clinical (nursing) notes and refuses the look-alikes those notes

@@ -117,15 +117,22 @@ def client_keygen(
         _print_pairs([create_institution_keys(out, institution, _new_passphrase(passphrase))])
 
 
-def _open_bundle(path: Path, provider_key: Path, embeddings: str | None):
-    """The verified bundle and its verified embeddings."""
+def _open_bundle(path: Path, provider_key: Path, embeddings: str | None, load_embeddings: bool = True):
+    """The verified bundle and its verified embeddings (None unless `load_embeddings`)."""
     from representer.bundle import open_bundle
 
     bundle = open_bundle(path, keys.load_public_key(provider_key, keys.SIGNING))
-    return bundle, bundle.load_embeddings(embeddings)
+    return bundle, bundle.load_embeddings(embeddings) if load_embeddings else None
 
 
 _EMBEDDINGS_HELP = "Where to find the bundle's embeddings, if not by its own spec (e.g. fasttext:PATH)."
+SAFETY_NET_MODES = ("pseudonymize", "review", "off")
+_SAFETY_NET_HELP = ("Look for PHI the labels miss before exporting: the pattern layer (dates, phone numbers, ages over "
+                    "89, IDs, e-mail, URLs, names after Dr/Mr/Mrs or a relative's 'wife', 'son', signatures), and "
+                    "the --pipeline's tagger if given. pseudonymize: the tokens it flags are pseudonymized like "
+                    "labeled PHI (their tags stay as annotated), counted in the signed header, and the notes that "
+                    "hold them written to the --review folder; review: only write the --review folder, export "
+                    "nothing; off: look for nothing (unlabeled PHI reaches the representer as it is).")
 
 
 @client_app.command("export")
@@ -151,15 +158,24 @@ def export(
                                               "(a surrogate then says nothing about which group member it replaced)."),
     language: str = typer.Option("en", "--language", help="Language of the notes, for the frequency prior of the "
                                                           "re-identification bound (wordfreq code: en, es, ...)."),
+    safety_net: str = typer.Option("pseudonymize", "--safety-net", help=_SAFETY_NET_HELP),
+    pipeline_path: Path | None = typer.Option(None, "--pipeline", help="A published pipeline (signed by the same "
+                                                                       "provider) whose tagger the safety net runs "
+                                                                       "too; may be the --bundle itself."),
+    review: Path | None = typer.Option(None, "--review", help="The safety net's review folder (BRAT: the notes with "
+                                                              "flagged tokens, gold and flagged spans; replaced); "
+                                                              "default: --out with the suffix .review."),
 ) -> None:
     """Export labeled notes as an encrypted, signed contribution of noisy vectors, tags and casing.
 
     Every gold PHI token is first replaced by a random one of its N nearest embedding neighbours
     (numbers by plausible surrogates), so the vectors are computed from pseudonymized text; the
-    header records N and the re-identification bound of the export."""
+    header records N and the re-identification bound of the export. The safety net
+    (--safety-net) pseudonymizes the unlabeled tokens it takes for PHI too and lists them for
+    review."""
     start_tensorflow()
 
-    from client.export import export_contribution
+    from client.export import export_contribution, review_unlabeled_phi
     from client.identity import institution_id
     from contribution.container import PSEUDONYMIZATION_SCHEMES
     from contribution.records import DTYPES
@@ -170,17 +186,62 @@ def export(
     if pseudonymization not in PSEUDONYMIZATION_SCHEMES:
         raise typer.BadParameter(f"choose one of {', '.join(PSEUDONYMIZATION_SCHEMES)}",
                                  param_hint="--pseudonymization")
+    if safety_net not in SAFETY_NET_MODES:
+        raise typer.BadParameter(f"choose one of {', '.join(SAFETY_NET_MODES)}", param_hint="--safety-net")
+    if safety_net == "off" and (pipeline_path or review):
+        raise typer.BadParameter("--pipeline and --review need the safety net on", param_hint="--safety-net")
+    review = None if safety_net == "off" else review or out.with_suffix(".review")
     with clean_errors():
+        if safety_net == "review":
+            bundle, _ = _open_bundle(bundle_path, provider_key, embeddings, load_embeddings=False)
+            net = _safety_net(safety_net, pipeline_path, provider_key, embeddings, bundle, None)
+            flagged = review_unlabeled_phi(iter_corpus(notes, fmt, split=split), bundle, net, review)
+            _echo_safety_net(flagged.header(), review)
+            typer.echo(f"nothing exported (--safety-net review): review {review}, then export with --safety-net "
+                       "pseudonymize, or with --notes on the reviewed folder and --format brat")
+            return
         signing_key = private_key(key, keys.SIGNING)
         institution = institution_id(key)
         server = keys.load_public_key(server_key, keys.ENCRYPTION)
         bundle, vectors = _open_bundle(bundle_path, provider_key, embeddings)
+        net = _safety_net(safety_net, pipeline_path, provider_key, embeddings, bundle, vectors)
         header = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out,
                                      institution=institution, signing_key=signing_key, server_key=server, dtype=dtype,
-                                     neighbours=neighbours, scheme=pseudonymization, language=language)
+                                     neighbours=neighbours, scheme=pseudonymization, language=language,
+                                     safety_net=net, review=review)
     typer.echo(f"wrote {header.sentences} sentences ({header.tokens} tokens) of {institution} to {out} "
                f"({out.stat().st_size:,} bytes), PHI pseudonymized among N = {neighbours} {pseudonymization}")
+    _echo_safety_net(header.safety_net, review)
     _echo_bound(header.reidentification_bound)
+
+
+def _safety_net(mode: str, pipeline_path: Path | None, provider_key: Path, embeddings: str | None, bundle, vectors):
+    """The export's safety net in `mode`: off, or the pattern layer and the verified pipeline at
+    `pipeline_path` with its embeddings (the bundle's `vectors` when they are the same, else loaded)."""
+    from client.safety_net import OFF, SafetyNet
+    from representer.bundle import BundleError
+
+    if mode == "off":
+        return OFF
+    if pipeline_path is None:
+        return SafetyNet()
+    pipeline, _ = _open_bundle(pipeline_path, provider_key, None, load_embeddings=False)
+    if not pipeline.is_pipeline:
+        raise BundleError(f"{pipeline_path} is a representer bundle without a tagger, not a pipeline (--pipeline)")
+    same = pipeline.manifest["embeddings"]["source_id"] == bundle.manifest["embeddings"]["source_id"]
+    if not (same and vectors is not None):
+        vectors = pipeline.load_embeddings(embeddings if same else None)
+    return SafetyNet(pipeline=pipeline, embeddings=vectors)
+
+
+def _echo_safety_net(counts: dict, review: Path | None) -> None:
+    """What the safety net flagged (a header's `safety_net`) and where its review folder is."""
+    if not counts.get("finders"):
+        typer.echo("safety net off: unlabeled PHI was not looked for")
+        return
+    categories = ", ".join(f"{category} {count}" for category, count in counts["categories"].items())
+    typer.echo(f"safety net ({', '.join(counts['finders'])}): {counts['flagged_tokens']} unlabeled tokens flagged"
+               f"{f' ({categories})' if categories else ''}; notes to review in {review}")
 
 
 @client_app.command("inspect")
