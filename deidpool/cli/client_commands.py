@@ -159,9 +159,11 @@ def export(
     language: str = typer.Option("en", "--language", help="Language of the notes, for the frequency prior of the "
                                                           "re-identification bound (wordfreq code: en, es, ...)."),
     safety_net: str = typer.Option("pseudonymize", "--safety-net", help=_SAFETY_NET_HELP),
-    pipeline_path: Path | None = typer.Option(None, "--pipeline", help="A published pipeline (signed by the same "
-                                                                       "provider) whose tagger the safety net runs "
-                                                                       "too; may be the --bundle itself."),
+    pipeline_path: Path | None = typer.Option(None, "--pipeline", help="A published pipeline whose tagger the "
+                                                                       "safety net runs too (may be the --bundle)."),
+    pipeline_key: Path | None = typer.Option(None, "--pipeline-key", help="The public key that signed --pipeline "
+                                                                         "(default: --provider-key; a pipeline the "
+                                                                         "server published: server-signing.pub)."),
     review: Path | None = typer.Option(None, "--review", help="The safety net's review folder (BRAT: the notes with "
                                                               "flagged tokens, gold and flagged spans; replaced); "
                                                               "default: --out with the suffix .review."),
@@ -191,10 +193,11 @@ def export(
     if safety_net == "off" and (pipeline_path or review):
         raise typer.BadParameter("--pipeline and --review need the safety net on", param_hint="--safety-net")
     review = None if safety_net == "off" else review or out.with_suffix(".review")
+    pipeline_key = pipeline_key or provider_key
     with clean_errors():
         if safety_net == "review":
             bundle, _ = _open_bundle(bundle_path, provider_key, embeddings, load_embeddings=False)
-            net = _safety_net(safety_net, pipeline_path, provider_key, embeddings, bundle, None)
+            net = _safety_net(safety_net, pipeline_path, pipeline_key, embeddings, bundle, None)
             flagged = review_unlabeled_phi(iter_corpus(notes, fmt, split=split), bundle, net, review)
             _echo_safety_net(flagged.header(), review)
             typer.echo(f"nothing exported (--safety-net review): review {review}, then export with --safety-net "
@@ -204,7 +207,7 @@ def export(
         institution = institution_id(key)
         server = keys.load_public_key(server_key, keys.ENCRYPTION)
         bundle, vectors = _open_bundle(bundle_path, provider_key, embeddings)
-        net = _safety_net(safety_net, pipeline_path, provider_key, embeddings, bundle, vectors)
+        net = _safety_net(safety_net, pipeline_path, pipeline_key, embeddings, bundle, vectors)
         header = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out,
                                      institution=institution, signing_key=signing_key, server_key=server, dtype=dtype,
                                      neighbours=neighbours, scheme=pseudonymization, language=language,
@@ -215,9 +218,10 @@ def export(
     _echo_bound(header.reidentification_bound)
 
 
-def _safety_net(mode: str, pipeline_path: Path | None, provider_key: Path, embeddings: str | None, bundle, vectors):
-    """The export's safety net in `mode`: off, or the pattern layer and the verified pipeline at
-    `pipeline_path` with its embeddings (the bundle's `vectors` when they are the same, else loaded)."""
+def _safety_net(mode: str, pipeline_path: Path | None, pipeline_key: Path, embeddings: str | None, bundle, vectors):
+    """The export's safety net in `mode`: off, or the pattern layer and the pipeline at
+    `pipeline_path` (verified with `pipeline_key`) with its embeddings (the bundle's `vectors`
+    when they are the same, else loaded)."""
     from client.safety_net import OFF, SafetyNet
     from representer.bundle import BundleError
 
@@ -225,7 +229,7 @@ def _safety_net(mode: str, pipeline_path: Path | None, provider_key: Path, embed
         return OFF
     if pipeline_path is None:
         return SafetyNet()
-    pipeline, _ = _open_bundle(pipeline_path, provider_key, None, load_embeddings=False)
+    pipeline, _ = _open_bundle(pipeline_path, pipeline_key, None, load_embeddings=False)
     if not pipeline.is_pipeline:
         raise BundleError(f"{pipeline_path} is a representer bundle without a tagger, not a pipeline (--pipeline)")
     same = pipeline.manifest["embeddings"]["source_id"] == bundle.manifest["embeddings"]["source_id"]

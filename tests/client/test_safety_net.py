@@ -158,7 +158,8 @@ def test_client_export_safety_net_modes(tmp_path, pipeline_path, key_files, note
 
 def test_client_export_runs_a_pipeline_s_tagger_in_the_safety_net(tmp_path, pipeline, pipeline_path, key_files,
                                                                  notes, loaded_keys):
-    result = _cli_export(pipeline_path, key_files, notes, tmp_path / "a.dpc", "--pipeline", pipeline_path)
+    result = _cli_export(pipeline_path, key_files, notes, tmp_path / "a.dpc", "--pipeline", pipeline_path,
+                         "--pipeline-key", key_files.provider.public)
     assert result.exit_code == 0, result.output
     counts = verify_contribution(tmp_path / "a.dpc", loaded_keys.institution_public).safety_net
     assert counts["finders"] == ["patterns", f"pipeline {pipeline.representer_id}"] and counts["flagged_tokens"] >= 8
