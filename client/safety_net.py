@@ -78,6 +78,8 @@ class Flagged:
         """The tags the pseudonymizer goes by in each of `document`'s `sentences`: the gold tags,
         with "B-<label>" on every flagged token, its found span's label as the bundle's tag
         `labels` name it (`tag_set_label`). Counts the flags and keeps the note for review."""
+        if not found:
+            return [sentence.tags for sentence in sentences]
         ends = [span.end for span in found]
         marked, runs = [], []  # runs: [found span, start, end] of consecutive flagged tokens
         for sentence in sentences:
