@@ -13,9 +13,12 @@ With --faults the same uploads go through the project's client (`upload_contribu
 with backoff, success only once the server lists the contribution), started `--interval` s apart
 so that they span the faults, while a supervisor thread, at random moments 1-3 s apart, SIGKILLs
 the server while a request is in flight and starts it again on the same port and data directory
-(`--kills` times), and once fills the payload folder, a small tmpfs mounted on D/payloads, for
-`--full-seconds` before freeing it. After the uploads the server is killed and started once more
-(start-up reconciliation); then every acknowledged upload must be listed by its institution (0
+(`--kills` times), and once fills the payload volume (a small tmpfs mounted on D/payloads) and
+once the database volume (another, holding the SQLite file through $DATABASE_URL; its
+write-ahead log truncated first, so that the next commits need room), each for `--full-seconds`
+before freeing it. After the uploads the payload files must be those of the
+database rows (no payload left without its row); then the server is killed and started once more
+(start-up reconciliation), and every acknowledged upload must be listed by its institution (0
 lost), none accepted or listed twice (0 duplicated), database rows == payload files ==
 acknowledged files, no temporary file left and no 5xx but 507. Writes
 results/load_uploads_faults.md and .json.
@@ -36,6 +39,7 @@ import json
 import os
 import platform
 import random
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -54,7 +58,10 @@ RESULTS = REPO / "experiments" / "results"
 INSTITUTIONS = ("site-a", "site-b", "site-c")
 TAGS = ["O", "B-NAME", "I-NAME"]
 REPR_SIZE, SENTENCES = 6, 24
-VOLUME_MB = 64  # the payload tmpfs of --faults
+VOLUME_MB = 64  # each tmpfs of --faults (payloads, database)
+DATABASE_FILE = "deidpool.sqlite"
+FAULT_NAMES = {"kill": "SIGKILL + restart", "full payloads": "payload volume full",
+               "full database": "database volume full"}
 
 
 def build_contributions(folder: Path, bundle_manifest: dict, signing_keys: dict, server_key, per_institution: int,
@@ -145,16 +152,17 @@ def upload_order(files: list[dict], duplicates: float, seed: int) -> list[dict]:
     return tasks
 
 
-def upload(client: httpx.Client, file: dict) -> dict:
-    """POST one contribution as client.transport does; returns its status and latency."""
+def upload(client: httpx.Client, file: dict, signing_keys: dict) -> dict:
+    """POST one contribution as client.transport does (a request signed with its institution's
+    key); returns its status and latency."""
     from client.transport import ENDPOINT
     from contribution.container import CONTENT_TYPE
+    from contribution.signed_requests import signed_headers
 
     body = file["path"].read_bytes()
     started = time.perf_counter()
-    response = client.post(ENDPOINT, content=body, headers={
-        "Content-Type": CONTENT_TYPE, "X-Deidpool-Institution": file["institution"],
-        "X-Deidpool-Content-SHA256": file["sha256"]})
+    response = client.post(ENDPOINT, content=body, headers={"Content-Type": CONTENT_TYPE, **signed_headers(
+        signing_keys[file["institution"]], file["institution"], "POST", ENDPOINT, content_sha256=file["sha256"])})
     return {"sha256": file["sha256"], "status": response.status_code, "seconds": time.perf_counter() - started,
             "bytes": len(body), "detail": "" if response.status_code in (201, 409) else response.text[:300]}
 
@@ -222,7 +230,7 @@ def check_faults(state: dict, files: list[dict], outcomes: list[dict], created: 
     listed = [sha for shas in state["listed"].values() for sha in shas]
     duplicated = (sum(count - 1 for count in created.values() if count > 1) + len(listed) - len(set(listed))
                   + len(rows) - len(set(rows)))
-    blobs = [name for name in state["payload_files"] if name != representer_sha]
+    blobs = payload_blobs(state, representer_sha)
     statuses = [answer.split()[1] for answer in answers]
     counts = {"files": len(institution), "acknowledged": len(acknowledged),
               "given_up": len(set(institution) - acknowledged), "given_up_stored": len(set(rows) - acknowledged),
@@ -232,12 +240,23 @@ def check_faults(state: dict, files: list[dict], outcomes: list[dict], created: 
         "0 lost: every acknowledged upload listed by its institution": not lost,
         "0 duplicated: no file answered 201 twice, listed twice or in two rows": duplicated == 0,
         "database rows == payload files == acknowledged files (+ given-up uploads stored all the same)":
-            sorted(rows) == sorted(blobs) and acknowledged <= set(rows) <= set(institution),
+            payloads_match_rows(state, representer_sha) and acknowledged <= set(rows) <= set(institution),
         "database counts == file headers": rows_match_headers(state["rows"], files),
         "no temporary file left (.staged-*, .publish-*)": not any(name.startswith(".") for name in blobs),
         "no 5xx answer but 507": all(status == "507" or not status.startswith("5") for status in statuses),
     }
     return counts, checks
+
+
+def payload_blobs(state: dict, representer_sha: str) -> list[str]:
+    """The names of the files under the payload folder but the representer bundle's."""
+    return [name for name in state["payload_files"] if name != representer_sha]
+
+
+def payloads_match_rows(state: dict, representer_sha: str) -> bool:
+    """Whether the payload folder holds exactly one file per database row: no payload without its
+    row, no temporary file."""
+    return sorted(payload_blobs(state, representer_sha)) == sorted(row["sha256"] for row in state["rows"])
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -251,7 +270,7 @@ def run(per_institution: int, workers: int, duplicates: float, seed: int, folder
                           limits=httpx.Limits(max_connections=workers)) as client, \
                 ThreadPoolExecutor(workers) as executor:
             started = time.perf_counter()
-            results = list(executor.map(lambda file: upload(client, file), tasks))
+            results = list(executor.map(lambda file: upload(client, file, pool.signing_keys), tasks))
             wall = time.perf_counter() - started
         checks = check_storage(stored_state(pool), pool.files, results, pool.representer_sha)
     files = pool.files
@@ -275,7 +294,8 @@ def run(per_institution: int, workers: int, duplicates: float, seed: int, folder
 def parameters(per_institution: int, workers: int, duplicates: float, seed: int) -> dict:
     return {"institutions": len(INSTITUTIONS), "per_institution": per_institution, "workers": workers,
             "duplicate_share": duplicates, "seed": seed, "sentences_per_file": SENTENCES, "dim": REPR_SIZE,
-            "database": "PostgreSQL ($DATABASE_URL)" if os.environ.get("DATABASE_URL") else "SQLite"}
+            "database": "PostgreSQL ($DATABASE_URL)" if os.environ.get("DATABASE_URL", "").startswith("postgres")
+            else "SQLite"}
 
 
 class Tally:
@@ -338,7 +358,7 @@ def acknowledged_upload(pool: SimpleNamespace, file: dict, tally: Tally, not_bef
             "error": error}
 
 
-class PayloadVolume:
+class Volume:
     """A `megabytes` tmpfs mounted on the (empty) folder `path`, which `fill` fills to the last
     byte with a filler file and `free` empties again."""
 
@@ -373,12 +393,12 @@ def request_in_flight(tally: Tally, done: threading.Event) -> bool:
     return True
 
 
-def inject_faults(pool: SimpleNamespace, volume: PayloadVolume | None, schedule: list[str], full_seconds: float,
+def inject_faults(pool: SimpleNamespace, volumes: dict[str, Volume], schedule: list[str], full_seconds: float,
                   tally: Tally, rng: random.Random, done: threading.Event) -> list[dict]:
-    """The supervisor: for each fault of `schedule` ("kill" or "full disk"), after 1-3 s, unless
-    the uploads are `done`, SIGKILL the server (once a request is in flight) and start it again,
-    or fill the payload volume for `full_seconds` (topped up as uploads free space) and free it.
-    Returns what happened."""
+    """The supervisor: for each fault of `schedule` ("kill", or the name of one of `volumes`), after
+    1-3 s, unless the uploads are `done`, SIGKILL the server (once a request is in flight) and
+    start it again, or fill the volume for `full_seconds` (topped up as uploads free space) and
+    free it. Returns what happened."""
     events, started = [], time.perf_counter()
     for fault in schedule:
         if done.wait(rng.uniform(1, 3)) or (fault == "kill" and not request_in_flight(tally, done)):
@@ -388,6 +408,9 @@ def inject_faults(pool: SimpleNamespace, volume: PayloadVolume | None, schedule:
         if fault == "kill":
             event["staged_left"] = restart(pool.server, pool.payloads)
         else:
+            volume = volumes[fault]
+            if fault == "full database":
+                truncate_wal(volume.path / DATABASE_FILE)
             volume.fill()
             while time.perf_counter() - moment < full_seconds and not done.wait(0.2):
                 volume.fill()
@@ -397,49 +420,81 @@ def inject_faults(pool: SimpleNamespace, volume: PayloadVolume | None, schedule:
     return events
 
 
+def truncate_wal(database: Path) -> None:
+    """Checkpoint the SQLite `database` and truncate its write-ahead log to nothing, as SQLite does
+    at times: its next commits must grow the log (else they would reuse the log's room and only a
+    later checkpoint would find the volume full)."""
+    with contextlib.closing(sqlite3.connect(database, timeout=60)) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def mount_volumes(folder: Path) -> tuple[dict[str, Volume], dict[str, str]]:
+    """The tmpfs volumes of the payloads (D/payloads) and, unless $DATABASE_URL names another
+    database, of the SQLite database (folder/database, $DATABASE_URL set here), by fault name, and
+    how each fault is injected (or why not: `mount` needs root)."""
+    places = {"full payloads": (folder / "server" / "payloads", "the payload folder D/payloads")}
+    how = {"full database": "not injected: the database is PostgreSQL ($DATABASE_URL)"}
+    if not os.environ.get("DATABASE_URL"):
+        places["full database"] = (folder / "database", f"a folder holding the SQLite file {DATABASE_FILE}")
+    volumes = {}
+    for fault, (path, what) in places.items():
+        try:
+            volumes[fault] = Volume(path, VOLUME_MB)
+            how[fault] = f"a {VOLUME_MB} MB tmpfs mounted on {what}"
+        except (OSError, subprocess.CalledProcessError) as error:
+            reason = (getattr(error, "stderr", "") or str(error)).strip()
+            how[fault] = (f"not injected: `mount -t tmpfs` failed ({reason}); tests/server/test_recovery.py and "
+                          "test_live_server.py cover full volumes without root")
+    if "full database" in volumes:
+        os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'database' / DATABASE_FILE}"
+    return volumes, how
+
+
 def run_faults(per_institution: int, workers: int, duplicates: float, seed: int, kills: int, full_seconds: float,
                interval: float, retries: int, backoff: float, folder: Path) -> dict:
     """The uploads, started `interval` seconds apart by clients with `retries` and `backoff`,
-    with the server killed and its payload volume full at times (module docstring)."""
-    try:
-        volume = PayloadVolume(folder / "server" / "payloads", VOLUME_MB)
-        full_disk = f"a {VOLUME_MB} MB tmpfs mounted on the payload folder D/payloads"
-    except (OSError, subprocess.CalledProcessError) as error:
-        reason = (getattr(error, "stderr", "") or str(error)).strip()
-        volume, full_disk = None, (f"not injected: `mount -t tmpfs` failed ({reason}); "
-                                   "tests/server/test_recovery.py covers a full disk in-process (/dev/full)")
+    with the server killed and its payload and database volumes full at times (module docstring)."""
+    database = parameters(per_institution, workers, duplicates, seed)["database"]
+    volumes, how = mount_volumes(folder)
     try:
         with serving(folder, per_institution, seed) as pool:
             tasks = upload_order(pool.files, duplicates, seed)
             rng, tally, done = random.Random(seed), Tally(), threading.Event()
-            schedule = ["kill"] * kills + ["full disk"] * (volume is not None)
+            schedule = ["kill"] * kills + list(volumes)
             rng.shuffle(schedule)
             with ThreadPoolExecutor(workers + 1) as executor:
                 started = time.perf_counter()
-                supervisor = executor.submit(inject_faults, pool, volume, schedule, full_seconds, tally, rng, done)
+                supervisor = executor.submit(inject_faults, pool, volumes, schedule, full_seconds, tally, rng, done)
                 outcomes = list(executor.map(lambda numbered: acknowledged_upload(
                     pool, numbered[1], tally, started + numbered[0] * interval, retries, backoff), enumerate(tasks)))
                 wall = time.perf_counter() - started
                 done.set()
                 events = supervisor.result()
+            before_restart = stored_state(pool)
             restart(pool.server, pool.payloads)  # the start-up reconciliation once more
             counts, checks = check_faults(stored_state(pool), pool.files, outcomes, tally.created, tally.answers,
                                           pool.representer_sha)
         log = (folder / "server.log").read_text(errors="replace")
     finally:
-        if volume is not None:
+        if "full database" in volumes:
+            del os.environ["DATABASE_URL"]
+        for volume in volumes.values():
             volume.unmount()
+    checks["no payload without its row before the last restart"] = payloads_match_rows(before_restart,
+                                                                                       pool.representer_sha)
     checks["every planned fault happened while the uploads ran"] = len(events) == len(schedule) and all(
         event["fault"] == "kill" or event["seconds"] >= full_seconds for event in events)
     seconds = [outcome["seconds"] for outcome in outcomes if outcome["acknowledged"]]
     return {
-        "parameters": {**parameters(per_institution, workers, duplicates, seed), "interval_s": interval,
-                       "kills": kills, "full_seconds": full_seconds, "full_disk": full_disk, "client_retries": retries,
-                       "client_backoff_s": backoff},
+        "parameters": {**parameters(per_institution, workers, duplicates, seed), "database": database,
+                       "interval_s": interval, "kills": kills, "full_seconds": full_seconds, "volumes": how,
+                       "client_retries": retries, "client_backoff_s": backoff},
         "uploads": len(outcomes), **counts, "faults": events,
         "answers": dict(sorted(tally.answers.items())),
         "reconciliation": {"rows restored": log.count("restored the row of contribution"),
                            "payloads deleted": log.count("which no row refers to")},
+        "storage_full": {"payload volume": log.count("storage is full (No space left on device)"),
+                         "database": log.count("storage is full (database or disk is full)")},
         "errors": [outcome["error"] for outcome in outcomes if outcome["error"]][:5],
         "wall_seconds": round(wall, 1),
         "upload_seconds": {"p50": round(percentile(seconds, 50), 2), "p99": round(percentile(seconds, 99), 2),
@@ -496,9 +551,11 @@ def report_faults(result: dict) -> str:
         f"institution's key: success only once the server lists the upload; {p['client_retries']} retries, backoff "
         f"{p['client_backoff_s']} s doubling). Meanwhile a supervisor thread, 1-3 s apart in random order, SIGKILLed "
         f"the server (each time once a request was in flight) and started it again on the same port and data "
-        f"directory ({p['kills']} times) and filled the payload volume for {p['full_seconds']} s, then freed it. "
-        f"Payload volume: {p['full_disk']}. After the uploads the server was "
-        "killed and started once more (start-up reconciliation), then checked.",
+        f"directory ({p['kills']} times), and filled the payload volume, and the database volume (its SQLite "
+        f"write-ahead log truncated first), for {p['full_seconds']} s each, then freed it. Payload volume: "
+        f"{p['volumes']['full payloads']}; database volume: {p['volumes']['full database']}. After the uploads "
+        "the payload files were compared with the "
+        "database rows, then the server was killed and started once more (start-up reconciliation) and checked.",
         "",
         "| uploads | files | acknowledged | given up (stored all the same) | lost | duplicated | wall s | "
         "upload p50 s | p99 s | max s |",
@@ -508,12 +565,12 @@ def report_faults(result: dict) -> str:
         f"{seconds['p50']} | {seconds['p99']} | {seconds['max']} |",
         "",
         "Faults (time since the uploads began; requests in flight when it struck; for a kill, the "
-        "temporary upload files it left and the seconds until the server answered again; for the "
-        "full disk, how long it lasted):",
+        "temporary upload files it left and the seconds until the server answered again; for a full "
+        "volume, how long it lasted):",
         "",
         "| at s | fault | in flight | .staged-* left | seconds |",
         "|---:|---|---:|---:|---:|",
-        *(f"| {event['at_s']} | {'SIGKILL + restart' if event['fault'] == 'kill' else 'payload volume full'} | "
+        *(f"| {event['at_s']} | {FAULT_NAMES[event['fault']]} | "
           f"{event['in_flight']} | {event.get('staged_left', '')} | {event['seconds']} |"
           for event in result["faults"]),
         "",
@@ -524,7 +581,9 @@ def report_faults(result: dict) -> str:
         *(f"| {answer} | {count} |" for answer, count in result["answers"].items()),
         "",
         f"Start-up reconciliation over all restarts (server log): {result['reconciliation']['rows restored']} "
-        f"contribution rows restored, {result['reconciliation']['payloads deleted']} unreferenced payloads deleted.",
+        f"contribution rows restored, {result['reconciliation']['payloads deleted']} unreferenced payloads deleted. "
+        f"Answers 507 by the volume that was full (server log): payload volume "
+        f"{result['storage_full']['payload volume']}, database {result['storage_full']['database']}.",
         "",
         *checks_table(result["checks"]),
         "",
@@ -538,9 +597,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--duplicates", type=float, default=0.1, help="share of the files uploaded a second time")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--faults", action="store_true", help="kill the server and fill its disk during the uploads")
+    parser.add_argument("--faults", action="store_true",
+                        help="kill the server and fill its payload and database volumes during the uploads")
     parser.add_argument("--kills", type=int, default=4, help="with --faults: how many times the server is killed")
-    parser.add_argument("--full-seconds", type=float, default=8, help="with --faults: how long the disk stays full")
+    parser.add_argument("--full-seconds", type=float, default=8, help="with --faults: how long each volume stays full")
     parser.add_argument("--interval", type=float, default=0.5,
                         help="with --faults: seconds between the starts of uploads, so that they span the faults")
     parser.add_argument("--retries", type=int, default=8, help="with --faults: the client's retries (CLI: 5)")

@@ -85,7 +85,8 @@ def _add_exception_handlers(app: FastAPI) -> None:
         any refusal)."""
         if not storage_full(error):
             return await unexpected(request, error)
-        log.error("%s %s: the server's storage is full (%s)", request.method, request.url.path, error)
+        reason = error.strerror if isinstance(error, OSError) else error.orig  # not the SQL and its parameters
+        log.error("%s %s: the server's storage is full (%s)", request.method, request.url.path, reason)
         return JSONResponse({"detail": "the server's storage is full, nothing was stored: try again later"},
                             status_code=507)
 

@@ -64,3 +64,8 @@ def test_an_upload_given_up_but_stored_is_neither_lost_nor_a_storage_mismatch():
 def test_duplicates_leftovers_and_server_errors_fail_their_check(state, created, answers, failed):
     _, checks = _check(state, created, answers)
     assert not checks[failed]
+
+
+def test_a_payload_without_its_row_is_seen_before_the_last_restart_repairs_it():
+    assert load_uploads.payloads_match_rows(_state(), REPRESENTER)
+    assert not load_uploads.payloads_match_rows(_state(extra_payloads=("d" * 64,)), REPRESENTER)
