@@ -2,12 +2,14 @@
 by the client's retry or at the next start-up, a full disk or database is answered 507 and
 leaves nothing behind, and temporary files of killed uploads are removed at start-up."""
 
+import errno
 import hashlib
 import os
 import sqlite3
 import tempfile
 
 import httpx
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
@@ -17,7 +19,7 @@ from sqlalchemy.orm import Session
 from client.transport import upload_contribution
 from contribution.signed_requests import signed_headers
 from server import payloads
-from server.app import create_app
+from server.app import create_app, storage_full
 from server.database import Contribution
 from server.payloads import PayloadStore
 
@@ -132,6 +134,16 @@ def _sqlite_full() -> OperationalError:
     finally:
         connection.close()
     raise AssertionError("SQLite stored a blob past max_page_count")
+
+
+def test_full_volumes_are_told_from_other_errors():
+    """ENOSPC and EDQUOT, SQLite's SQLITE_FULL and PostgreSQL's disk_full are a full volume (507);
+    other database errors are not (500)."""
+    full = [OSError(errno.ENOSPC, "No space left on device"), OSError(errno.EDQUOT, "Disk quota exceeded"),
+            _sqlite_full(), OperationalError("COMMIT", {}, psycopg.errors.DiskFull("could not extend file"))]
+    other = [OSError(errno.EACCES, "Permission denied"), OperationalError("COMMIT", {}, sqlite3.OperationalError(
+        "database is locked")), OperationalError("COMMIT", {}, psycopg.errors.AdminShutdown("terminating"))]
+    assert [storage_full(error) for error in full + other] == [True] * len(full) + [False] * len(other)
 
 
 def test_a_full_database_gives_507_and_leaves_no_payload_without_its_row(api, site, server_dir, tmp_path):
