@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from deidpool.cli import app as cli
 from deidpool.cli import http
+from deidpool.cli.server_commands import KEEP_ALIVE_SECONDS
 from representer import keys
 from representer.bundle import TAGGER_FILE
 from server.app import create_app
@@ -148,8 +149,9 @@ def test_server_run_starts_and_stops_the_worker_and_sets_up_its_logs(tmp_path, k
     result = _run("server", "run", "--data-dir", tmp_path, "--port", "8123", "--log-format", "json")
     assert result.exit_code == 0, result.output
     worker = ["-m", "deidpool", "server", "worker", "--data-dir", str(tmp_path), "--log-format", "json"]
-    access_lines_by_the_app = {"log_config": None, "access_log": False}  # server.metrics.RequestMetrics writes them
-    assert events == [("logs", "json"), ("start", worker), ("serve", "127.0.0.1", 8123, access_lines_by_the_app),
+    # access lines come from server.metrics.RequestMetrics; idle connections outlive httpx's pooled ones
+    options = {"log_config": None, "access_log": False, "timeout_keep_alive": KEEP_ALIVE_SECONDS}
+    assert events == [("logs", "json"), ("start", worker), ("serve", "127.0.0.1", 8123, options),
                       ("terminate",), ("wait",)]
     events.clear()
     assert runner.invoke(cli, ["server", "run", "--data-dir", str(tmp_path), "--no-worker"],
