@@ -56,7 +56,7 @@ from pathlib import Path
 from adversary.procedures import SELECTIONS
 from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval
 from representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
-from results_files import SCORE_COLUMNS, git_commit, over_seeds, save_figure, score_header
+from results_files import SCORE_COLUMNS, git_commit, over_seeds, save_figure, score_header, spread
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -442,10 +442,9 @@ def present_rows(per_seed: dict) -> list[tuple[str, str, str]]:
     return [row for row in ROWS if all(f"{row[1]}@{row[2]}" in rows for rows in per_seed.values())]
 
 
-def score_titles(corpus: Corpus) -> str:
-    """The score columns' header cells; entity scores name the labels they compare."""
-    header = score_header()
-    return header.replace("(i2b2 types)", "(source types)") if corpus.entity_key == "source_type" else header
+def titled(corpus: Corpus, text: str) -> str:
+    """`text` (column titles) naming the labels the corpus's entity scores compare."""
+    return text.replace("(i2b2 types)", "(source types)") if corpus.entity_key == "source_type" else text
 
 
 def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
@@ -472,9 +471,7 @@ def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
     test_path, test_format, test_split = budget["test"]
     commit = git_commit()
     machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU"
-    headline = COLUMN_TITLES[corpus.headline]
-    if corpus.entity_key == "source_type":
-        headline = headline.replace("(i2b2 types)", "(source types)")
+    headline = titled(corpus, COLUMN_TITLES[corpus.headline])
     lines = [f"# Federation benchmark ({corpus.title}, N = {NEIGHBOURS}, d = 50)\n",
              f"{date.today()}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
              f"each 95% bootstrap interval over the scored notes is listed per seed). Test notes: `{test_path}` "
@@ -490,7 +487,8 @@ def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
              f"{'PHI F1' if budget['selection'] == 'f1' else 'loss (METHOD.md)'}; taggers at most "
              f"{budget['tagger_epochs']} epochs, patience {budget['patience']}; audit {budget['audit_epochs']} "
              "epochs.\n",
-             "| tagger | scored on | " + score_titles(corpus) + " |", "|---|---|" + "---|" * len(SCORE_COLUMNS)]
+             "| tagger | scored on | " + titled(corpus, score_header()) + " |",
+             "|---|---|" + "---|" * len(SCORE_COLUMNS)]
     for title, name, split in present_rows(per_seed):
         for suffix in ("", PATTERNS):
             if all(f"{name}{suffix}@{split}" in per_seed[seed] for seed in done):
@@ -501,13 +499,13 @@ def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
     if audits:
         lines += ["", "| audit of the representer | value |", "|---|---|",
                   f"| verdicts | {', '.join(a['verdict'] for a in audits)} |",
-                  f"| fresh adversary held-out accuracy | {_mean([a['fresh_accuracy'] for a in audits])} |",
-                  f"| lookup attack (A2) rate | {_mean([a['lookup_rate'] for a in audits])} |"]
+                  f"| fresh adversary held-out accuracy | {spread([a['fresh_accuracy'] for a in audits])} |",
+                  f"| lookup attack (A2) rate | {spread([a['lookup_rate'] for a in audits])} |"]
     paired = {}
     for key, measure in MEASURES.items():
         counts = note_counts(per_seed, done, measure)
         paired[measure] = paired_rows(counts, done)
-        title = COLUMN_TITLES[key].replace("(i2b2 types)", f"({corpus.entity_key.replace('_', ' ')}s)")
+        title = titled(corpus, COLUMN_TITLES[key])
         table = paired_table(paired[measure], done, title)
         if table:
             lines += ["", f"Paired differences on the test notes, {title}: each cell the F1 difference in points "
@@ -533,12 +531,6 @@ def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
         plot_growth(per_seed, corpus.headline, headline, RESULTS / f"{results_name}_growth.png")
 
 
-def _mean(values: list[float]) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
-
-
 def growth_lines(per_seed: dict, done: list[int], key: str, title: str) -> list[str]:
     """The growth table: each pool of 1 to 4 institutions, its training sentences, seconds per
     epoch and the F1 `key` on the test notes (alone and with the pattern layer), mean ± sd over seeds."""
@@ -550,8 +542,8 @@ def growth_lines(per_seed: dict, done: list[int], key: str, title: str) -> list[
         rows = [per_seed[seed][f"{name}@test"] for seed in done]
         merged = [per_seed[seed][f"{name}{PATTERNS}@test"] for seed in done]
         lines.append(f"| {count} | {' + '.join(POOLS[name])} | {rows[0]['sentences']:,} | "
-                     f"{_mean([r['epoch_seconds'] for r in rows])} | {_mean([r[key] for r in rows])} | "
-                     f"{_mean([r[key] for r in merged])} |")
+                     f"{spread([r['epoch_seconds'] for r in rows])} | {spread([r[key] for r in rows])} | "
+                     f"{spread([r[key] for r in merged])} |")
     return lines
 
 

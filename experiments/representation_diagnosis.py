@@ -165,7 +165,7 @@ def report(per_seed: dict[int, dict], args) -> str:
     for key, measure in federation.MEASURES.items():
         counts = federation.note_counts(per_seed, seeds, measure)
         paired[measure] = federation.paired_rows(counts, seeds, compared)
-        title = COLUMN_TITLES[key].replace("(i2b2 types)", f"({corpus.entity_key.replace('_', ' ')}s)")
+        title = federation.titled(corpus, COLUMN_TITLES[key])
         lines += ["", f"## {title}", "", *federation.paired_table(paired[measure], seeds, title)]
     text = "\n".join(lines) + "\n"
     stem = f"{args.federation}_diagnosis"
