@@ -3,21 +3,21 @@ adversaries, inversion (A1) and lookup (A2) attacks, each also run on the positi
 (raw embeddings, the representer after P1), the partner-only floor (an adversary that reads
 only the partner text the target shares and must stay at chance), with a verdict and a
 JSON/Markdown/PNG report; on the export path, beside the inversion, the re-identification bound
-(`adversary.bound`) of the tokens it is scored on."""
+(`deidpool.adversary.bound`) of the tokens it is scored on."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from adversary.bound import reidentification_bound
-from adversary.inversion import context_only_inversion, frequency_baseline, inversion_attack
-from adversary.lookup import lookup_attack
-from adversary.models import DEFAULT_UNITS, POOLED, PartnerOnlyProbe
-from adversary.pairs import PairSource
-from adversary.procedures import AdversaryTraining, automatic_passes, build_adversary
-from adversary.pseudonymize import tag_category
-from adversary.verdicts import (
+from deidpool.adversary.bound import reidentification_bound
+from deidpool.adversary.inversion import context_only_inversion, frequency_baseline, inversion_attack
+from deidpool.adversary.lookup import lookup_attack
+from deidpool.adversary.models import DEFAULT_UNITS, POOLED, PartnerOnlyProbe
+from deidpool.adversary.pairs import PairSource
+from deidpool.adversary.procedures import AdversaryTraining, automatic_passes, build_adversary
+from deidpool.adversary.pseudonymize import tag_category
+from deidpool.adversary.verdicts import (
     BARE_PATH,
     BROKEN,
     CHANCE,
@@ -28,9 +28,9 @@ from adversary.verdicts import (
     INCONCLUSIVE,
     chance_verdict,
 )
-from representer.dataset import BATCH_SIZE
-from representer.noise import noise_free_copy
-from representer.training import _write_config, _write_json, run_training
+from deidpool.representer.dataset import BATCH_SIZE
+from deidpool.representer.noise import noise_free_copy
+from deidpool.representer.training import _write_config, _write_json, run_training
 
 FLOOR = "floor/partner-only"  # the attack on the partners alone: neither a target attack nor a control
 # On the export path, the lookup attack also runs on the pseudonymized text itself, as if it were shared

@@ -59,9 +59,15 @@ from importlib.metadata import version
 import numpy as np
 from wordfreq import word_frequency
 
-from adversary.pseudonymize import NumberCandidates, Pseudonymizer, number_block, number_candidates, same_casing
-from adversary.schemes import PRIORS
-from representer.embeddings import Embeddings
+from deidpool.adversary.pseudonymize import (
+    NumberCandidates,
+    Pseudonymizer,
+    number_block,
+    number_candidates,
+    same_casing,
+)
+from deidpool.adversary.schemes import PRIORS
+from deidpool.representer.embeddings import Embeddings
 
 FREQUENCY_FLOOR = 1e-12  # the frequency of a word wordfreq does not know (its lists stop at 1e-8)
 ENUMERATED_WIDTH = 4  # numbers up to this many digits are enumerated one by one

@@ -25,12 +25,12 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from adversary.pairs import PairSource
-from adversary.procedures import represent
-from adversary.pseudonymize import tag_category
-from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
-from representer.progress import progress_bar
-from representer.training import _load_checkpoint, _save_checkpoint, stop_if_over_budget
+from deidpool.adversary.pairs import PairSource
+from deidpool.adversary.procedures import represent
+from deidpool.adversary.pseudonymize import tag_category
+from deidpool.representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
+from deidpool.representer.progress import progress_bar
+from deidpool.representer.training import _load_checkpoint, _save_checkpoint, stop_if_over_budget
 
 QUERY_CHUNK = 64  # PHI tokens ranked against the vocabulary at once (64 x 400k floats for GloVe)
 TOP = 10  # the wider score: the true word among the TOP best guesses
@@ -127,7 +127,7 @@ def _estimates(inputs, weights, train: PairSource, test: PairSource, *, epochs: 
 
     With `checkpoint`, the inverter and its optimizer are saved there after every epoch and a
     rerun continues from the last one (the same result as an uninterrupted run); inside a
-    `representer.training.time_budget` training stops after the last epoch that fits."""
+    `deidpool.representer.training.time_budget` training stops after the last epoch that fits."""
     dim = test.pseudonymizer.embeddings.dim
     inverter = Inverter(dim, units)
     test_data = _as_sentences(test)

@@ -8,8 +8,8 @@ import itertools
 
 import numpy as np
 
-from adversary.pairs import BATCH_SIZE, Pairs, PairSource, concatenated, pair_batches
-from adversary.procedures import represent
+from deidpool.adversary.pairs import BATCH_SIZE, Pairs, PairSource, concatenated, pair_batches
+from deidpool.adversary.procedures import represent
 
 
 def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:

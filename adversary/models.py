@@ -143,7 +143,7 @@ class CombinedAdversary(_ReadsMask):
 
 
 def adversary_outputs(adversary, representer, batch, training=False, reference=None):
-    """`adversary` applied to a batch of pairs from `adversary.pairs` ({original, partner,
+    """`adversary` applied to a batch of pairs from `deidpool.adversary.pairs` ({original, partner,
     shared_original, shared_partner, mask}): the representer reads the shared_ sentences (the
     pseudonymized copies on the export path), T1 the original's embeddings.
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import tensorflow as tf
 
-from adversary.pseudonymize import NumberCandidates, Pseudonymizer, tag_category
-from corpus.prepare import LabeledSentence
+from deidpool.adversary.pseudonymize import NumberCandidates, Pseudonymizer, tag_category
+from deidpool.corpus.prepare import LabeledSentence
 
 BATCH_SIZE = 32
 # Pseudonyms drawn for a token before concluding that none has another vector: a token whose

@@ -15,19 +15,19 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from adversary.gradient_reversal import GradientReversal
-from adversary.models import DEFAULT_UNITS, PAPER, CombinedAdversary, adversary_step, train_adversary_step
-from adversary.pairs import PairSource
-from adversary.pseudonymize import Pseudonymizer
-from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
-from representer.representation import (
+from deidpool.adversary.gradient_reversal import GradientReversal
+from deidpool.adversary.models import DEFAULT_UNITS, PAPER, CombinedAdversary, adversary_step, train_adversary_step
+from deidpool.adversary.pairs import PairSource
+from deidpool.adversary.pseudonymize import Pseudonymizer
+from deidpool.representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
+from deidpool.representer.representation import (
     OUTPUT_NOISE_FLOOR,
     OUTPUT_NOISE_STDDEV,
     build_representer,
     output_noise_to_signal,
 )
-from representer.tagger import build_tagger, tagger_loss
-from representer.training import (
+from deidpool.representer.tagger import build_tagger, tagger_loss
+from deidpool.representer.training import (
     CHECKPOINT,
     TrainingProcedure,
     _write_config,
@@ -54,7 +54,7 @@ class AdversarialData:
 
     @classmethod
     def from_sentences(cls, sentences: Sequence, embeddings, tags: Sequence[str], neighbours: int) -> AdversarialData:
-        """From `corpus.prepare` sentences, tag ids in `tags`, fake pairs among `neighbours` = N."""
+        """From `deidpool.corpus.prepare` sentences, tag ids in `tags`, fake pairs among `neighbours` = N."""
         return cls(SentenceData.from_sentences(sentences, embeddings, tags),
                    PairSource(sentences, Pseudonymizer(embeddings, neighbours)))
 
@@ -261,7 +261,7 @@ class _JointProcedure(_Procedure):
 
     def validate(self, valid: AdversarialData):
         """Both losses, F1, adversary accuracies and `loss` = L_deid + lambda * penalty, the P3b
-        loss (see `adversary.models.adversary_metrics`)."""
+        loss (see `deidpool.adversary.models.adversary_metrics`)."""
         metrics = self._deid_metrics(valid.sentences)
         metrics.update({f"adv_{name}": value for name, value in self._adversary_metrics(valid.pairs).items()})
         metrics["loss"] = metrics["loss_deid"] + self.lam * metrics["adv_penalty"]

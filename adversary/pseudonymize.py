@@ -21,7 +21,7 @@ and is not recognisable from plausibility alone. The range, before the digit cou
 A number written with a leading zero ("0", "09", "02115") may become any number of the range
 zero-padded to its width, one without becomes a number with a non-zero first digit. These
 surrogates need not be vocabulary words: an unknown one embeds by its digit shape (see
-`representer.embeddings`), and the digit count keeps pseudonymized numbers looking like the
+`deidpool.representer.embeddings`), and the digit count keeps pseudonymized numbers looking like the
 dates and phone numbers of real text (drawn from all of GloVe's digit words, "22" in "7/22"
 mostly became long numbers like "1937" and the tagger stopped finding dates: PhysioNet token
 HIPAA recall 0.23 at N=2).
@@ -40,17 +40,17 @@ from functools import cached_property
 
 import numpy as np
 
-from adversary.schemes import SCHEMES
-from corpus.casing import casing_ids
-from corpus.categories import PHI_TYPES
-from corpus.document import Document, Span
-from corpus.prepare import LabeledSentence, prepare_document
-from corpus.tokenize import Token
-from representer.embeddings import Embeddings
+from deidpool.adversary.schemes import SCHEMES
+from deidpool.corpus.casing import casing_ids
+from deidpool.corpus.categories import PHI_TYPES
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.prepare import LabeledSentence, prepare_document
+from deidpool.corpus.tokenize import Token
+from deidpool.representer.embeddings import Embeddings
 
 STAND_INS = {"NAME": "smith", "LOCATION": "boston", "PROFESSION": "nurse", "AGE": "teenager", "DATE": "monday",
              "CONTACT": "email", "ID": "code", "OTHER": "other"}
-"""By i2b2 category (`corpus.categories`), the vocabulary word whose candidates a PHI word without a
+"""By i2b2 category (`deidpool.corpus.categories`), the vocabulary word whose candidates a PHI word without a
 vector of its own takes: "Przybylo" (a NAME) becomes a draw among the candidates of "smith", in
 its casing ("Jones"), whatever the word was. English words, for GloVe (FastText embeds every
 word); a category not in the table takes OTHER's, and embeddings without the word their most

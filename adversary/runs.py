@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from adversary.schemes import EXPORT_SCHEME
-from adversary.verdicts import HELD_OUT_DRAWS
-from corpus.casing import CASING
-from corpus.document import Document
-from corpus.prepare import LabeledSentence, prepare_document
-from corpus.tagging import tag_vocabulary
-from representer.embeddings import Embeddings, load_embeddings
+from deidpool.adversary.schemes import EXPORT_SCHEME
+from deidpool.adversary.verdicts import HELD_OUT_DRAWS
+from deidpool.corpus.casing import CASING
+from deidpool.corpus.document import Document
+from deidpool.corpus.prepare import LabeledSentence, prepare_document
+from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.representer.embeddings import Embeddings, load_embeddings
 
 LABELS = {"source_type": lambda span: span.source_type, "type": lambda span: span.type}
 
@@ -59,8 +59,8 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
     describes the data source in config.json."""
     import keras
 
-    from adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase
-    from representer.tagger import compute_class_weights
+    from deidpool.adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase
+    from deidpool.representer.tagger import compute_class_weights
 
     if procedure not in ("three-phase", "dann"):
         raise ValueError(f"unknown procedure {procedure!r}: three-phase or dann")
@@ -119,15 +119,15 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
               passes: int | None = None, export_path: bool = True, held_out_draws: int = HELD_OUT_DRAWS,
               learning_rate: float = 0.01, data: dict | None = None, progress: bool = True) -> dict:
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
-    with pairs from `kept`, judged on `held_out` (see `adversary.audit.run_audit`; by default
+    with pairs from `kept`, judged on `held_out` (see `deidpool.adversary.audit.run_audit`; by default
     on the export path, pseudonymized among `neighbours` under `scheme`); returns the report. A run folder's
     config names the label its sentences are prepared with."""
     import keras
 
-    from adversary.audit import run_audit
-    from adversary.pairs import PairSource
-    from adversary.pseudonymize import Pseudonymizer
-    from representer.representation import load_representer
+    from deidpool.adversary.audit import run_audit
+    from deidpool.adversary.pairs import PairSource
+    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.representer.representation import load_representer
 
     representer_file, adversary_file, p1_file, run_config = run_models(representer, adversary, p1_representer)
     spec = embeddings or run_config.get("embeddings", "glove")

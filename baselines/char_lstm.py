@@ -1,7 +1,7 @@
 """Character-enhanced BiLSTM-CRF baseline (Dernoncourt et al. 2017): every token is its word
 embedding joined with a character BiLSTM encoding of its spelling (character embedding 25,
 character LSTM 25 units per direction), then dropout, a token BiLSTM (100 units per direction),
-per-tag scores and the CRF of `representer.crf`. It is non-private by design: character
+per-tag scores and the CRF of `deidpool.representer.crf`. It is non-private by design: character
 features carry spellings, which the shared representation leaves out (METHOD.md, Inputs).
 
 It trains with the tagger's procedure (`TaggerTraining`: Nadam, class weights, early stopping
@@ -19,14 +19,21 @@ import keras
 import numpy as np
 from keras import ops
 
-from baselines.runs import RUN_FORMAT, check_training_data, label_vocabulary, labeled_notes, predict_with, read_config
-from corpus.document import Document
-from corpus.prepare import Sentence
-from representer.crf import CRF
-from representer.dataset import SentenceData
-from representer.embeddings import Embeddings, load_embeddings
-from representer.tagger import compute_class_weights, tag_sentences
-from representer.training import TaggerTraining, run_training
+from deidpool.baselines.runs import (
+    RUN_FORMAT,
+    check_training_data,
+    label_vocabulary,
+    labeled_notes,
+    predict_with,
+    read_config,
+)
+from deidpool.corpus.document import Document
+from deidpool.corpus.prepare import Sentence
+from deidpool.representer.crf import CRF
+from deidpool.representer.dataset import SentenceData
+from deidpool.representer.embeddings import Embeddings, load_embeddings
+from deidpool.representer.tagger import compute_class_weights, tag_sentences
+from deidpool.representer.training import TaggerTraining, run_training
 
 KIND = "char-lstm"
 MODEL_FILE = "models/tagger.keras"  # where run_training saves TaggerTraining's model

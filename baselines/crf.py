@@ -15,8 +15,8 @@ from pathlib import Path
 
 import sklearn_crfsuite
 
-from baselines.features import in_window, orthographic_features
-from baselines.runs import (
+from deidpool.baselines.features import in_window, orthographic_features
+from deidpool.baselines.runs import (
     RUN_FORMAT,
     check_training_data,
     label_vocabulary,
@@ -26,8 +26,8 @@ from baselines.runs import (
     read_config,
     write_json,
 )
-from corpus.document import Document
-from corpus.prepare import Sentence
+from deidpool.corpus.document import Document
+from deidpool.corpus.prepare import Sentence
 
 KIND = "crf"
 MODEL_FILE = "models/crf.crfsuite"

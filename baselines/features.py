@@ -11,8 +11,8 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from corpus.casing import CASING, casing_id
-from corpus.tokenize import Token
+from deidpool.corpus.casing import CASING, casing_id
+from deidpool.corpus.tokenize import Token
 
 AFFIX_LENGTHS = (2, 3, 4)
 # A heading opens a line: letter words (joined by spaces or "/") then ":" ("HISTORY OF PRESENT

@@ -12,14 +12,14 @@ from typing import Protocol
 
 import numpy as np
 
-from corpus.document import Document
-from corpus.prepare import LabeledSentence, Sentence, prepare_document, prepare_text
-from corpus.tagging import tag_vocabulary
-from representer.dataset import predicted_documents
-from representer.tagger_runs import LABELS
+from deidpool.corpus.document import Document
+from deidpool.corpus.prepare import LabeledSentence, Sentence, prepare_document, prepare_text
+from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.representer.dataset import predicted_documents
+from deidpool.representer.tagger_runs import LABELS
 
 RUN_FORMAT = 1
-KINDS = {"crf": "baselines.crf", "svm": "baselines.svm", "char-lstm": "baselines.char_lstm"}
+KINDS = {"crf": "deidpool.baselines.crf", "svm": "deidpool.baselines.svm", "char-lstm": "deidpool.baselines.char_lstm"}
 
 # Tags the sentences of notes: (note texts, each note's sentences) -> one tag list per sentence,
 # the sentences of all notes in order.

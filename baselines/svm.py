@@ -20,8 +20,8 @@ import sklearn
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.svm import LinearSVC
 
-from baselines.features import SectionHeadings, enclosing_word, lexical_features
-from baselines.runs import (
+from deidpool.baselines.features import SectionHeadings, enclosing_word, lexical_features
+from deidpool.baselines.runs import (
     RUN_FORMAT,
     check_training_data,
     labeled_notes,
@@ -30,8 +30,8 @@ from baselines.runs import (
     read_config,
     write_json,
 )
-from corpus.document import Document
-from corpus.prepare import LabeledSentence, Sentence
+from deidpool.corpus.document import Document
+from deidpool.corpus.prepare import LabeledSentence, Sentence
 
 KIND = "svm"
 MODEL_FILE = "models/svm.joblib"

@@ -4,10 +4,10 @@ replaced by markers or consistent surrogates.
 
 The representer runs without noise here: nothing leaves the institution, and the same note
 then always gets the same spans. Optionally the high-precision pattern layer
-(`client.patterns`: dates, phone numbers, ages over 89, IDs, e-mail, URLs) runs on each note's
-raw text and its spans are merged with the tagger's (`client.patterns.merge_spans`).
+(`deidpool.client.patterns`: dates, phone numbers, ages over 89, IDs, e-mail, URLs) runs on each note's
+raw text and its spans are merged with the tagger's (`deidpool.client.patterns.merge_spans`).
 `PhiFinder` bundles a verified pipeline, its embeddings and the pattern layer for callers that
-hold texts rather than documents (the Presidio and spaCy integrations, `client.integrations`).
+hold texts rather than documents (the Presidio and spaCy integrations, `deidpool.client.integrations`).
 """
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-from client.inference import apply_to_sentences, built_once, compile_pipeline
-from client.patterns import DEFAULT_PATTERNS, Pattern, with_patterns
-from client.surrogates import redacted_text, surrogate_text
-from corpus.document import Document, Span
-from corpus.errors import CorpusError
-from corpus.formats import iter_corpus, write_corpus
-from corpus.formats._common import input_files, output_files, read_text
-from corpus.prepare import prepare_text
-from representer import keys
-from representer.bundle import Bundle, open_bundle
-from representer.dataset import SentenceData, predicted_documents
-from representer.progress import progress_bar
+from deidpool.client.inference import apply_to_sentences, built_once, compile_pipeline
+from deidpool.client.patterns import DEFAULT_PATTERNS, Pattern, with_patterns
+from deidpool.client.surrogates import redacted_text, surrogate_text
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.errors import CorpusError
+from deidpool.corpus.formats import iter_corpus, write_corpus
+from deidpool.corpus.formats._common import input_files, output_files, read_text
+from deidpool.corpus.prepare import prepare_text
+from deidpool.representer import keys
+from deidpool.representer.bundle import Bundle, open_bundle
+from deidpool.representer.dataset import SentenceData, predicted_documents
+from deidpool.representer.progress import progress_bar
 
 OUTPUT_FORMATS = ("brat", "i2b2", "json", "text")
 CHUNK_DOCUMENTS = 512
@@ -55,7 +55,7 @@ def find_phi(documents: Iterable[Document], pipeline: Bundle, embeddings, *, pat
              chunk_documents: int = CHUNK_DOCUMENTS, progress: bool = False) -> Iterator[Document]:
     """Each document with the PHI spans the pipeline finds (labels as the pipeline's tags name
     them); `embeddings` are the pipeline's (from `pipeline.load_embeddings`). With `patterns`
-    (e.g. `client.patterns.DEFAULT_PATTERNS`), their spans in the raw text are merged with the
+    (e.g. `deidpool.client.patterns.DEFAULT_PATTERNS`), their spans in the raw text are merged with the
     tagger's (i2b2 2014 types as labels); without them, the tagger's spans alone."""
     tag = built_once(pipeline, "tags", lambda: compile_pipeline(pipeline.load_representer(deterministic=True),
                                                                 pipeline.load_tagger(), embeddings.dim))
@@ -82,10 +82,10 @@ def _prepared(documents: Iterable[Document], embeddings,
 class PhiFinder:
     """A verified published pipeline with its embeddings and pattern layer, finding PHI spans
     in raw texts: what the Presidio recognizer and the spaCy component
-    (`client.integrations`) wrap.
+    (`deidpool.client.integrations`) wrap.
 
     Args:
-        pipeline: the verified pipeline bundle (`representer.bundle.open_bundle`).
+        pipeline: the verified pipeline bundle (`deidpool.representer.bundle.open_bundle`).
         embeddings: its embeddings (`pipeline.load_embeddings()`).
         patterns: the pattern layer merged with the tagger's spans (none: the tagger alone).
     """

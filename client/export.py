@@ -7,7 +7,7 @@ Pseudonymize-then-represent (METHOD.md): no PHI token reaches the representer. E
 replaced by a uniform draw among its N nearest embedding neighbours (numbers by plausible
 surrogates of the same shape and range), fresh for every occurrence and every export, from
 the operating system's randomness; whatever the representer leaks, it leaks a surrogate. Labels
-can miss PHI: a safety net (`client.safety_net`) flags tokens no gold span covers that its
+can miss PHI: a safety net (`deidpool.client.safety_net`) flags tokens no gold span covers that its
 finders take for PHI, and they are pseudonymized too."""
 
 from __future__ import annotations
@@ -23,20 +23,20 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
-from adversary.bound import reidentification_bound
-from adversary.pseudonymize import Pseudonymizer, tag_category
-from adversary.schemes import EXPORT_SCHEME
-from client.inference import apply_to_sentences, built_once, compile_representer
-from client.safety_net import OFF, Flagged, SafetyNet
-from client.shuffle import MEMORY_BYTES, ExternalShuffle
-from contribution.container import ContributionHeader, write_contribution
-from contribution.records import encode_sentence
-from corpus.document import Document
-from corpus.errors import CorpusError
-from corpus.prepare import LabeledSentence, prepare_document
-from representer.bundle import Bundle
-from representer.dataset import SentenceData
-from representer.progress import progress_bar
+from deidpool.adversary.bound import reidentification_bound
+from deidpool.adversary.pseudonymize import Pseudonymizer, tag_category
+from deidpool.adversary.schemes import EXPORT_SCHEME
+from deidpool.client.inference import apply_to_sentences, built_once, compile_representer
+from deidpool.client.safety_net import OFF, Flagged, SafetyNet
+from deidpool.client.shuffle import MEMORY_BYTES, ExternalShuffle
+from deidpool.contribution.container import ContributionHeader, write_contribution
+from deidpool.contribution.records import encode_sentence
+from deidpool.corpus.document import Document
+from deidpool.corpus.errors import CorpusError
+from deidpool.corpus.prepare import LabeledSentence, prepare_document
+from deidpool.representer.bundle import Bundle
+from deidpool.representer.dataset import SentenceData
+from deidpool.representer.progress import progress_bar
 
 CHUNK_SENTENCES = 16384
 DEFAULT_NEIGHBOURS = 100
@@ -53,10 +53,10 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
 
     `embeddings` are the bundle's (from `bundle.load_embeddings`). Every gold PHI token is
     pseudonymized among `neighbours` = N under `scheme` ("neighbours" or "groups", see
-    `adversary.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing),
+    `deidpool.adversary.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing),
     drawing from `rng` (default: the operating system's randomness; pass one only in tests).
-    The header also gets the re-identification bound of these PHI tokens (`adversary.bound`,
-    its frequency prior in `language`). `safety_net` (`client.safety_net.SafetyNet`; default off,
+    The header also gets the re-identification bound of these PHI tokens (`deidpool.adversary.bound`,
+    its frequency prior in `language`). `safety_net` (`deidpool.client.safety_net.SafetyNet`; default off,
     `client export` turns it on) flags the tokens no gold span covers that its finders take for
     PHI: they are pseudonymized and bounded like gold PHI (their tags stay as annotated), counted
     in the header's `safety_net`, and the notes that hold them written to the BRAT folder `review`

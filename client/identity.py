@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from contribution.identity import check_institution_id
-from representer.keys import SIGNING, KeyFileError, KeyPair, create_key_pair
+from deidpool.contribution.identity import check_institution_id
+from deidpool.representer.keys import SIGNING, KeyFileError, KeyPair, create_key_pair
 
 NAME = "institution"
 

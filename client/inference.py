@@ -4,7 +4,7 @@ Batches are padded in NumPy and fed to the compiled function directly, so a call
 pipeline set-up or tracing (one note at a time, as the Presidio and spaCy wrappers call).
 
 Two runtimes give the same outputs (within float32 rounding): ONNX Runtime
-(`representer.onnx_inference`, about twice as fast on the CPU) and a compiled TensorFlow
+(`deidpool.representer.onnx_inference`, about twice as fast on the CPU) and a compiled TensorFlow
 function (any model; on a GPU when one is present). `DEIDPOOL_RUNTIME` picks one
 ("onnxruntime" or "tensorflow"); unset, ONNX Runtime serves the models it can convert unless
 TensorFlow sees a GPU."""
@@ -19,8 +19,8 @@ from weakref import WeakKeyDictionary
 import numpy as np
 import tensorflow as tf
 
-from representer.dataset import INFERENCE_BATCH_SIZE, SentenceData, padded_batches
-from representer.onnx_inference import PipelineSession, RepresenterSession, UnsupportedModel
+from deidpool.representer.dataset import INFERENCE_BATCH_SIZE, SentenceData, padded_batches
+from deidpool.representer.onnx_inference import PipelineSession, RepresenterSession, UnsupportedModel
 
 BatchFunction = Callable[[dict], np.ndarray]
 RUNTIMES = ("onnxruntime", "tensorflow")

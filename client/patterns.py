@@ -2,8 +2,8 @@
 expressions for the PHI whose written form gives it away (dates, phone and pager numbers, ages
 over 89, record and reference numbers, e-mail addresses, URLs) or whose context does (names after
 "Dr", "Mr"/"Mrs" or a relative's "son", "wife", ...; clinicians' signatures and initials before
-"RN", "aware"), and the rule that merges their spans with a tagger's. `client.deidentify` applies
-it to the raw text of unlabeled notes, and the export's safety net (`client.safety_net`) to that
+"RN", "aware"), and the rule that merges their spans with a tagger's. `deidpool.client.deidentify` applies
+it to the raw text of unlabeled notes, and the export's safety net (`deidpool.client.safety_net`) to that
 of labeled notes, to pseudonymize the PHI their labels miss (exports still carry gold labels,
 never predictions).
 
@@ -17,7 +17,7 @@ A pattern matches where its regex does and neither of its context checks refuses
 is searched in the `CONTEXT` characters before the PHI (anchored at their end) and
 `not_before` is matched at the start of the characters after it.
 
-Labels are i2b2 2014 types (`corpus.categories`), so pattern spans score and render beside
+Labels are i2b2 2014 types (`deidpool.corpus.categories`), so pattern spans score and render beside
 any pipeline's labels. Patterns with `default=False` (clock times: not PHI under HIPAA Safe
 Harbor nor in the PhysioNet or i2b2 annotations; 765 matches, none PHI, on the PhysioNet
 training splits) are kept for institutions whose policy redacts them: pass them from `BY_NAME`.
@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from corpus.document import Document, Span
+from deidpool.corpus.document import Document, Span
 
 CONTEXT = 24  # characters of context the checks look at on each side
 _WORD = re.compile(r"[a-z]+(?:['-][a-z]+)*", re.IGNORECASE)  # a word of a name: "O'Rourke", "Forman-Lyons"
@@ -65,7 +65,7 @@ class Pattern:
 
     Args:
         name: what the pattern finds, unique in the catalog.
-        label: the i2b2 2014 type of its spans (a source type of `corpus.categories`).
+        label: the i2b2 2014 type of its spans (a source type of `deidpool.corpus.categories`).
         regex: the span is the first of the regex's groups named "phi..." that took part in the
             match (alternatives name theirs phi, phi2, ...), else the whole match, less any
             whitespace at its edges.

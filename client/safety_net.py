@@ -1,7 +1,7 @@
 """The export's safety net for PHI the labels miss (METHOD.md, "Beyond the paper"): a token no
 gold span covers reaches the representer as it is, so before an export the client looks for PHI
-in each labeled note's raw text, with the pattern layer (`client.patterns`) always and a
-published pipeline's tagger (`client.deidentify.find_phi`) when the institution has one.
+in each labeled note's raw text, with the pattern layer (`deidpool.client.patterns`) always and a
+published pipeline's tagger (`deidpool.client.deidentify.find_phi`) when the institution has one.
 
 A token with a letter or a digit that a found span overlaps and no gold span covers is flagged.
 The export pseudonymizes it like a gold PHI token of the found span's label (its exported tag
@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from itertools import tee
 from pathlib import Path
 
-from client.deidentify import find_phi
-from client.patterns import DEFAULT_PATTERNS, Pattern, find_patterns
-from corpus.categories import PHI_TYPES
-from corpus.document import Document, Span
-from corpus.formats import write_corpus
-from corpus.prepare import LabeledSentence
-from representer.bundle import Bundle
+from deidpool.client.deidentify import find_phi
+from deidpool.client.patterns import DEFAULT_PATTERNS, Pattern, find_patterns
+from deidpool.corpus.categories import PHI_TYPES
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.formats import write_corpus
+from deidpool.corpus.prepare import LabeledSentence
+from deidpool.representer.bundle import Bundle
 
 
 @dataclass(frozen=True, eq=False)

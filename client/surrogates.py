@@ -14,7 +14,7 @@ from operator import methodcaller
 
 from faker import Faker
 
-from corpus.document import Document, Span
+from deidpool.corpus.document import Document, Span
 
 MAX_SHIFT_DAYS = 365
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",

@@ -2,7 +2,7 @@
 
 The request is `POST {server}/api/contributions` with the `.dpc` bytes as the body
 (`application/vnd.deidpool.contribution`, streamed from disk with a Content-Length), signed with
-the institution's key (`contribution.signed_requests`: its id, a timestamp, a fresh nonce and
+the institution's key (`deidpool.contribution.signed_requests`: its id, a timestamp, a fresh nonce and
 the file's SHA-256 in `X-Deidpool-Content-SHA256`), so that the server refuses anyone else
 before reading the body. The server deduplicates by that hash, so repeating an upload is safe;
 200, 201 and 409 (already stored) count as success once the server lists the contribution among
@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from contribution.container import CHUNK_BYTES, CONTENT_TYPE, read_header
-from contribution.signed_requests import signed_headers
+from deidpool.contribution.container import CHUNK_BYTES, CONTENT_TYPE, read_header
+from deidpool.contribution.signed_requests import signed_headers
 
 ENDPOINT = "/api/contributions"
 RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504, 507}

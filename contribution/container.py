@@ -1,4 +1,4 @@
-"""The contribution file (`.dpc`): sentence records (`contribution.records`) sealed to the
+"""The contribution file (`.dpc`): sentence records (`deidpool.contribution.records`) sealed to the
 server's X25519 key and signed by the institution's Ed25519 key; its writer and its readers.
 
 A `.dpc` file is
@@ -7,7 +7,7 @@ A `.dpc` file is
           | header length (>u4) | END_MAGIC
 
 where each frame is `final flag (u1) | length (>u4) | AES-256-GCM ciphertext` of a run of
-whole sentence records (see `contribution.sealing`; the HKDF salt is the header's nonce). The
+whole sentence records (see `deidpool.contribution.sealing`; the HKDF salt is the header's nonce). The
 header (`ContributionHeader`, every field listed there) holds the format version, the
 institution id and the SHA-256 of its signing key, representer id, sentence and token counts,
 vector size and dtype, pseudonymization N and scheme, re-identification bound, what the
@@ -45,7 +45,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
-from contribution.records import (
+from deidpool.contribution.records import (
     DTYPES,
     ContributionError,
     ContributionSentence,
@@ -53,7 +53,7 @@ from contribution.records import (
     record_size,
     record_tokens,
 )
-from contribution.sealing import PUBLIC_KEY_BYTES, SealError, StreamOpener, StreamSealer
+from deidpool.contribution.sealing import PUBLIC_KEY_BYTES, SealError, StreamOpener, StreamSealer
 
 FORMAT_VERSION = 3
 # The header's name of each pseudonymization scheme (adversary.pseudonymize.SCHEMES): every gold
@@ -120,13 +120,13 @@ class ContributionHeader:
       refuses a header naming another key than the one its signature verifies with);
     - representer_id: the representer (bundle) whose vectors the records hold;
     - sentences, tokens: how many sentence records, and tokens over all of them;
-    - dim, dtype: the vector size and component type (a key of `contribution.records.DTYPES`);
+    - dim, dtype: the vector size and component type (a key of `deidpool.contribution.records.DTYPES`);
     - neighbours, pseudonymization: the N and the scheme (a value of PSEUDONYMIZATION_SCHEMES)
       every gold PHI token was pseudonymized with before the representer ran;
-    - reidentification_bound: the bound computed on the exported PHI (`adversary.bound`), {}
+    - reidentification_bound: the bound computed on the exported PHI (`deidpool.adversary.bound`), {}
       when nobody computed one;
     - safety_net: what the export's safety net for unlabeled PHI found and pseudonymized
-      (`client.safety_net.Flagged.header`: finders, flagged tokens by category), {} in files
+      (`deidpool.client.safety_net.Flagged.header`: finders, flagged tokens by category), {} in files
       written before it (an optional field);
     - created: the creation time, ISO 8601 (UTC, seconds);
     - nonce: 16 random bytes in hex, the stream's HKDF salt and the server's replay key;
@@ -233,7 +233,7 @@ class ContributionWriter:
                  pseudonymization: str, safety_net: dict | None = None, chunk_bytes: int = CHUNK_BYTES):
         """`pseudonymization` is a key of PSEUDONYMIZATION_SCHEMES, `safety_net` the header field
         (none: left out); a header field's value it does not accept raises ContributionError before
-        anything is written. `reidentification_bound` (the header field, see `adversary.bound`) is
+        anything is written. `reidentification_bound` (the header field, see `deidpool.adversary.bound`) is
         set on `bound` before `close`; it stays {} when nobody computed one."""
         if pseudonymization not in PSEUDONYMIZATION_SCHEMES:
             raise ValueError(f"pseudonymization must be one of {', '.join(PSEUDONYMIZATION_SCHEMES)}, "

@@ -12,9 +12,9 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from contribution.container import ContributionHeader, verified_sentences, verify_contribution
-from contribution.records import ContributionError, ContributionSentence
-from corpus.casing import CASING
+from deidpool.contribution.container import ContributionHeader, verified_sentences, verify_contribution
+from deidpool.contribution.records import ContributionError, ContributionSentence
+from deidpool.corpus.casing import CASING
 
 
 def check_sentence(sentence: ContributionSentence, number: int, *, path: str | Path, num_tags: int, dim: int) -> None:

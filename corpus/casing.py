@@ -1,6 +1,6 @@
 """The 7-way casing feature of Reimers & Gurevych (2017) that the tagger receives beside the
 representation (METHOD.md, Inputs). There is no padding class: padding is masked later.
-Tokens of `corpus.tokenize` are all letters, all digits or one symbol, so mainly_numeric and
+Tokens of `deidpool.corpus.tokenize` are all letters, all digits or one symbol, so mainly_numeric and
 contains_digit occur only for text from elsewhere; they stay for the reference's 7 classes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from corpus.tokenize import Token
+from deidpool.corpus.tokenize import Token
 
 CASING = ("numeric", "mainly_numeric", "all_lower", "all_upper", "initial_upper", "contains_digit", "other")
 

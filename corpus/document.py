@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from corpus.categories import PhiType, phi_type
-from corpus.errors import CorpusError
+from deidpool.corpus.categories import PhiType, phi_type
+from deidpool.corpus.errors import CorpusError
 
 
 @dataclass(frozen=True, order=True)
@@ -13,7 +13,7 @@ class Span:
     """A PHI mention: character offsets [start, end) into the document text.
 
     `source_type` is the label as written by the source corpus; its i2b2 2014 category,
-    type and HIPAA flag come from `corpus.categories`. `id` and `comment` are kept only so
+    type and HIPAA flag come from `deidpool.corpus.categories`. `id` and `comment` are kept only so
     that formats which carry them round-trip.
     """
 

@@ -1,5 +1,5 @@
 """What the official i2b2 2014 de-identification scorer (kotfic/i2b2_evaluation_scripts,
-`evaluate.py phi`) counts as a PHI token and as HIPAA PHI, for `corpus.metrics`.
+`evaluate.py phi`) counts as a PHI token and as HIPAA PHI, for `deidpool.corpus.metrics`.
 
 Tokens: each span is tokenized on its own: its tokens are the runs of ASCII letters and digits
 (`[a-zA-Z0-9]+`) inside the span's offsets, clipped at them, so a boundary inside a word gives
@@ -11,7 +11,7 @@ HIPAA: the scorer's filter keeps the i2b2 types below (it checks the tag name to
 i2b2 type determines). It leaves out DOCTOR, USERNAME, PROFESSION, ROOM, DEPARTMENT, HOSPITAL,
 STATE, COUNTRY, LOCATION-OTHER, URL, IPADDR, OTHER, and IDNUM too (its IDNUM pattern ends in a
 space and so never matches), but keeps ORGANIZATION. This differs from `Span.hipaa`
-(`corpus.categories`), the project's Safe-Harbor reading.
+(`deidpool.corpus.categories`), the project's Safe-Harbor reading.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from corpus.document import Span
+from deidpool.corpus.document import Span
 
 HIPAA_TYPES = frozenset({
     "PATIENT", "CITY", "STREET", "ZIP", "ORGANIZATION", "DATE", "AGE", "PHONE", "FAX", "EMAIL",

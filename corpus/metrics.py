@@ -12,10 +12,10 @@ Token-level binary measures: tp/fp/fn count PHI tokens only (tokens that are non
 sides are never hits); categories are ignored.
 - `token_official_hipaa` (the primary token measure) and `token_official_all` are the
   official script's "Binary HIPAA Token" and "Binary Token" rows: tokens and HIPAA types as
-  `corpus.i2b2_official` describes them; a token is PHI on a side if one of that side's spans
+  `deidpool.corpus.i2b2_official` describes them; a token is PHI on a side if one of that side's spans
   has it among its tokens.
 - `token_hipaa` and `token_all` are the project's own: the tokens are those of
-  `corpus.tokenize.tokenize` over the whole text (letter runs, digit runs, single other
+  `deidpool.corpus.tokenize.tokenize` over the whole text (letter runs, digit runs, single other
   non-space characters), a token is PHI on a side if it shares at least one character with a
   span of that side, and HIPAA spans are those whose `Span.hipaa` is true.
 `*_hipaa` keep only the HIPAA spans on both sides, `*_all` keep every span.
@@ -53,10 +53,10 @@ from operator import attrgetter
 
 import numpy as np
 
-from corpus.document import Document, Span
-from corpus.errors import CorpusError, CorpusWarning
-from corpus.i2b2_official import is_hipaa, phi_tokens
-from corpus.tokenize import tokenize
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.errors import CorpusError, CorpusWarning
+from deidpool.corpus.i2b2_official import is_hipaa, phi_tokens
+from deidpool.corpus.tokenize import tokenize
 
 Match = Callable[[Span, Span], bool]
 

@@ -9,11 +9,11 @@ from operator import attrgetter
 
 import numpy as np
 
-from corpus.casing import casing_ids
-from corpus.document import Document, Span
-from corpus.sentences import MAX_TOKENS, split_sentences
-from corpus.tagging import encode
-from corpus.tokenize import Token, tokenize
+from deidpool.corpus.casing import casing_ids
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.sentences import MAX_TOKENS, split_sentences
+from deidpool.corpus.tagging import encode
+from deidpool.corpus.tokenize import Token, tokenize
 
 
 @dataclass(frozen=True, eq=False)

@@ -40,7 +40,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import Protocol
 
-from corpus.tokenize import Token
+from deidpool.corpus.tokenize import Token
 
 MAX_TOKENS = 200
 

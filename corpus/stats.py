@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from corpus.document import Document
-from corpus.prepare import prepare_document
+from deidpool.corpus.document import Document
+from deidpool.corpus.prepare import prepare_document
 
 
 def corpus_stats(documents: Iterable[Document], is_known: Callable[[str], bool] | None = None) -> dict:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from faker import Faker
 
-from corpus.document import Document, Span
+from deidpool.corpus.document import Document, Span
 
 KINDS = ("discharge", "nursing", "letter")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")

@@ -7,8 +7,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
 
-from corpus.document import Span
-from corpus.tokenize import Token
+from deidpool.corpus.document import Span
+from deidpool.corpus.tokenize import Token
 
 SCHEMES = {"BIO": ("B", "I"), "BIOES": ("B", "I", "E", "S")}  # scheme -> its prefixes besides "O"
 

@@ -28,13 +28,13 @@ from pathlib import Path
 
 import httpx
 
-from adversary.runs import AdversarialSettings
-from adversary.schemes import PRIORS
-from corpus.categories import PHI_TYPES
-from corpus.document import Document
-from corpus.tagging import tag_vocabulary
+from deidpool.adversary.runs import AdversarialSettings
+from deidpool.adversary.schemes import PRIORS
 from deidpool.cli.http import ServerConnection
-from representer.progress import INTERVAL as PROGRESS_INTERVAL
+from deidpool.corpus.categories import PHI_TYPES
+from deidpool.corpus.document import Document
+from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.representer.progress import INTERVAL as PROGRESS_INTERVAL
 
 log = logging.getLogger("deidpool.demo")
 
@@ -112,13 +112,13 @@ class Stages:
 def demo_documents(data: Path | None, fmt: str | None, settings: DemoSettings) -> dict[str, list[Document]]:
     """The notes of every role: synthetic by default, else the named splits of `data`."""
     if data is None:
-        from corpus.synth import generate_documents
+        from deidpool.corpus.synth import generate_documents
 
         return {role: [dataclasses.replace(document, id=f"{role}-{document.id}") for document in
                        generate_documents(settings.notes[role], seed=1000 * settings.seed + index,
                                           kinds=SYNTHETIC_KINDS[role])]
                 for index, role in enumerate(ROLES)}
-    from corpus.formats import read_corpus
+    from deidpool.corpus.formats import read_corpus
 
     if fmt is None:
         raise DemoError("--data needs --format")
@@ -208,10 +208,10 @@ def unlabeled(documents: Sequence[Document]) -> list[Document]:
 
 
 def scores(gold: Sequence[Document], predicted: Sequence[Document]) -> dict:
-    """The headline scores of the predictions (`corpus.metrics.score_row`): token-level binary
+    """The headline scores of the predictions (`deidpool.corpus.metrics.score_row`): token-level binary
     HIPAA P/R/F1 with the official i2b2 2014 tokens (primary) and with the project's tokenizer,
     entity-level strict P/R/F1, each F1 with its 95% bootstrap interval over the notes."""
-    from corpus.metrics import evaluate_corpus, score_row
+    from deidpool.corpus.metrics import evaluate_corpus, score_row
 
     return score_row(evaluate_corpus(gold, predicted))
 
@@ -220,20 +220,20 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
              settings: DemoSettings = DemoSettings(), progress: bool = False) -> dict:
     """Run every stage into the empty (or new) folder `out`; returns the summary (also in
     out/summary.json) and writes out/report.html; with `progress`, the long stages show their
-    progress (`representer.progress`)."""
-    from adversary.runs import audit_run, train_adversarial_run
-    from adversary.verdicts import CHANCE
-    from client.deidentify import find_phi
-    from client.export import export_contribution
-    from client.identity import create_institution_keys
-    from client.transport import upload_contribution
+    progress (`deidpool.representer.progress`)."""
+    from deidpool.adversary.runs import audit_run, train_adversarial_run
+    from deidpool.adversary.verdicts import CHANCE
+    from deidpool.client.deidentify import find_phi
+    from deidpool.client.export import export_contribution
+    from deidpool.client.identity import create_institution_keys
+    from deidpool.client.transport import upload_contribution
     from deidpool.report import write_report
-    from representer import keys
-    from representer.bundle import open_bundle, publish_run
-    from representer.embeddings import load_embeddings
-    from representer.tagger_runs import split_documents
-    from server.auth import signed_audit
-    from server.initialize import init_data_dir
+    from deidpool.representer import keys
+    from deidpool.representer.bundle import open_bundle, publish_run
+    from deidpool.representer.embeddings import load_embeddings
+    from deidpool.representer.tagger_runs import split_documents
+    from deidpool.server.auth import signed_audit
+    from deidpool.server.initialize import init_data_dir
 
     out = Path(out)
     if out.exists() and any(out.iterdir()):
@@ -361,7 +361,7 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
 
 def _wait_for_run(api: ServerConnection, run_id: int, timeout: float = 3600, interval: float = 2.0) -> dict:
     """The run once the worker has finished it, logging each new epoch (and, between two, a line
-    every `representer.progress.INTERVAL` seconds)."""
+    every `deidpool.representer.progress.INTERVAL` seconds)."""
     started = said = time.monotonic()
     deadline, seen = started + timeout, 0
     while time.monotonic() < deadline:

@@ -7,8 +7,8 @@ import shutil
 import textwrap
 from pathlib import Path
 
-from adversary.schemes import PRIORS as BOUND_PRIORS
-from corpus.metrics import COLUMN_TITLES, format_score
+from deidpool.adversary.schemes import PRIORS as BOUND_PRIORS
+from deidpool.corpus.metrics import COLUMN_TITLES, format_score
 
 # (key of deidpool.demo.scores, column title): the official token HIPAA measure first, the project
 # tokenizer's F1 beside it

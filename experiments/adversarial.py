@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from representer.threads import configure_threads
+from deidpool.representer.threads import configure_threads
 
 configure_threads()
 
@@ -41,24 +41,30 @@ import numpy as np  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from adversary.audit import FLOOR, best_accuracy, run_audit  # noqa: E402
-from adversary.pairs import PairSource  # noqa: E402
-from adversary.procedures import SELECTIONS, AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
-from adversary.pseudonymize import Pseudonymizer  # noqa: E402
 from audit_seeds import strongest_attack  # noqa: E402
-from client.inference import apply_to_sentences, compile_pipeline, compile_representer  # noqa: E402
-from corpus.casing import CASING  # noqa: E402
-from corpus.formats import read_corpus  # noqa: E402
-from corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  # noqa: E402
-from corpus.prepare import prepare_document, prepare_text  # noqa: E402
-from corpus.tagging import tag_vocabulary  # noqa: E402
-from representer.dataset import SentenceData, predicted_documents  # noqa: E402
-from representer.embeddings import load_glove_default  # noqa: E402
-from representer.noise import noise_free_copy  # noqa: E402
-from representer.representation import OUTPUT_NOISE_STDDEV, load_representer  # noqa: E402
-from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
-from representer.tagger_runs import split_documents  # noqa: E402
-from representer.training import RESUMABLE_EXIT_STATUS, TaggerTraining, TimeBudgetExhausted, run_training, time_budget  # noqa: E402
+from deidpool.adversary.audit import FLOOR, best_accuracy, run_audit  # noqa: E402
+from deidpool.adversary.pairs import PairSource  # noqa: E402
+from deidpool.adversary.procedures import SELECTIONS, AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
+from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
+from deidpool.client.inference import apply_to_sentences, compile_pipeline, compile_representer  # noqa: E402
+from deidpool.corpus.casing import CASING  # noqa: E402
+from deidpool.corpus.formats import read_corpus  # noqa: E402
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  # noqa: E402
+from deidpool.corpus.prepare import prepare_document, prepare_text  # noqa: E402
+from deidpool.corpus.tagging import tag_vocabulary  # noqa: E402
+from deidpool.representer.dataset import SentenceData, predicted_documents  # noqa: E402
+from deidpool.representer.embeddings import load_glove_default  # noqa: E402
+from deidpool.representer.noise import noise_free_copy  # noqa: E402
+from deidpool.representer.representation import OUTPUT_NOISE_STDDEV, load_representer  # noqa: E402
+from deidpool.representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
+from deidpool.representer.tagger_runs import split_documents  # noqa: E402
+from deidpool.representer.training import (  # noqa: E402
+    RESUMABLE_EXIT_STATUS,
+    TaggerTraining,
+    TimeBudgetExhausted,
+    run_training,
+    time_budget,
+)
 from results_files import configuration_folder, over_seeds, save_figure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +98,7 @@ def sentences(documents):
 
 
 def test_scores(documents, predict_sentences, vocabulary) -> dict:
-    """The headline scores (`corpus.metrics.score_row`: token HIPAA with the official i2b2 2014
+    """The headline scores (`deidpool.corpus.metrics.score_row`: token HIPAA with the official i2b2 2014
     tokens, primary, and with the project's, entity strict) of a sentence predictor on `documents`."""
     return score_row(evaluate_corpus(documents, test_predictions(documents, predict_sentences, vocabulary)))
 

@@ -16,7 +16,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from adversary.verdicts import CHANCE_BOUND, chance_verdict
+from deidpool.adversary.verdicts import CHANCE_BOUND, chance_verdict
 from results_files import git_commit, write_results
 
 # What the audits side by side must share (config.json keys): only the seed may differ.

@@ -37,13 +37,13 @@ def prepare(folder: Path) -> None:
     """Production-size untrained models published as a signed pipeline, and the keys."""
     import keras
 
-    from client.identity import create_institution_keys
-    from corpus.formats import read_corpus
-    from corpus.tagging import tag_vocabulary
-    from representer import keys
-    from representer.bundle import publish_run
-    from representer.representation import build_representer, save_representer
-    from representer.tagger import build_tagger
+    from deidpool.client.identity import create_institution_keys
+    from deidpool.corpus.formats import read_corpus
+    from deidpool.corpus.tagging import tag_vocabulary
+    from deidpool.representer import keys
+    from deidpool.representer.bundle import publish_run
+    from deidpool.representer.representation import build_representer, save_representer
+    from deidpool.representer.tagger import build_tagger
 
     keras.utils.set_random_seed(0)
     labels = {span.source_type for document in read_corpus(DATA, "physionet") for span in document.spans}
@@ -61,11 +61,11 @@ def prepare(folder: Path) -> None:
 
 def run_task(task: str, folder: Path) -> dict:
     """RUNS timed repetitions of `task` in this process (the first includes compiling)."""
-    from client.deidentify import find_phi, write_deidentified
-    from client.export import export_contribution
-    from corpus.formats import read_corpus
-    from representer import keys
-    from representer.bundle import open_bundle
+    from deidpool.client.deidentify import find_phi, write_deidentified
+    from deidpool.client.export import export_contribution
+    from deidpool.corpus.formats import read_corpus
+    from deidpool.representer import keys
+    from deidpool.representer.bundle import open_bundle
 
     started = time.perf_counter()
     pipeline = open_bundle(folder / "pipeline", keys.load_public_key(folder / "keys" / "provider.pub", keys.SIGNING))

@@ -13,9 +13,9 @@ import time
 from itertools import islice
 from pathlib import Path
 
-from corpus.formats import read_corpus
-from corpus.sentences import split_sentences
-from corpus.tokenize import tokenize
+from deidpool.corpus.formats import read_corpus
+from deidpool.corpus.sentences import split_sentences
+from deidpool.corpus.tokenize import tokenize
 
 RUNS = 5
 LOOKUP_TOKENS = 1000
@@ -30,7 +30,7 @@ CORPORA = {  # name -> [(folder, format)]
 GLOVE_CHILD = """
 import json, sys, time
 start = time.perf_counter()
-from representer.embeddings import load_glove_default
+from deidpool.representer.embeddings import load_glove_default
 imported = time.perf_counter()
 load_glove_default().sentence_matrix(json.load(sys.stdin))
 print(json.dumps({"imports": imported - start, "load": time.perf_counter() - imported}))

@@ -9,7 +9,7 @@ Writes results/distributed_training.{md,json}.
 
 For each size, synthetic pooled data (shards of at most 1,000 sentences, as contributions are,
 d = 50 float32 vectors, 5 to 39 tokens per sentence, PHI where the second component is above 1,
-and 5% more sentences for validation) streamed into `server.pooled.train_pooled`, which fresh
+and 5% more sentences for validation) streamed into `deidpool.server.pooled.train_pooled`, which fresh
 processes of this script run (--worker) in these set-ups:
 - one worker, batch 32 (what a queue worker does), on all the cores;
 - N workers sharing those cores, 32 sentences per worker per step (a global batch of 32 N: the
@@ -58,7 +58,7 @@ def shard(seed: int, number: int, count: int):
 
 
 def stream(sentences: int, seed: int):
-    from representer.dataset import SentenceStream
+    from deidpool.representer.dataset import SentenceStream
 
     counts = [min(PER_SHARD, sentences - start) for start in range(0, sentences, PER_SHARD)]
     return SentenceStream(tuple(functools.partial(shard, seed, number, count) for number, count in enumerate(counts)),
@@ -68,10 +68,10 @@ def stream(sentences: int, seed: int):
 def worker(run_dir: str, sentences: int, batch_size: int, epochs: int, lstm_units: int, seed: int) -> None:
     """Train as one process or as the worker of TF_CONFIG's cluster; print the final metrics
     and, on the chief, each epoch's record, as JSON lines."""
-    from representer.threads import configure_threads
+    from deidpool.representer.threads import configure_threads
 
     configure_threads()
-    from server.pooled import PooledData, train_pooled
+    from deidpool.server.pooled import PooledData, train_pooled
 
     train, valid = stream(sentences, seed), stream(max(100, sentences // 20), seed + 1)
     tag_counts = sum(np.bincount(tags, minlength=len(TAGS)) for part in train.shards for _, _, tags in part())
@@ -85,7 +85,7 @@ def worker(run_dir: str, sentences: int, batch_size: int, epochs: int, lstm_unit
 def measure(sentences: int, workers: int, batch_size: int, cores: int | None, args) -> dict:
     """Train in `workers` fresh processes (each pinned to `cores` cores of its own, unless
     None); the chief's epoch records and the wall time."""
-    from representer.distribution import loopback_cluster
+    from deidpool.representer.distribution import loopback_cluster
 
     env = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
     env.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
@@ -146,7 +146,7 @@ def report(result: dict) -> str:
     workers, p, cores = result["workers"], result["parameters"], result["cores"]
     rounds = p["repeats"]
     lines = [f"# Distributed training of the pooled tagger: {workers} CPU workers against one", "",
-             f"{result['date']}, commit {result['commit']}, {result['machine']}. `server.pooled.train_pooled` "
+             f"{result['date']}, commit {result['commit']}, {result['machine']}. `deidpool.server.pooled.train_pooled` "
              f"on synthetic streamed pools (d = {DIM}, 5 to 39 tokens per sentence, shards of {PER_SHARD:,} "
              f"sentences, 5% more for validation), a tagger of {p['lstm_units']} LSTM units, {p['epochs']} epochs "
              f"per run in fresh processes. `{workers} x B`: MultiWorkerMirroredStrategy, {workers} processes on "
@@ -293,7 +293,7 @@ def main() -> None:
         sizes.append({"sentences": sentences, "runs": runs})
     import tensorflow as tf
 
-    from representer.tagger import build_tagger
+    from deidpool.representer.tagger import build_tagger
 
     gradient_mb = build_tagger(DIM, len(TAGS), lstm_units=args.lstm_units).count_params() * 4 / 2 ** 20
     result = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": git_commit(),

@@ -38,7 +38,7 @@ DIM, PER_CONTRIBUTION, EPOCHS = 50, 1000, 2
 
 def synthetic_records(rng: np.random.Generator, count: int) -> list[bytes]:
     """`count` sentence records: random vectors, PHI ("B-NAME") where the second component is above 1."""
-    from contribution.records import encode_sentence
+    from deidpool.contribution.records import encode_sentence
 
     records = []
     for length in rng.integers(5, 40, count):
@@ -52,15 +52,15 @@ def build_pool(folder: Path, sentences: int, lstm_units: int, seed: int) -> Path
     institutions (in turn), and one queued run of EPOCHS epochs; returns the directory."""
     from fastapi.testclient import TestClient
 
-    from client.identity import create_institution_keys
-    from contribution.container import CONTENT_TYPE, write_contribution
-    from contribution.signed_requests import signed_headers
-    from representer import keys
-    from representer.tiny import publish_tiny_pipeline
-    from server.app import create_app
-    from server.initialize import init_data_dir
-    from server.runs import queue_run
-    from server.state import ServerState
+    from deidpool.client.identity import create_institution_keys
+    from deidpool.contribution.container import CONTENT_TYPE, write_contribution
+    from deidpool.contribution.signed_requests import signed_headers
+    from deidpool.representer import keys
+    from deidpool.representer.tiny import publish_tiny_pipeline
+    from deidpool.server.app import create_app
+    from deidpool.server.initialize import init_data_dir
+    from deidpool.server.runs import queue_run
+    from deidpool.server.state import ServerState
 
     provider = keys.create_provider_keys(folder / "keys")
     pipeline = publish_tiny_pipeline(folder / "provider", keys.load_private_key(provider.private, keys.SIGNING),
@@ -103,7 +103,7 @@ def measure(data_dir: Path) -> dict:
     wall time, and the seconds of each of its epochs."""
     from sqlalchemy import select
 
-    from server.database import RunEpoch, TrainingRun, open_database
+    from deidpool.server.database import RunEpoch, TrainingRun, open_database
 
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "deidpool", "server", "worker", "--data-dir", str(data_dir),
@@ -166,7 +166,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default="pooled_memory", help="results file stem")
     args = parser.parse_args()
-    from contribution.container import read_header
+    from deidpool.contribution.container import read_header
 
     os.environ.pop("DATABASE_URL", None)  # each size gets its own SQLite database
     rows = []

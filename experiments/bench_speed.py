@@ -14,7 +14,7 @@ on the weights:
 - tagger inference: Viterbi tags of `test` on GloVe features, sentences/s;
 - a tagger training epoch, a P1 epoch and a P3 epoch (parts a and b) over the training splits
   (provider + site_a + site_b + site_c, or a random --sentences of them), seconds.
-Export and de-identification run once under each of --runtimes (`client.inference`: ONNX
+Export and de-identification run once under each of --runtimes (`deidpool.client.inference`: ONNX
 Runtime or a compiled TensorFlow function); the others are TensorFlow's.
 
 Every task runs once untimed (tracing, caches) and then --repeats times; the table gives the
@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from representer.threads import configure_threads
+from deidpool.representer.threads import configure_threads
 
 configure_threads()
 
@@ -50,14 +50,14 @@ import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, TRAIN_SPLITS, sentences  # noqa: E402
-from adversary.procedures import AdversarialData, AlternatingTraining, DeidTraining, build_models  # noqa: E402
 from bench_client import prepare  # noqa: E402
-from client.inference import RUNTIMES  # noqa: E402
-from corpus.formats import read_corpus  # noqa: E402
-from corpus.tagging import tag_vocabulary  # noqa: E402
-from representer.dataset import BATCH_SIZE, SentenceData  # noqa: E402
-from representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
-from representer.training import TaggerTraining  # noqa: E402
+from deidpool.adversary.procedures import AdversarialData, AlternatingTraining, DeidTraining, build_models  # noqa: E402
+from deidpool.client.inference import RUNTIMES  # noqa: E402
+from deidpool.corpus.formats import read_corpus  # noqa: E402
+from deidpool.corpus.tagging import tag_vocabulary  # noqa: E402
+from deidpool.representer.dataset import BATCH_SIZE, SentenceData  # noqa: E402
+from deidpool.representer.tagger import build_tagger, compute_class_weights, tag_sentences  # noqa: E402
+from deidpool.representer.training import TaggerTraining  # noqa: E402
 from results_files import write_results  # noqa: E402
 
 TASKS = ("export", "deidentify", "tagger-inference", "tagger-epoch", "p1-epoch", "p3-epoch")
@@ -106,8 +106,8 @@ class Bench:
     """The data and models the tasks share, built once."""
 
     def __init__(self, folder: Path, sentences_limit: int | None, seed: int):
-        from representer import keys
-        from representer.bundle import open_bundle
+        from deidpool.representer import keys
+        from deidpool.representer.bundle import open_bundle
 
         prepare(folder)
         self.folder = folder
@@ -132,8 +132,8 @@ class Bench:
 
 
 def export_task(bench: Bench, repeats: int) -> dict:
-    from client.export import export_contribution
-    from representer import keys
+    from deidpool.client.export import export_contribution
+    from deidpool.representer import keys
 
     documents = read_corpus(DATA, "physionet", split="site_a")
     folder, header = bench.folder, {}
@@ -155,7 +155,7 @@ def export_task(bench: Bench, repeats: int) -> dict:
 
 
 def deidentify_task(bench: Bench, repeats: int) -> dict:
-    from client.deidentify import find_phi, write_deidentified
+    from deidpool.client.deidentify import find_phi, write_deidentified
 
     out = bench.folder / "deidentified"
 

@@ -29,10 +29,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import corpus.prepare
-from baselines import char_lstm, crf, svm
-from baselines.runs import load_baseline
-from corpus.metrics import evaluate_corpus, score_row
+from deidpool.baselines import char_lstm, crf, svm
+from deidpool.baselines.runs import load_baseline
+from deidpool.corpus import prepare
+from deidpool.corpus.metrics import evaluate_corpus, score_row
 from results_files import SCORE_COLUMNS, over_seeds, score_header
 from tagger_baselines import DATA, RESULTS, ROOT, fasttext_for, load_data
 
@@ -47,19 +47,19 @@ _CAPITALS_WORD = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z]{2})")
 
 @contextmanager
 def cegs_case_splits() -> Iterator[None]:
-    """While active, `corpus.prepare` (training and prediction) also cuts tokens at the two
+    """While active, `deidpool.corpus.prepare` (training and prediction) also cuts tokens at the two
     case-transition rules; the metrics keep the plain tokenizer, so scores stay comparable."""
-    plain = corpus.prepare.tokenize
+    plain = prepare.tokenize
 
     def tokenize(text, breaks=(), start=0, end=None):
         cuts = [m.end() for pattern in (_LOWER_UPPER, _CAPITALS_WORD) for m in pattern.finditer(text)]
         return plain(text, [*breaks, *cuts], start, end)
 
-    corpus.prepare.tokenize = tokenize
+    prepare.tokenize = tokenize
     try:
         yield
     finally:
-        corpus.prepare.tokenize = plain
+        prepare.tokenize = plain
 
 
 def train(kind: str, corpus_name: str, data, run_dir: Path, args) -> tuple[dict, str]:

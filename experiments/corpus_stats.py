@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from corpus.formats import read_corpus
-from corpus.stats import corpus_stats
-from representer.embeddings import load_embeddings
+from deidpool.corpus.formats import read_corpus
+from deidpool.corpus.stats import corpus_stats
+from deidpool.representer.embeddings import load_embeddings
 from results_files import write_results
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

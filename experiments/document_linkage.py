@@ -20,11 +20,11 @@ import time
 from datetime import date
 from pathlib import Path
 
-from adversary.linkage import linkage_metrics, pair_scores, seen_phi
-from adversary.pseudonymize import SCHEMES, Pseudonymizer
-from corpus.formats import read_corpus
-from corpus.prepare import prepare_document
-from representer.embeddings import load_embeddings
+from deidpool.adversary.linkage import linkage_metrics, pair_scores, seen_phi
+from deidpool.adversary.pseudonymize import SCHEMES, Pseudonymizer
+from deidpool.corpus.formats import read_corpus
+from deidpool.corpus.prepare import prepare_document
+from deidpool.representer.embeddings import load_embeddings
 from results_files import write_results
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "physionet-deid"

@@ -33,14 +33,14 @@ from adversarial import (  # noqa: E402
     sentences,
     test_predictions,
 )
-from adversary.pseudonymize import SCHEMES  # noqa: E402
-from client.patterns import with_patterns  # noqa: E402
-from corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, format_score, score_row  # noqa: E402
-from corpus.tagging import tag_vocabulary  # noqa: E402
-from representer.embeddings import load_glove_default  # noqa: E402
-from representer.ensemble import TaggerEnsemble  # noqa: E402
-from representer.representation import load_representer  # noqa: E402
-from representer.threads import configure_threads  # noqa: E402
+from deidpool.adversary.pseudonymize import SCHEMES  # noqa: E402
+from deidpool.client.patterns import with_patterns  # noqa: E402
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, format_score, score_row  # noqa: E402
+from deidpool.corpus.tagging import tag_vocabulary  # noqa: E402
+from deidpool.representer.embeddings import load_glove_default  # noqa: E402
+from deidpool.representer.ensemble import TaggerEnsemble  # noqa: E402
+from deidpool.representer.representation import load_representer  # noqa: E402
+from deidpool.representer.threads import configure_threads  # noqa: E402
 from results_files import write_results  # noqa: E402
 
 RAW = "raw"

@@ -35,7 +35,7 @@ Per seed, in this order, each stage kept in the seed's rows.json as soon as it i
    pattern layer (`client deidentify --patterns`);
 4. the export-path audit of the representer.
 Rows on the test notes keep each note's counts, so that the report gives every difference its
-paired bootstrap interval (`corpus.metrics.f1_difference_interval`). Runs live in
+paired bootstrap interval (`deidpool.corpus.metrics.f1_difference_interval`). Runs live in
 runs/<results name>/seed-S (resumable); the tables go to results/<results name>.md, .json and the
 plots beside them. The JSON keeps every finished seed's rows, so seeds run in separate processes,
 sessions or machines add up in one report.
@@ -53,9 +53,9 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from adversary.procedures import SELECTIONS
-from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval
-from representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
+from deidpool.adversary.procedures import SELECTIONS
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval
+from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import SCORE_COLUMNS, git_commit, over_seeds, save_figure, score_header, spread
 
 REPO = Path(__file__).resolve().parents[1]
@@ -116,8 +116,8 @@ def progress(message: str) -> None:
 def provider_embeddings(corpus: Corpus, folder: Path, provider_notes: list, seed: int) -> tuple[str, object]:
     """(spec, vectors) of the embeddings every party uses: GloVe, or FastText the provider trains
     on its own notes (kept in the seed folder, so that every stage and rerun reads the same vectors)."""
-    from corpus.prepare import prepare_document
-    from representer.embeddings import load_embeddings, load_fasttext_bin, save_fasttext, train_fasttext
+    from deidpool.corpus.prepare import prepare_document
+    from deidpool.representer.embeddings import load_embeddings, load_fasttext_bin, save_fasttext, train_fasttext
 
     if corpus.embeddings == "glove":
         return "glove", load_embeddings("glove")
@@ -133,8 +133,8 @@ def provider_embeddings(corpus: Corpus, folder: Path, provider_notes: list, seed
 def test_rows(corpus: Corpus, gold: list, predicted: list, extra: dict) -> dict[str, dict]:
     """The rows of one tagger's predictions on the test notes, alone and merged with the pattern
     layer: the headline scores and every note's counts of the headline measures."""
-    from client.patterns import with_patterns
-    from corpus.metrics import document_counts, evaluate_corpus, score_row
+    from deidpool.client.patterns import with_patterns
+    from deidpool.corpus.metrics import document_counts, evaluate_corpus, score_row
 
     rows = {}
     for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d) for d in predicted])):
@@ -163,8 +163,8 @@ def run_seed(seed: int, args) -> dict:
 
     if all(f"{name}@test" in rows for name in (*TEXT_TAGGERS, *POOLS)) and "audit" in rows:
         return rows
-    from corpus.formats import read_corpus
-    from representer.tagger_runs import split_documents
+    from deidpool.corpus.formats import read_corpus
+    from deidpool.representer.tagger_runs import split_documents
 
     documents = {party: read_corpus(corpus.notes, corpus.fmt, split=party) for party in PARTIES}
     path, fmt, split = args.test
@@ -179,7 +179,7 @@ def run_seed(seed: int, args) -> dict:
     if not all(f"{name}@test" in rows for name in POOLS):
         keep(pooled_rows(corpus, folder, seed, documents, provider_split, embeddings, rows, args))
     if "audit" not in rows:
-        from adversary.runs import audit_run
+        from deidpool.adversary.runs import audit_run
 
         progress(f"seed {seed}: auditing the representer")
         report = audit_run(folder / "representer", *provider_split, folder / "audit", epochs=args.audit_epochs,
@@ -197,8 +197,8 @@ def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documen
     train, valid); other notes are split anew. `embeddings`: (spec, vectors)."""
     import keras
 
-    from adversary.pseudonymize import Pseudonymizer
-    from representer.tagger_runs import split_documents, train_tagger_run
+    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.representer.tagger_runs import split_documents, train_tagger_run
 
     spec, vectors = embeddings
     parties, neighbours = TEXT_TAGGERS[name]
@@ -220,15 +220,15 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     """Train the provider's representer, export every party's notes through the real client path
     and train the server's pooled tagger on each pool of `POOLS` that `done` lacks; their rows on
     the test notes and on site_c. `embeddings`: (spec, vectors)."""
-    from adversary.runs import AdversarialSettings, train_adversarial_run
-    from client.export import export_contribution
-    from client.identity import create_institution_keys
-    from client.patterns import with_patterns
-    from corpus.metrics import evaluate_corpus, score_row
+    from deidpool.adversary.runs import AdversarialSettings, train_adversarial_run
+    from deidpool.client.export import export_contribution
+    from deidpool.client.identity import create_institution_keys
+    from deidpool.client.patterns import with_patterns
+    from deidpool.corpus.metrics import evaluate_corpus, score_row
     from deidpool.demo import tag_set
-    from representer import keys
-    from representer.bundle import open_bundle, publish_pipeline, publish_run
-    from server.pooled import PooledContribution, open_pooled_data, train_pooled
+    from deidpool.representer import keys
+    from deidpool.representer.bundle import open_bundle, publish_pipeline, publish_run
+    from deidpool.server.pooled import PooledContribution, open_pooled_data, train_pooled
 
     spec, vectors = embeddings
     tags = tag_set(corpus.fmt, documents)
@@ -292,7 +292,7 @@ def predictions(folder: Path, name: str, splits: dict[str, list], vectors) -> di
     (their PHI spans hidden), the tagger opened once: a published pipeline (a pool of `POOLS`,
     its signature checked) or a text tagger of `TEXT_TAGGERS`."""
     from deidpool.demo import unlabeled
-    from representer.tagger_runs import load_tagger_run, predict_documents
+    from deidpool.representer.tagger_runs import load_tagger_run, predict_documents
 
     if name in POOLS:
         return pipeline_predictions(folder / "pipelines" / f"{name}.tar", folder / "keys", splits, vectors)
@@ -303,10 +303,10 @@ def predictions(folder: Path, name: str, splits: dict[str, list], vectors) -> di
 
 def pipeline_predictions(pipeline: Path, key_dir: Path, splits: dict[str, list], vectors) -> dict[str, list]:
     """What the published `pipeline` (signed by the provider key in `key_dir`) finds in each split."""
-    from client.deidentify import find_phi
+    from deidpool.client.deidentify import find_phi
     from deidpool.demo import unlabeled
-    from representer import keys
-    from representer.bundle import open_bundle
+    from deidpool.representer import keys
+    from deidpool.representer.bundle import open_bundle
 
     opened = open_bundle(pipeline, keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
     return {split: list(find_phi(unlabeled(documents), opened, vectors)) for split, documents in splits.items()}

@@ -1,7 +1,7 @@
 """Can PhysioNet's test notes tell the federation's taggers apart? For every finished seed of the
 federation experiment, the taggers in its run folder score `test` again, and each difference that
 issue #20's targets name gets its paired bootstrap interval over the notes (both taggers scored on
-the same resampled notes: `corpus.metrics.f1_difference_interval`): pooled - provider-only (target
+the same resampled notes: `deidpool.corpus.metrics.f1_difference_interval`): pooled - provider-only (target
 >= +3 F1 points in every seed), non-private - pooled (target <= 1.5) and the non-private tagger
 on all training notes - the one on the provider's notes (what pooling gains without privacy), alone
 and merged with the pattern layer. With --baseline OTHER, also each representation tagger against the same tagger
@@ -26,7 +26,7 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus.metrics import COLUMN_TITLES, PRIMARY, document_counts  # noqa: E402
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, document_counts  # noqa: E402
 from federation import CORPORA, PATTERNS, REPO, RESULTS, f1, paired_rows, paired_table, predictions  # noqa: E402
 
 COMPARISONS = (("pooled", "provider-only", "pooled - provider-only", "target >= +3 in every seed"),
@@ -53,9 +53,9 @@ def main() -> None:
     args = parser.parse_args()
     if not DATA.exists():
         raise SystemExit(f"{DATA} is absent: the experiment needs the PhysioNet split")
-    from client.patterns import with_patterns
-    from corpus.formats import read_corpus
-    from representer.embeddings import load_embeddings
+    from deidpool.client.patterns import with_patterns
+    from deidpool.corpus.formats import read_corpus
+    from deidpool.representer.embeddings import load_embeddings
 
     test = read_corpus(DATA, "physionet", split="test")
     vectors = load_embeddings("glove")

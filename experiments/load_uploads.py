@@ -68,8 +68,8 @@ def build_contributions(folder: Path, bundle_manifest: dict, signing_keys: dict,
                         seed: int) -> list[dict]:
     """`per_institution` contributions of SENTENCES random sentences per institution; returns
     {path, institution, sha256, sentences, tokens, bytes} per file."""
-    from contribution.container import write_contribution
-    from contribution.records import encode_sentence
+    from deidpool.contribution.container import write_contribution
+    from deidpool.contribution.records import encode_sentence
 
     rng = np.random.default_rng(seed)
     files = []
@@ -108,12 +108,12 @@ def serving(folder: Path, per_institution: int, seed: int):
     """A running server in folder/server (three registered institutions, a current representer)
     and the contributions to upload: yields {server, data_dir, payloads, signing_keys,
     representer_sha, files, build_seconds}; the server is stopped on exit."""
-    from client.identity import create_institution_keys
+    from deidpool.client.identity import create_institution_keys
     from deidpool.demo import ServerProcess, wait_until
-    from representer import keys
-    from representer.tiny import publish_tiny_pipeline
-    from server.initialize import init_data_dir
-    from server.settings import Layout
+    from deidpool.representer import keys
+    from deidpool.representer.tiny import publish_tiny_pipeline
+    from deidpool.server.initialize import init_data_dir
+    from deidpool.server.settings import Layout
 
     provider = keys.create_provider_keys(folder / "keys")
     pipeline = publish_tiny_pipeline(folder / "provider", keys.load_private_key(provider.private, keys.SIGNING),
@@ -155,9 +155,9 @@ def upload_order(files: list[dict], duplicates: float, seed: int) -> list[dict]:
 def upload(client: httpx.Client, file: dict, signing_keys: dict) -> dict:
     """POST one contribution as client.transport does (a request signed with its institution's
     key); returns its status and latency."""
-    from client.transport import ENDPOINT
-    from contribution.container import CONTENT_TYPE
-    from contribution.signed_requests import signed_headers
+    from deidpool.client.transport import ENDPOINT
+    from deidpool.contribution.container import CONTENT_TYPE
+    from deidpool.contribution.signed_requests import signed_headers
 
     body = file["path"].read_bytes()
     started = time.perf_counter()
@@ -172,8 +172,8 @@ def stored_state(pool: SimpleNamespace) -> dict:
     database rows and the names of every file under the payload folder."""
     from sqlalchemy import select
 
-    from contribution.signed_requests import signed_headers
-    from server.database import Contribution, open_database
+    from deidpool.contribution.signed_requests import signed_headers
+    from deidpool.server.database import Contribution, open_database
 
     listed = {}
     for institution in INSTITUTIONS:
@@ -345,7 +345,7 @@ def acknowledged_upload(pool: SimpleNamespace, file: dict, tally: Tally, not_bef
     """Upload `file` with the project's client (`retries`, `backoff`), not before the
     `time.perf_counter()` moment `not_before`; returns whether the client reported success, and
     how long it took."""
-    from client.transport import UploadError, upload_contribution
+    from deidpool.client.transport import UploadError, upload_contribution
 
     time.sleep(max(0.0, not_before - time.perf_counter()))
     started, error = time.perf_counter(), ""
@@ -547,10 +547,10 @@ def report_faults(result: dict) -> str:
         f"Server `deidpool server run --no-worker` on loopback ({p['database']}); {p['institutions']} institutions x "
         f"{p['per_institution']} contributions ({p['sentences_per_file']} sentences, d = {p['dim']}) plus re-uploads "
         f"of {p['duplicate_share']:.0%} of them in random order (seed {p['seed']}), started {p['interval_s']} s "
-        f"apart by {p['workers']} threads with the project's client (`client.transport.upload_contribution` with the "
-        f"institution's key: success only once the server lists the upload; {p['client_retries']} retries, backoff "
-        f"{p['client_backoff_s']} s doubling). Meanwhile a supervisor thread, 1-3 s apart in random order, SIGKILLed "
-        f"the server (each time once a request was in flight) and started it again on the same port and data "
+        f"apart by {p['workers']} threads with the project's client (`deidpool.client.transport.upload_contribution` "
+        f"with the institution's key: success only once the server lists the upload; {p['client_retries']} retries, "
+        f"backoff {p['client_backoff_s']} s doubling). Meanwhile a supervisor thread, 1-3 s apart in random order, "
+        f"SIGKILLed the server (each time once a request was in flight) and started it again on the same port and data "
         f"directory ({p['kills']} times), and filled the payload volume, and the database volume (its SQLite "
         f"write-ahead log truncated first), for {p['full_seconds']} s each, then freed it. Payload volume: "
         f"{p['volumes']['full payloads']}; database volume: {p['volumes']['full database']}. After the uploads "

@@ -38,15 +38,15 @@ from adversarial import (
     sentences,
     test_scores,
 )
-from adversary.audit import attacker_reference
-from adversary.lookup import lookup_attack
-from adversary.pairs import PairSource
-from adversary.pseudonymize import Pseudonymizer
-from corpus.formats import read_corpus
-from corpus.metrics import COLUMN_TITLES
-from representer.embeddings import load_embeddings
-from representer.representation import load_representer
-from representer.tagger_runs import split_documents
+from deidpool.adversary.audit import attacker_reference
+from deidpool.adversary.lookup import lookup_attack
+from deidpool.adversary.pairs import PairSource
+from deidpool.adversary.pseudonymize import Pseudonymizer
+from deidpool.corpus.formats import read_corpus
+from deidpool.corpus.metrics import COLUMN_TITLES
+from deidpool.representer.embeddings import load_embeddings
+from deidpool.representer.representation import load_representer
+from deidpool.representer.tagger_runs import split_documents
 from results_files import over_seeds
 
 

@@ -7,7 +7,7 @@ with the official i2b2 2014 token HIPAA measure and its bootstrap interval over 
 The taggers are those of an already trained run (default: the paper's reference budget,
 runs/adversarial_reference/three-phase_N100_raw_export): its representer published with the
 tagger retrained on its exports (what a pooling server publishes; the primary row) and with the
-jointly trained tagger, each as a signed pipeline (a throwaway key) read by `client.deidentify`,
+jointly trained tagger, each as a signed pipeline (a throwaway key) read by `deidpool.client.deidentify`,
 whose representer runs without noise (adversarial_reference.md scores the same taggers with the
 noise drawn, so its numbers differ by up to 2 points).
 
@@ -27,21 +27,21 @@ import warnings
 from datetime import date
 from pathlib import Path
 
-from representer.threads import configure_threads
+from deidpool.representer.threads import configure_threads
 
 configure_threads()
 
 import numpy as np  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
-from client.deidentify import find_phi  # noqa: E402
-from client.patterns import DEFAULT_PATTERNS, PATTERNS, with_patterns  # noqa: E402
-from corpus.categories import phi_type  # noqa: E402
-from corpus.document import Document  # noqa: E402
-from corpus.errors import CorpusWarning  # noqa: E402
-from corpus.formats import read_corpus  # noqa: E402
-from corpus.i2b2_official import is_hipaa, phi_tokens  # noqa: E402
-from corpus.metrics import (  # noqa: E402
+from deidpool.client.deidentify import find_phi  # noqa: E402
+from deidpool.client.patterns import DEFAULT_PATTERNS, PATTERNS, with_patterns  # noqa: E402
+from deidpool.corpus.categories import phi_type  # noqa: E402
+from deidpool.corpus.document import Document  # noqa: E402
+from deidpool.corpus.errors import CorpusWarning  # noqa: E402
+from deidpool.corpus.formats import read_corpus  # noqa: E402
+from deidpool.corpus.i2b2_official import is_hipaa, phi_tokens  # noqa: E402
+from deidpool.corpus.metrics import (  # noqa: E402
     COLUMN_TITLES,
     LEVEL,
     RESAMPLES,
@@ -51,7 +51,7 @@ from corpus.metrics import (  # noqa: E402
     official_token_counts,
     score_row,
 )
-from representer.bundle import open_bundle, publish_pipeline, publish_run  # noqa: E402
+from deidpool.representer.bundle import open_bundle, publish_pipeline, publish_run  # noqa: E402
 from results_files import SCORE_COLUMNS, git_commit, score_header, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -32,24 +32,24 @@ from datetime import date
 from importlib.metadata import version
 from pathlib import Path
 
-from representer.threads import configure_threads
+from deidpool.representer.threads import configure_threads
 
 configure_threads()
 
-from client.patterns import DEFAULT_PATTERNS  # noqa: E402
-from corpus.document import Document, Span  # noqa: E402
-from corpus.errors import CorpusWarning  # noqa: E402
-from corpus.formats import read_corpus  # noqa: E402
-from corpus.i2b2_official import HIPAA_TYPES, phi_tokens  # noqa: E402
-from corpus.metrics import COLUMN_TITLES, evaluate_corpus, format_score, score_row  # noqa: E402
+from deidpool.client.patterns import DEFAULT_PATTERNS  # noqa: E402
+from deidpool.corpus.document import Document, Span  # noqa: E402
+from deidpool.corpus.errors import CorpusWarning  # noqa: E402
+from deidpool.corpus.formats import read_corpus  # noqa: E402
+from deidpool.corpus.i2b2_official import HIPAA_TYPES, phi_tokens  # noqa: E402
+from deidpool.corpus.metrics import COLUMN_TITLES, evaluate_corpus, format_score, score_row  # noqa: E402
 from pattern_layer import DATA, DEFAULT_RUN, ROOT, pipelines  # noqa: E402
 from results_files import git_commit, score_header, write_results  # noqa: E402
 
 try:
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry, RecognizerResult
 
-    from client.deidentify import PhiFinder
-    from client.integrations.presidio_recognizer import BlankSpacyNlpEngine, DeidpoolRecognizer
+    from deidpool.client.deidentify import PhiFinder
+    from deidpool.client.integrations.presidio_recognizer import BlankSpacyNlpEngine, DeidpoolRecognizer
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise SystemExit(f"this experiment needs {error.name}: pip install 'deidpool[presidio]'") from error
 

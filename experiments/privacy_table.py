@@ -39,9 +39,9 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from adversary.verdicts import EXPORT_PATH  # noqa: E402
 from audit_seeds import strongest_attack, target_rates  # noqa: E402
-from corpus.metrics import COLUMN_TITLES, PRIMARY  # noqa: E402
+from deidpool.adversary.verdicts import EXPORT_PATH  # noqa: E402
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY  # noqa: E402
 from results_files import RESULTS, configuration_folder, git_commit, save_figure, spread, write_results  # noqa: E402
 
 PRIORS = ("uniform", "frequency", "empirical")

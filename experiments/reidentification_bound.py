@@ -13,12 +13,12 @@ import sys
 import time
 from pathlib import Path
 
-from adversary.bound import reidentification_bound
-from adversary.pseudonymize import SCHEMES, Pseudonymizer, tag_category
-from adversary.schemes import PRIORS
-from corpus.formats import read_corpus
-from corpus.prepare import prepare_document
-from representer.embeddings import load_embeddings
+from deidpool.adversary.bound import reidentification_bound
+from deidpool.adversary.pseudonymize import SCHEMES, Pseudonymizer, tag_category
+from deidpool.adversary.schemes import PRIORS
+from deidpool.corpus.formats import read_corpus
+from deidpool.corpus.prepare import prepare_document
+from deidpool.representer.embeddings import load_embeddings
 from results_files import write_results
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "physionet-deid"

@@ -33,8 +33,8 @@ from datetime import date
 from pathlib import Path
 
 import federation
-from corpus.metrics import COLUMN_TITLES
-from representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
+from deidpool.corpus.metrics import COLUMN_TITLES
+from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import git_commit
 
 REPO, RESULTS = federation.REPO, federation.RESULTS
@@ -61,8 +61,8 @@ def folder_name(variant: str) -> str:
 def variant_bundle(seed_dir: Path, variant: Variant, out: Path) -> Path:
     """The signed representer bundle the variant exports with: the federation's own, or one
     published from a copy of the representer run that carries another of its model files."""
-    from representer import keys
-    from representer.bundle import publish_run
+    from deidpool.representer import keys
+    from deidpool.representer.bundle import publish_run
 
     if variant.representer == "representer.keras":
         return seed_dir / "bundle.tar"
@@ -80,11 +80,11 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
                  embeddings: tuple, args) -> dict:
     """Export every party's notes as `variant` says, train the server's tagger on all of them
     and return its rows on the test notes (alone and with the pattern layer)."""
-    from client.export import export_contribution
-    from representer import keys
-    from representer.bundle import open_bundle, publish_pipeline
-    from representer.tagger_runs import split_documents
-    from server.pooled import PooledContribution, open_pooled_data, train_pooled
+    from deidpool.client.export import export_contribution
+    from deidpool.representer import keys
+    from deidpool.representer.bundle import open_bundle, publish_pipeline
+    from deidpool.representer.tagger_runs import split_documents
+    from deidpool.server.pooled import PooledContribution, open_pooled_data, train_pooled
 
     _, vectors = embeddings
     out = seed_dir / "diagnosis" / folder_name(name)
@@ -126,7 +126,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
 
 def run_seed(seed: int, args) -> dict:
     """The variants' rows of one finished federation seed (kept in its diagnosis/rows.json)."""
-    from corpus.formats import read_corpus
+    from deidpool.corpus.formats import read_corpus
 
     corpus = federation.CORPORA[args.corpus]
     seed_dir = REPO / "runs" / args.federation / f"seed-{seed}"

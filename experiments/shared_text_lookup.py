@@ -25,12 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, load_data, sentences  # noqa: E402
-from adversary.audit import raw_embeddings  # noqa: E402
-from adversary.lookup import lookup_attack  # noqa: E402
-from adversary.pairs import PairSource  # noqa: E402
-from adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
-from adversary.verdicts import chance_verdict  # noqa: E402
-from representer.embeddings import load_glove_default  # noqa: E402
+from deidpool.adversary.audit import raw_embeddings  # noqa: E402
+from deidpool.adversary.lookup import lookup_attack  # noqa: E402
+from deidpool.adversary.pairs import PairSource  # noqa: E402
+from deidpool.adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
+from deidpool.adversary.verdicts import chance_verdict  # noqa: E402
+from deidpool.representer.embeddings import load_glove_default  # noqa: E402
 from results_files import spread, write_results  # noqa: E402
 
 NEIGHBOURS = (10, 100, 500)

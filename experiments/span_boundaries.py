@@ -14,12 +14,12 @@ from bisect import bisect_right
 from collections import Counter
 from pathlib import Path
 
-from corpus.document import Document
-from corpus.formats import read_corpus
-from corpus.prepare import prepare_document, prepare_text
-from corpus.sentences import split_sentences
-from corpus.tagging import decode, encode
-from corpus.tokenize import Token, tokenize
+from deidpool.corpus.document import Document
+from deidpool.corpus.formats import read_corpus
+from deidpool.corpus.prepare import prepare_document, prepare_text
+from deidpool.corpus.sentences import split_sentences
+from deidpool.corpus.tagging import decode, encode
+from deidpool.corpus.tokenize import Token, tokenize
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"

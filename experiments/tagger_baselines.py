@@ -25,13 +25,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from adversary.pseudonymize import Pseudonymizer  # noqa: E402
-from client.patterns import with_patterns  # noqa: E402
-from corpus.formats import read_corpus  # noqa: E402
-from corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  # noqa: E402
-from corpus.prepare import prepare_document  # noqa: E402
-from representer.embeddings import load_embeddings, save_fasttext, train_fasttext  # noqa: E402
-from representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
+from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
+from deidpool.client.patterns import with_patterns  # noqa: E402
+from deidpool.corpus.formats import read_corpus  # noqa: E402
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  # noqa: E402
+from deidpool.corpus.prepare import prepare_document  # noqa: E402
+from deidpool.representer.embeddings import load_embeddings, save_fasttext, train_fasttext  # noqa: E402
+from deidpool.representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
 from results_files import SCORE_COLUMNS, git_commit, over_seeds, save_figure, score_header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

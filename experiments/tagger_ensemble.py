@@ -13,11 +13,11 @@ import argparse
 import json
 import sys
 
-from client.patterns import with_patterns
-from corpus.metrics import evaluate_corpus, format_score, score_row
+from deidpool.client.patterns import with_patterns
+from deidpool.corpus.metrics import evaluate_corpus, format_score, score_row
+from deidpool.representer.ensemble import TaggerEnsemble
+from deidpool.representer.tagger_runs import load_tagger_run, predict_documents
 from pattern_layer import scores as category_scores
-from representer.ensemble import TaggerEnsemble
-from representer.tagger_runs import load_tagger_run, predict_documents
 from results_files import SCORE_COLUMNS, git_commit, over_seeds, score_header, write_results
 from tagger_baselines import DATA, RESULTS, RUNS, SCORED, load_data, run_folder
 

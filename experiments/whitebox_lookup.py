@@ -20,13 +20,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, ROOT, load_data, sentences  # noqa: E402
-from adversary.audit import attacker_reference  # noqa: E402
-from adversary.lookup import lookup_attack  # noqa: E402
-from adversary.pairs import PairSource  # noqa: E402
-from adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
-from representer.embeddings import load_glove_default  # noqa: E402
-from representer.representation import load_representer  # noqa: E402
-from representer.threads import configure_threads  # noqa: E402
+from deidpool.adversary.audit import attacker_reference  # noqa: E402
+from deidpool.adversary.lookup import lookup_attack  # noqa: E402
+from deidpool.adversary.pairs import PairSource  # noqa: E402
+from deidpool.adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
+from deidpool.representer.embeddings import load_glove_default  # noqa: E402
+from deidpool.representer.representation import load_representer  # noqa: E402
+from deidpool.representer.threads import configure_threads  # noqa: E402
 from results_files import write_results  # noqa: E402
 
 RUNS = [ROOT / "runs" / "adversarial_reference" / "three-phase_N100_raw_export",

@@ -4,16 +4,16 @@ Keras is imported only to load or publish models: verifying a bundle needs no ML
 
 A bundle holds `manifest.json`, `manifest.sig` (base64 Ed25519 signature of the manifest's
 bytes) and the model files the manifest lists with their SHA-256, nothing else. A pipeline's
-tagger is `tagger.keras`, or, for a seed ensemble (`representer.ensemble`), its members
+tagger is `tagger.keras`, or, for a seed ensemble (`deidpool.representer.ensemble`), its members
 `tagger-1.keras`, `tagger-2.keras`, ... The
 representer id is derived from the representer file's hash, so a pipeline built on a
 representer keeps its id.
 
 A training run directory can be published (`publish_run`) when it holds
 `models/representer.keras` (and optionally `models/tagger.keras`, making a pipeline), as
-`representer.training.run_training` saves them, and a `config.json` with `embeddings` (the
+`deidpool.representer.training.run_training` saves them, and a `config.json` with `embeddings` (the
 embeddings spec, e.g. "glove") and `tags` (the tag vocabulary, "O" first; `tag_vocabulary`
-in `representer.tagger_runs`); optional entries are `embeddings_id` (checked), `scheme`
+in `deidpool.representer.tagger_runs`); optional entries are `embeddings_id` (checked), `scheme`
 (default "BIO"), `label` (the span attribute the tags name: "source_type", the default,
 also written "source", or "type" for i2b2 2014 types) and `neighbours` (N). Its
 `metrics.json`, when present, is the training summary.
@@ -38,8 +38,8 @@ from pathlib import Path
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from corpus.casing import CASING
-from representer.keys import fingerprint
+from deidpool.corpus.casing import CASING
+from deidpool.representer.keys import fingerprint
 
 FORMAT_VERSION = 1
 MANIFEST, SIGNATURE = "manifest.json", "manifest.sig"
@@ -98,18 +98,19 @@ class Bundle:
 
     def load_representer(self, deterministic: bool = False):
         """The representer (a Keras model) with its noise on (unless `deterministic`)."""
-        from representer.representation import load_representer
+        from deidpool.representer.representation import load_representer
 
         return self._load(REPRESENTER_FILE, lambda path: load_representer(path, deterministic))
 
     def load_tagger(self):
-        """The pipeline's `representer.tagger.Tagger`, or its `representer.ensemble.TaggerEnsemble`."""
+        """The pipeline's `deidpool.representer.tagger.Tagger`, or its
+        `deidpool.representer.ensemble.TaggerEnsemble`."""
         if not self.is_pipeline:
             raise BundleError(f"{self.path} is a representer bundle without a tagger, not a pipeline")
         taggers = [self._load(name, _load_tagger) for name in self.tagger_files]
         if len(taggers) == 1:
             return taggers[0]
-        from representer.ensemble import TaggerEnsemble
+        from deidpool.representer.ensemble import TaggerEnsemble
 
         try:
             return TaggerEnsemble(taggers)
@@ -126,7 +127,7 @@ class Bundle:
         """The embeddings the representer was trained on, by the manifest's spec or `spec`;
         refused unless their source id (name + matrix hash) is the manifest's."""
         try:
-            from representer.embeddings import load_embeddings
+            from deidpool.representer.embeddings import load_embeddings
         except ImportError as error:
             raise BundleError(f"cannot load embeddings: the package {error.name} is missing "
                               f"(pip install {str(error.name).replace('_', '-')})") from None
@@ -258,8 +259,8 @@ def publish_run(run_dir: str | Path, signing_key: Ed25519PrivateKey, out: str | 
                 audit: str | Path | None = None) -> dict:
     """Publish a training run (see the module docstring) as a bundle at `out`, with the audit
     summary from `audit` (a JSON file, or a run directory with metrics.json). Returns the manifest."""
-    from representer.embeddings import load_embeddings
-    from representer.representation import load_representer
+    from deidpool.representer.embeddings import load_embeddings
+    from deidpool.representer.representation import load_representer
 
     run_dir = Path(run_dir)
     config = _read_json(run_dir / "config.json")
@@ -324,7 +325,7 @@ def publish_pipeline(bundle: Bundle, tagger_file: str | Path | Sequence[str | Pa
 def _load_tagger(path: Path):
     import keras
 
-    from representer.tagger import Tagger
+    from deidpool.representer.tagger import Tagger
 
     tagger = keras.saving.load_model(path, compile=False)
     if not isinstance(tagger, Tagger):

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from corpus.document import Document, Span
-from corpus.tagging import decode
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.tagging import decode
 
 BATCH_SIZE = 32
 INFERENCE_BATCH_SIZE = 128
@@ -67,7 +67,7 @@ class SentenceData:
 
     @classmethod
     def from_sentences(cls, sentences: Sequence, embeddings, vocabulary: Sequence[str] | None = None) -> SentenceData:
-        """From `corpus.prepare` sentences: features by `embeddings.sentence_matrix` (one lookup
+        """From `deidpool.corpus.prepare` sentences: features by `embeddings.sentence_matrix` (one lookup
         for all tokens), and tag ids in `vocabulary` when given (labeled sentences)."""
         tokens = [token for sentence in sentences for token in sentence.tokens]
         tags = None
@@ -211,7 +211,7 @@ def _streamed(data: SentenceStream, batch_size: int, rng: np.random.Generator | 
 
 def predicted_documents(documents: Sequence[Document], sentences: Sequence[Sequence], predictions: Sequence,
                         vocabulary: Sequence[str], scheme: str = "BIO") -> list[Document]:
-    """Documents with the predicted spans, for `corpus.metrics.evaluate_corpus`.
+    """Documents with the predicted spans, for `deidpool.corpus.metrics.evaluate_corpus`.
 
     `sentences[i]` are the prepared sentences of `documents[i]`; `predictions` holds tag id
     arrays for all of them in the same order (as flattened into `SentenceData`).

@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 from gensim.models import FastText, KeyedVectors
 from gensim.models.fasttext import FastTextKeyedVectors, load_facebook_vectors, save_facebook_model
 
-from corpus.tokenize import Token
-from representer.progress import progress_bar
+from deidpool.corpus.tokenize import Token
+from deidpool.representer.progress import progress_bar
 
 GLOVE_NAME = "glove-6b-50d"
 _DIGIT = re.compile(r"\d")

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from representer.crf import CRF
+from deidpool.representer.crf import CRF
 
 
 class TaggerEnsemble:

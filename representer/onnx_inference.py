@@ -23,7 +23,7 @@ import onnx
 import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
-from representer.noise import TrainableGaussianNoise
+from deidpool.representer.noise import TrainableGaussianNoise
 
 OPSET = 17
 NORM_EPSILON = 1e-12  # keras.ops.normalize's floor on the squared norm
@@ -224,7 +224,7 @@ class PipelineSession:
 
 def viterbi(scores: np.ndarray, lengths: np.ndarray, transitions: np.ndarray, start: np.ndarray,
             end: np.ndarray) -> np.ndarray:
-    """The best tag paths (batch, time) int32 under a CRF (`representer.crf.CRF.decode` in
+    """The best tag paths (batch, time) int32 under a CRF (`deidpool.representer.crf.CRF.decode` in
     NumPy): unary `scores` (batch, time, tags), `transitions[i, j]` from tag i to tag j."""
     batch, time, _ = scores.shape
     alpha = start[None] + scores[:, 0]

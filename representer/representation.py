@@ -6,7 +6,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from representer.noise import TrainableGaussianNoise, set_deterministic
+from deidpool.representer.noise import TrainableGaussianNoise, set_deterministic
 
 # Initial noise levels (the reference default is not known here). GloVe 6B 50d has a
 # per-dimension std of about 0.67, so 0.1 on the input is ~15% of the signal. The output

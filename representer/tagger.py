@@ -6,9 +6,9 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from corpus.casing import CASING
-from representer.crf import CRF, crf_nll
-from representer.dataset import INFERENCE_BATCH_SIZE, inference_batches
+from deidpool.corpus.casing import CASING
+from deidpool.representer.crf import CRF, crf_nll
+from deidpool.representer.dataset import INFERENCE_BATCH_SIZE, inference_batches
 
 CASING_CLASSES = len(CASING)
 MAX_CLASS_WEIGHT = 10.0

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import keras
 
-from corpus.document import Document, Span
-from corpus.prepare import LabeledSentence, prepare_document, prepare_text
-from corpus.tagging import tag_vocabulary
-from representer.dataset import SentenceData, predicted_documents
-from representer.embeddings import Embeddings, load_embeddings
-from representer.tagger import Tagger, build_tagger, compute_class_weights, tag_sentences
-from representer.training import TaggerTraining, run_training
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.prepare import LabeledSentence, prepare_document, prepare_text
+from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.representer.dataset import SentenceData, predicted_documents
+from deidpool.representer.embeddings import Embeddings, load_embeddings
+from deidpool.representer.tagger import Tagger, build_tagger, compute_class_weights, tag_sentences
+from deidpool.representer.training import TaggerTraining, run_training
 
 RUN_FORMAT = 1
 TAGGER_FILE = "models/tagger.keras"  # where run_training saves the best tagger
@@ -40,7 +40,7 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
                      pseudonymizer=None, keep_originals: bool = False, lstm_units: int = 128, max_epochs: int = 20,
                      patience: int = 3, seed: int = 0, progress: bool = True,
                      loaded_embeddings: Embeddings | None = None) -> dict:
-    """Train a tagger on raw embeddings (or, given an `adversary.pseudonymize.Pseudonymizer`,
+    """Train a tagger on raw embeddings (or, given an `deidpool.adversary.pseudonymize.Pseudonymizer`,
     on pseudonymized training sentences, with `keep_originals` on the originals and a
     pseudonymized copy of each: augmentation) with early stopping on the validation documents;
     writes the run directory (config.json, history.json, metrics.json, models/tagger.keras) and

@@ -18,9 +18,9 @@ def publish_tiny_pipeline(folder: str | Path, signing_key: Ed25519PrivateKey, wo
     metrics, untrained models) and its bundle `folder`/pipeline.tar signed with
     `signing_key`; returns the bundle's path. Contributions for it have dimension `repr_size`
     and tag ids below len(`tags`)."""
-    from representer.bundle import publish_run
-    from representer.representation import build_representer, save_representer
-    from representer.tagger import build_tagger
+    from deidpool.representer.bundle import publish_run
+    from deidpool.representer.representation import build_representer, save_representer
+    from deidpool.representer.tagger import build_tagger
 
     folder = Path(folder)
     run = folder / "run"

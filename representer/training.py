@@ -17,10 +17,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
-from representer.distribution import gathered, replica_batches, run_alike
-from representer.progress import progress_bar
-from representer.tagger import tagger_loss
+from deidpool.representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
+from deidpool.representer.distribution import gathered, replica_batches, run_alike
+from deidpool.representer.progress import progress_bar
+from deidpool.representer.tagger import tagger_loss
 
 CHECKPOINT = "checkpoints/latest.npz"
 RESUMABLE_EXIT_STATUS = 75  # EX_TEMPFAIL: the commands' exit status after a time budget ran out

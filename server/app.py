@@ -18,12 +18,12 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
-from server.errors import Refused
-from server.limits import RateLimits
-from server.metrics import RequestMetrics, ServerMetrics
-from server.recovery import reconcile_store
-from server.routes import ROUTERS
-from server.state import ServerState
+from deidpool.server.errors import Refused
+from deidpool.server.limits import RateLimits
+from deidpool.server.metrics import RequestMetrics, ServerMetrics
+from deidpool.server.recovery import reconcile_store
+from deidpool.server.routes import ROUTERS
+from deidpool.server.state import ServerState
 
 log = logging.getLogger(__name__)
 STORAGE_FULL = (errno.ENOSPC, errno.EDQUOT)

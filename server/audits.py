@@ -7,12 +7,12 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from adversary.verdicts import BROKEN, CHANCE, EXPORT_PATH, INCONCLUSIVE
-from representer.keys import fingerprint
-from server.auth import AuthError, canonical_json, load_ed25519_public_key, verify_signature
-from server.database import Audit, Representer
-from server.errors import Refused
-from server.state import ServerState
+from deidpool.adversary.verdicts import BROKEN, CHANCE, EXPORT_PATH, INCONCLUSIVE
+from deidpool.representer.keys import fingerprint
+from deidpool.server.auth import AuthError, canonical_json, load_ed25519_public_key, verify_signature
+from deidpool.server.database import Audit, Representer
+from deidpool.server.errors import Refused
+from deidpool.server.state import ServerState
 
 
 def record_audit(state: ServerState, report: dict, signature: str, signer_public_key: str) -> Audit:

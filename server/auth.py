@@ -17,14 +17,14 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from contribution.signed_requests import (
+from deidpool.contribution.signed_requests import (
     CLIENT_VERSION,
     NONCE_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     request_message,
 )
-from server.settings import MAX_CLOCK_SKEW_SECONDS
+from deidpool.server.settings import MAX_CLOCK_SKEW_SECONDS
 
 NONCE_PATTERN = re.compile(r"[A-Za-z0-9_-]{16,64}")
 

@@ -16,8 +16,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from server import charts
-from server.database import Audit, Contribution, Institution, Pipeline, Representer, RunEpoch, TrainingRun
+from deidpool.server import charts
+from deidpool.server.database import Audit, Contribution, Institution, Pipeline, Representer, RunEpoch, TrainingRun
 
 RUNS_SHOWN = 20
 _templates = Environment(loader=PackageLoader("server"), autoescape=True, undefined=StrictUndefined,

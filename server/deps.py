@@ -13,15 +13,15 @@ from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from contribution.container import CONTENT_TYPE
-from contribution.signed_requests import (
+from deidpool.contribution.container import CONTENT_TYPE
+from deidpool.contribution.signed_requests import (
     CONTENT_SHA256_HEADER,
     INSTITUTION_HEADER,
     NONCE_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
 )
-from server.auth import (
+from deidpool.server.auth import (
     NONCE_PATTERN,
     AuthError,
     check_admin_authorization,
@@ -30,12 +30,12 @@ from server.auth import (
     check_viewer_authorization,
     load_ed25519_public_key,
 )
-from server.database import Institution
-from server.errors import Refused
-from server.nonces import use_nonce
-from server.payloads import PayloadTooLarge, StagedPayload
-from server.state import ServerState
-from server.uploads import registered_institution
+from deidpool.server.database import Institution
+from deidpool.server.errors import Refused
+from deidpool.server.nonces import use_nonce
+from deidpool.server.payloads import PayloadTooLarge, StagedPayload
+from deidpool.server.state import ServerState
+from deidpool.server.uploads import registered_institution
 
 MAX_JSON_BYTES = 1 << 20  # the body of a JSON route (audit reports are the largest)
 BUNDLE_TYPE = "application/x-tar"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from representer import keys
-from server.auth import new_token
-from server.settings import Layout, Settings, SettingsError
+from deidpool.representer import keys
+from deidpool.server.auth import new_token
+from deidpool.server.settings import Layout, Settings, SettingsError
 
 
 def init_data_dir(data_dir: str | Path, provider_key: str | Path, force: bool = False) -> str:
@@ -18,7 +18,7 @@ def init_data_dir(data_dir: str | Path, provider_key: str | Path, force: bool = 
     Re-initializing keeps the server's keys, payloads and database; it pins the given provider
     key and replaces the admin token (the old one stops working); the limits stay.
     """
-    from server.database import migrate_database  # SQLAlchemy and Alembic: the token commands need neither
+    from deidpool.server.database import migrate_database  # SQLAlchemy and Alembic: the token commands need neither
 
     layout = Layout(Path(data_dir))
     provider = keys.load_public_key(provider_key, keys.SIGNING)

@@ -15,10 +15,10 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from contribution.signed_requests import INSTITUTION_HEADER
-from server.auth import AuthError, check_admin_authorization
-from server.database import Institution
-from server.state import ServerState
+from deidpool.contribution.signed_requests import INSTITUTION_HEADER
+from deidpool.server.auth import AuthError, check_admin_authorization
+from deidpool.server.database import Institution
+from deidpool.server.state import ServerState
 
 MAX_INSTITUTION_CHARS = 64
 

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import TextIO
 
 FORMATS = ("text", "json")
-INFO_LOGGERS = ("server", "deidpool", "uvicorn")  # the rest (TensorFlow, Alembic, httpx) from WARNING
+INFO_LOGGERS = ("deidpool", "uvicorn")  # the rest (TensorFlow, Alembic, httpx) from WARNING
 REQUEST_FIELDS = "request"  # the `extra=` key of an access line's fields
 _CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}")
 

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from server.database import (
+from deidpool.server.database import (
     QUEUED,
     RUN_STATUSES,
     Contribution,
@@ -31,11 +31,11 @@ from server.database import (
     RunEpoch,
     TrainingRun,
 )
+from deidpool.server.state import ServerState
 from server.logs import REQUEST_FIELDS
-from server.state import ServerState
 
 log = logging.getLogger(__name__)
-access_log = logging.getLogger("server.access")
+access_log = logging.getLogger("deidpool.server.access")
 UPLOAD_ROUTE = ("POST", "/api/contributions")
 UNMATCHED = "unmatched"  # the route label when no route answered (the label set stays bounded)
 METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}

@@ -11,9 +11,9 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from contribution.signed_requests import NONCE_HEADER
-from server.auth import AuthError
-from server.database import RequestNonce, utcnow
+from deidpool.contribution.signed_requests import NONCE_HEADER
+from deidpool.server.auth import AuthError
+from deidpool.server.database import RequestNonce, utcnow
 
 
 def use_nonce(sessions: sessionmaker, institution: str, nonce: str, stale_after: float) -> None:

@@ -1,5 +1,5 @@
 """The pooled tagger's training, without the database: the sentences of a run's contributions,
-decrypted, verified and checked (the uploads' `contribution.validation.check_sentence`) chunk
+decrypted, verified and checked (the uploads' `deidpool.contribution.validation.check_sentence`) chunk
 by chunk on every pass (so memory does not grow with the pool), split between training and
 validation (each institution gives `valid_fraction` of its own sentences to validation), and
 the BiLSTM-CRF tagger trained on them in a resumable run directory, on one device or across
@@ -18,13 +18,13 @@ import tensorflow as tf
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from contribution.container import ContributionHeader, iter_sentences, verify_contribution
-from contribution.records import ContributionError, ContributionSentence
-from contribution.validation import check_sentence
-from representer.dataset import BATCH_SIZE, SentenceData, SentenceStream
-from representer.distribution import training_strategy
-from representer.tagger import build_tagger, compute_class_weights
-from representer.training import TaggerTraining, run_training
+from deidpool.contribution.container import ContributionHeader, iter_sentences, verify_contribution
+from deidpool.contribution.records import ContributionError, ContributionSentence
+from deidpool.contribution.validation import check_sentence
+from deidpool.representer.dataset import BATCH_SIZE, SentenceData, SentenceStream
+from deidpool.representer.distribution import training_strategy
+from deidpool.representer.tagger import build_tagger, compute_class_weights
+from deidpool.representer.training import TaggerTraining, run_training
 
 
 class PooledDataError(ValueError):

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from representer.bundle import TAGGER_FILE, BundleError, open_bundle, publish_pipeline
-from server.audits import passed_audit
-from server.database import SUCCEEDED, Pipeline, Representer, TrainingRun
-from server.errors import Refused
-from server.state import ServerState
+from deidpool.representer.bundle import TAGGER_FILE, BundleError, open_bundle, publish_pipeline
+from deidpool.server.audits import passed_audit
+from deidpool.server.database import SUCCEEDED, Pipeline, Representer, TrainingRun
+from deidpool.server.errors import Refused
+from deidpool.server.state import ServerState
 
 
 def _succeeded_run(session: Session, run_id: int) -> TrainingRun:

@@ -7,9 +7,9 @@ import logging
 
 from sqlalchemy import select
 
-from server.database import Contribution, Pipeline, Representer
-from server.state import ServerState
-from server.uploads import restore_contribution
+from deidpool.server.database import Contribution, Pipeline, Representer
+from deidpool.server.state import ServerState
+from deidpool.server.uploads import restore_contribution
 
 log = logging.getLogger(__name__)
 

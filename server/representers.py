@@ -7,11 +7,11 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from representer.bundle import BundleError, open_bundle
-from server.database import Representer
-from server.errors import Refused
-from server.payloads import StagedPayload
-from server.state import ServerState
+from deidpool.representer.bundle import BundleError, open_bundle
+from deidpool.server.database import Representer
+from deidpool.server.errors import Refused
+from deidpool.server.payloads import StagedPayload
+from deidpool.server.state import ServerState
 
 
 def current_representer(session: Session) -> Representer | None:

@@ -1,14 +1,14 @@
-"""Pooled training runs as the coordinator queues them; the worker (`server.worker`) claims
+"""Pooled training runs as the coordinator queues them; the worker (`deidpool.server.worker`) claims
 and trains them."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
 
-from server.database import QUEUED, Contribution, TrainingRun
-from server.errors import Refused
-from server.representers import current_representer
-from server.state import ServerState
+from deidpool.server.database import QUEUED, Contribution, TrainingRun
+from deidpool.server.errors import Refused
+from deidpool.server.representers import current_representer
+from deidpool.server.state import ServerState
 
 
 def queue_run(state: ServerState, config: dict) -> TrainingRun:

@@ -10,10 +10,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from sqlalchemy.orm import sessionmaker
 
-from representer import keys
-from server.database import open_database
-from server.payloads import PayloadStore
-from server.settings import Layout, Settings
+from deidpool.representer import keys
+from deidpool.server.database import open_database
+from deidpool.server.payloads import PayloadStore
+from deidpool.server.settings import Layout, Settings
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,16 +11,16 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from adversary.schemes import PRIORS
-from contribution.container import BindingError, read_header, verify_contribution
-from contribution.records import ContributionError
-from contribution.validation import validate_contribution
-from server.auth import load_ed25519_public_key
-from server.database import Contribution, Institution, Representer
-from server.errors import Refused
-from server.payloads import StagedPayload
-from server.settings import MAX_CLOCK_SKEW_SECONDS
-from server.state import ServerState
+from deidpool.adversary.schemes import PRIORS
+from deidpool.contribution.container import BindingError, read_header, verify_contribution
+from deidpool.contribution.records import ContributionError
+from deidpool.contribution.validation import validate_contribution
+from deidpool.server.auth import load_ed25519_public_key
+from deidpool.server.database import Contribution, Institution, Representer
+from deidpool.server.errors import Refused
+from deidpool.server.payloads import StagedPayload
+from deidpool.server.settings import MAX_CLOCK_SKEW_SECONDS
+from deidpool.server.state import ServerState
 
 _STORING = threading.Lock()  # held while an upload moves its payload into place and commits its row (_store)
 

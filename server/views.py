@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.database import Audit, Contribution, Institution, Pipeline, Representer, RunEpoch, TrainingRun
+from deidpool.server.database import Audit, Contribution, Institution, Pipeline, Representer, RunEpoch, TrainingRun
 
 Time = str  # ISO 8601, to the second, in UTC ("2025-01-31T12:00:00+00:00")
 

@@ -1,5 +1,5 @@
 """The pooled training worker (docs/server.md, Worker): claims queued runs (or runs whose
-worker stopped sending heartbeats) one at a time, trains them with `server.pooled` in
+worker stopped sending heartbeats) one at a time, trains them with `deidpool.server.pooled` in
 D/runs/<id>/, records every epoch in the database, and marks each run succeeded or failed.
 
 Several workers may serve one queue (one database, one data directory): a claim locks the
@@ -32,9 +32,9 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 from tensorflow.python.eager import context
 
-from representer.distribution import training_strategy
-from server.auth import load_ed25519_public_key
-from server.database import (
+from deidpool.representer.distribution import training_strategy
+from deidpool.server.auth import load_ed25519_public_key
+from deidpool.server.database import (
     FAILED,
     QUEUED,
     RUNNING,
@@ -46,8 +46,8 @@ from server.database import (
     TrainingRun,
     utcnow,
 )
-from server.pooled import PooledContribution, open_pooled_data, train_pooled
-from server.state import ServerState
+from deidpool.server.pooled import PooledContribution, open_pooled_data, train_pooled
+from deidpool.server.state import ServerState
 
 STALE_SECONDS = 60  # a running run without a heartbeat for this long belongs to a crashed worker
 HEARTBEAT_SECONDS = 15
@@ -221,7 +221,7 @@ def claim_run(sessions: sessionmaker, worker_id: str) -> int | None:
     worker is claiming is locked, so it is skipped instead of waited for, and one that another
     claim committed meanwhile is checked again and skipped. SQLite has no row locks (SQLAlchemy
     leaves the clause out), but every transaction takes the write lock when it begins
-    (`server.database`), so claims run one after another. The UPDATE is conditional too, so
+    (`deidpool.server.database`), so claims run one after another. The UPDATE is conditional too, so
     exclusivity does not rest on the locks alone."""
     now = utcnow()
     claimable = or_(TrainingRun.status == QUEUED,

@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from client.identity import create_institution_keys
-from corpus.categories import PHI_TYPES
-from corpus.synth import generate_documents
-from corpus.tagging import tag_vocabulary
-from representer import keys
+from deidpool.client.identity import create_institution_keys
+from deidpool.corpus.categories import PHI_TYPES
+from deidpool.corpus.synth import generate_documents
+from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.representer import keys
 
 EMBEDDING_DIM, REPR_SIZE, UNITS = 8, 6, 4
 TAGS = tag_vocabulary({phi.type for phi in PHI_TYPES.values()})
@@ -70,7 +70,7 @@ def documents():
 def pipeline_path(workspace, documents, key_files) -> Path:
     """A training run (workspace/run) with a tiny representer and tagger (untrained), published
     as a .tar."""
-    from representer.tiny import publish_tiny_pipeline
+    from deidpool.representer.tiny import publish_tiny_pipeline
 
     words = sorted({word.lower() for document in documents for word in document.text.split() if word.isalpha()})
     signing_key = keys.load_private_key(key_files.provider.private, keys.SIGNING)

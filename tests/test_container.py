@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from deidpool.cli import app as cli
-from server.settings import normalized_url
+from deidpool.server.settings import normalized_url
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE, COMPOSE, DOCKERIGNORE = ROOT / "Dockerfile", ROOT / "compose.yaml", ROOT / ".dockerignore"

@@ -3,7 +3,7 @@
 'deidpool[presidio]'`), and an NLP engine on a blank spaCy pipeline, so that no spaCy model has
 to be downloaded.
 
-Entity names: every deidpool label is first mapped to its i2b2 2014 type (`corpus.categories`),
+Entity names: every deidpool label is first mapped to its i2b2 2014 type (`deidpool.corpus.categories`),
 then by `PRESIDIO_ENTITIES` to a Presidio entity. Presidio's own names are used where one
 fits (PERSON, LOCATION, DATE_TIME, PHONE_NUMBER, EMAIL_ADDRESS, URL, IP_ADDRESS, US_SSN,
 MEDICAL_LICENSE); otherwise the names Presidio's i2b2 de-identification model configuration
@@ -22,8 +22,8 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(f"the Presidio integration needs {error.name}: pip install 'deidpool[presidio]'") from error
 
-from client.deidentify import PhiFinder
-from corpus.categories import phi_type
+from deidpool.client.deidentify import PhiFinder
+from deidpool.corpus.categories import phi_type
 
 # i2b2 2014 type -> Presidio entity name (docs/integrations.md)
 PRESIDIO_ENTITIES: dict[str, str] = {

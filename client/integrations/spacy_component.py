@@ -33,7 +33,7 @@ def make_deidpool_component(nlp: Language, name: str, pipeline: str, provider_ke
     """The component for the pipeline at `pipeline` (folder or .tar), verified with the PEM public
     key file `provider_key`; `embeddings` where to find its embeddings if not by its own spec;
     `patterns` merge the pattern layer's spans (as `deidpool client deidentify`)."""
-    from client.deidentify import PhiFinder
+    from deidpool.client.deidentify import PhiFinder
 
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
@@ -71,7 +71,7 @@ class DeidpoolComponent:
             yield self.set_annotations(doc, spans)
 
     def set_annotations(self, doc: Doc, spans) -> Doc:
-        """Write `spans` (`corpus.document.Span`s with offsets into `doc.text`) to `doc`."""
+        """Write `spans` (`deidpool.corpus.document.Span`s with offsets into `doc.text`) to `doc`."""
         found = [doc.char_span(span.start, span.end, label=getattr(span, self.label), alignment_mode="expand")
                  for span in spans]
         found = [span for span in found if span is not None]

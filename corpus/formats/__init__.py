@@ -13,17 +13,17 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from corpus.document import Document
-from corpus.errors import CorpusError
+from deidpool.corpus.document import Document
+from deidpool.corpus.errors import CorpusError
 
 # format name -> module implementing it
 FORMATS = {
-    "i2b2": "corpus.formats.i2b2_xml",
-    "meddocan": "corpus.formats.i2b2_xml",
-    "brat": "corpus.formats.brat",
-    "physionet": "corpus.formats.physionet",
-    "conll": "corpus.formats.conll",
-    "json": "corpus.formats.jsonl",
+    "i2b2": "deidpool.corpus.formats.i2b2_xml",
+    "meddocan": "deidpool.corpus.formats.i2b2_xml",
+    "brat": "deidpool.corpus.formats.brat",
+    "physionet": "deidpool.corpus.formats.physionet",
+    "conll": "deidpool.corpus.formats.conll",
+    "json": "deidpool.corpus.formats.jsonl",
 }
 
 

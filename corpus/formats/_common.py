@@ -8,8 +8,8 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from corpus.document import Document, Span
-from corpus.errors import CorpusError, warn_or_raise
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.errors import CorpusError, warn_or_raise
 
 _SAFE_ID = re.compile(r"[^/\\\x00]+")
 

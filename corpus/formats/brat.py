@@ -8,7 +8,7 @@ standard. A `.txt` without `.ann` is a note without PHI. Line breaks inside a sp
 written as spaces in the TEXT field (as BRAT does) and restored from the note on reading.
 
 The writer also puts BRAT's `annotation.conf` and `visual.conf` in the folder, generated from
-`corpus.categories` (never edit them: they are rewritten with every output), so the folder
+`deidpool.corpus.categories` (never edit them: they are rewritten with every output), so the folder
 opens in BRAT as a collection whose entity types are the PHI types, ready for review: every
 i2b2 2014 type, grouped by category between separator lines, and nested under the i2b2 2014
 type it maps to every other label that the documents use or the writer is given (`types`,
@@ -22,10 +22,10 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from corpus.categories import I2B2_TYPES, PHI_TYPES
-from corpus.document import Document, Span
-from corpus.errors import CorpusError, warn_or_raise
-from corpus.formats._common import (
+from deidpool.corpus.categories import I2B2_TYPES, PHI_TYPES
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.errors import CorpusError, warn_or_raise
+from deidpool.corpus.formats._common import (
     document_split,
     input_files,
     is_empty,
@@ -118,7 +118,7 @@ _HEADER = ("# BRAT {what} of deidpool's PHI types, generated from corpus/categor
 
 def type_hierarchy(types: Iterable[str] = ()) -> dict[str, dict[str, list[str]]]:
     """category -> i2b2 2014 type -> the other labels of `types` that map to it, in the order
-    of `corpus.categories` whatever the order of `types`; labels outside the table, sorted,
+    of `deidpool.corpus.categories` whatever the order of `types`; labels outside the table, sorted,
     under the category ""."""
     wanted = set(types)
     tree: dict[str, dict[str, list[str]]] = {}

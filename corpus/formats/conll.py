@@ -1,6 +1,6 @@
 """CoNLL export: a `-DOCSTART- <id>` line and a blank line open each document, then one
 `token\\tTAG` line per token (BIO tags over source types) and a blank line after each
-sentence. Tokens, sentences and tags come from `corpus.prepare.prepare_document`.
+sentence. Tokens, sentences and tags come from `deidpool.corpus.prepare.prepare_document`.
 
 Reading is lossy by nature: the original spacing is gone, so a document's text is rebuilt
 by joining its tokens with single spaces and its sentences with newlines, and spans are
@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from corpus.document import Document, Span
-from corpus.errors import CorpusError
-from corpus.formats._common import input_files, is_empty, read_text, refuse_split
-from corpus.prepare import prepare_document
-from corpus.tagging import decode
-from corpus.tokenize import Token
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.errors import CorpusError
+from deidpool.corpus.formats._common import input_files, is_empty, read_text, refuse_split
+from deidpool.corpus.prepare import prepare_document
+from deidpool.corpus.tagging import decode
+from deidpool.corpus.tokenize import Token
 
 DOCSTART = "-DOCSTART-"
 

@@ -3,7 +3,7 @@
 
 The element name of a tag is the i2b2 category; its `TYPE` attribute is the source type
 and alone decides the span's label (MEDDOCAN files tag FAMILIARES_SUJETO_ASISTENCIA as
-OTHER, where `corpus.categories` puts it under NAME). XML parsers turn CR into LF even
+OTHER, where `deidpool.corpus.categories` puts it under NAME). XML parsers turn CR into LF even
 inside CDATA, so the writer emits CR as the character reference `&#13;` between CDATA
 sections, and splits a CDATA section around any "]]>" in the text.
 """
@@ -16,9 +16,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from corpus.document import Document, Span
-from corpus.errors import CorpusError
-from corpus.formats._common import document_split, input_files, is_empty, output_files, refuse_split, span_ids
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.errors import CorpusError
+from deidpool.corpus.formats._common import document_split, input_files, is_empty, output_files, refuse_split, span_ids
 
 ROOTS = ("deIdi2b2", "MEDDOCAN")
 _REQUIRED = ("start", "end", "text", "TYPE")

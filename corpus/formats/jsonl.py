@@ -10,9 +10,9 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from corpus.document import Document, Span
-from corpus.errors import CorpusError
-from corpus.formats._common import input_files, is_empty, output_files, read_text, refuse_split
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.errors import CorpusError
+from deidpool.corpus.formats._common import input_files, is_empty, output_files, read_text, refuse_split
 
 _DOCUMENT_FIELDS = {"id": str, "text": str, "spans": list}
 _SPAN_FIELDS = {"start": int, "end": int, "type": str, "text": str}

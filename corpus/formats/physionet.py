@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from corpus.document import Document, Span
-from corpus.errors import CorpusError, warn_or_raise
-from corpus.formats._common import SPLITS_FILE, is_empty, one_line, read_text, split_members, standoff_text
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.errors import CorpusError, warn_or_raise
+from deidpool.corpus.formats._common import SPLITS_FILE, is_empty, one_line, read_text, split_members, standoff_text
 
 TEXT_FILE = "id.text"
 _START = re.compile(r"START_OF_RECORD=([^\s|]+)\|\|\|\|([^\s|]+)\|\|\|\|")

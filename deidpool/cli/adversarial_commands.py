@@ -9,12 +9,12 @@ from pathlib import Path
 
 import typer
 
-from adversary.schemes import EXPORT_SCHEME, SCHEMES
-from adversary.verdicts import HELD_OUT_DRAWS
-from corpus.errors import CorpusError
+from deidpool.adversary.schemes import EXPORT_SCHEME, SCHEMES
+from deidpool.adversary.verdicts import HELD_OUT_DRAWS
 from deidpool.cli.budget import TIME_BUDGET, within_budget
 from deidpool.cli.runtime import start_tensorflow
 from deidpool.cli.train_commands import training_documents
+from deidpool.corpus.errors import CorpusError
 
 _DATA = typer.Option(..., "--data", help="Annotated notes (file or folder, as --format needs).")
 _FORMAT = typer.Option(..., "--format", help="Format of --data.")
@@ -62,7 +62,7 @@ def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_
     """Both train commands, their options passed by name."""
     start_tensorflow()
 
-    from adversary.runs import AdversarialSettings, train_adversarial_run
+    from deidpool.adversary.runs import AdversarialSettings, train_adversarial_run
 
     train_docs, valid_docs = training_documents(data, fmt, splits, valid_data, valid_split, valid_fraction, seed)
     settings = AdversarialSettings(neighbours=neighbours, repr_size=repr_size, lam=lam, max_epochs=max_epochs,
@@ -126,7 +126,7 @@ def audit(
     path: str = typer.Option("export", "--path", help="export: attack what `client export` shares (PHI "
                                                       "pseudonymized among N before the representer; the verdict "
                                                       "the server's publish gate reads); representer: the bare "
-                                                      "representer."),
+                                                      "deidpool.representer."),
     pseudonymization: str = typer.Option(EXPORT_SCHEME, "--pseudonymization",
                                          help="How pairs and exports are pseudonymized: neighbours or groups (as "
                                               "`client export --pseudonymization`)."),
@@ -154,7 +154,7 @@ def audit(
     folder gets metrics.json, report.md, accuracy.png, history.json and config.json."""
     start_tensorflow()
 
-    from adversary.runs import audit_run
+    from deidpool.adversary.runs import audit_run
 
     if path not in ("export", "representer"):
         raise typer.BadParameter("choose export or representer", param_hint="--path")

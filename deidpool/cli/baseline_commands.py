@@ -42,7 +42,7 @@ def train_crf(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SP
     """CRF with the CEGS N-GRID 2016 hand-crafted features (BIOES, L2 weight chosen on validation)."""
     start_tensorflow()
 
-    from baselines import crf
+    from deidpool.baselines import crf
 
     train, valid = training_documents(data, fmt, split, valid_data, valid_split, valid_fraction, seed)
     metrics = _train(crf.train, train, valid, out, label=label, c2_grid=c2 or crf.C2_GRID,
@@ -60,7 +60,7 @@ def train_svm(data: Path = DATA, fmt: str = FORMAT, split: list[str] | None = SP
     """Linear SVM on Sibanda & Uzuner's local-context features, one class per token."""
     start_tensorflow()
 
-    from baselines import svm
+    from deidpool.baselines import svm
 
     train, valid = training_documents(data, fmt, split, valid_data, valid_split, valid_fraction, seed)
     metrics = _train(svm.train, train, valid, out, label=label, c_grid=c or svm.C_GRID)
@@ -82,8 +82,8 @@ def train_char_lstm(data: Path = DATA, fmt: str = FORMAT, split: list[str] | Non
     """Character-enhanced BiLSTM-CRF (Dernoncourt et al. 2017): word embeddings + character BiLSTM."""
     start_tensorflow()
 
-    from baselines import char_lstm
-    from representer.embeddings import load_embeddings
+    from deidpool.baselines import char_lstm
+    from deidpool.representer.embeddings import load_embeddings
 
     train, valid = training_documents(data, fmt, split, valid_data, valid_split, valid_fraction, seed)
     vectors = _train(load_embeddings, embeddings)

@@ -15,9 +15,9 @@ TIME_BUDGET = typer.Option(None, "--time-budget", min=1.0,
 
 @contextlib.contextmanager
 def within_budget(seconds: float | None) -> Iterator[None]:
-    """Run the block under `representer.training.time_budget`; when the budget runs out, say
+    """Run the block under `deidpool.representer.training.time_budget`; when the budget runs out, say
     so on stderr and exit with `RESUMABLE_EXIT_STATUS`."""
-    from representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
+    from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 
     try:
         with time_budget(seconds):

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import typer
 
-from adversary.schemes import EXPORT_SCHEME
-from corpus.errors import CorpusError
+from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.cli.runtime import start_tensorflow
-from representer import keys
+from deidpool.corpus.errors import CorpusError
+from deidpool.representer import keys
 
 PASSPHRASE_ENV = "DEIDPOOL_KEY_PASSPHRASE"
 
@@ -39,11 +39,11 @@ def clean_errors() -> Iterator[None]:
 
 def _input_errors() -> tuple[type[Exception], ...]:
     """The errors `clean_errors` reports, imported only once one is raised (some modules are slow)."""
-    from client.transport import UploadError
-    from contribution.records import ContributionError
     from deidpool.cli.http import ServerError
-    from representer.bundle import BundleError
-    from server.settings import SettingsError
+    from deidpool.client.transport import UploadError
+    from deidpool.contribution.records import ContributionError
+    from deidpool.representer.bundle import BundleError
+    from deidpool.server.settings import SettingsError
 
     return CorpusError, BundleError, ContributionError, keys.KeyFileError, UploadError, ServerError, SettingsError
 
@@ -91,7 +91,7 @@ def publish(
     """Publish a training run as a signed bundle (a pipeline when the run has a tagger)."""
     start_tensorflow()
 
-    from representer.bundle import publish_run
+    from deidpool.representer.bundle import publish_run
 
     with clean_errors():
         manifest = publish_run(run, private_key(key, keys.SIGNING), out, audit)
@@ -106,8 +106,8 @@ def client_keygen(
     passphrase: bool = typer.Option(False, "--passphrase", help=_PASSPHRASE_HELP),
 ) -> None:
     """Create the institution's Ed25519 key that signs its contributions; the server registers institution.pub."""
-    from client.identity import create_institution_keys
-    from contribution.identity import check_institution_id
+    from deidpool.client.identity import create_institution_keys
+    from deidpool.contribution.identity import check_institution_id
 
     try:
         check_institution_id(institution)
@@ -119,7 +119,7 @@ def client_keygen(
 
 def _open_bundle(path: Path, provider_key: Path, embeddings: str | None, load_embeddings: bool = True):
     """The verified bundle and its verified embeddings (None unless `load_embeddings`)."""
-    from representer.bundle import open_bundle
+    from deidpool.representer.bundle import open_bundle
 
     bundle = open_bundle(path, keys.load_public_key(provider_key, keys.SIGNING))
     return bundle, bundle.load_embeddings(embeddings) if load_embeddings else None
@@ -177,11 +177,11 @@ def export(
     review."""
     start_tensorflow()
 
-    from client.export import export_contribution, review_unlabeled_phi
-    from client.identity import institution_id
-    from contribution.container import PSEUDONYMIZATION_SCHEMES
-    from contribution.records import DTYPES
-    from corpus.formats import iter_corpus
+    from deidpool.client.export import export_contribution, review_unlabeled_phi
+    from deidpool.client.identity import institution_id
+    from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES
+    from deidpool.contribution.records import DTYPES
+    from deidpool.corpus.formats import iter_corpus
 
     if dtype not in DTYPES:
         raise typer.BadParameter(f"choose one of {', '.join(DTYPES)}", param_hint="--dtype")
@@ -222,8 +222,8 @@ def _safety_net(mode: str, pipeline_path: Path | None, pipeline_key: Path, embed
     """The export's safety net in `mode`: off, or the pattern layer and the pipeline at
     `pipeline_path` (verified with `pipeline_key`) with its embeddings (the bundle's `vectors`
     when they are the same, else loaded)."""
-    from client.safety_net import OFF, SafetyNet
-    from representer.bundle import BundleError
+    from deidpool.client.safety_net import OFF, SafetyNet
+    from deidpool.representer.bundle import BundleError
 
     if mode == "off":
         return OFF
@@ -254,7 +254,7 @@ def inspect(
     key: Path = typer.Option(..., "--key", help="The institution's public key (institution.pub)."),
 ) -> None:
     """Print a contribution's header after checking its signature (no server key needed)."""
-    from contribution.container import verify_contribution
+    from deidpool.contribution.container import verify_contribution
 
     with clean_errors():
         public_key = keys.load_public_key(key, keys.SIGNING)
@@ -266,7 +266,7 @@ def inspect(
 
 def _echo_bound(bound: dict) -> None:
     """The re-identification bound of a header as a table (nothing when it has none)."""
-    from adversary.bound import format_bound
+    from deidpool.adversary.bound import format_bound
 
     if bound:
         typer.echo(format_bound(bound))
@@ -282,7 +282,7 @@ def upload(
                                                "contribution for the institution."),
 ) -> None:
     """Send a contribution to the pooling server (safe to repeat: it deduplicates by content hash)."""
-    from client.transport import upload_contribution
+    from deidpool.client.transport import upload_contribution
 
     with clean_errors():
         reply = upload_contribution(contribution, server, signing_key=private_key(key, keys.SIGNING), retries=retries)
@@ -310,8 +310,8 @@ def deidentify(
     """Find PHI in unlabeled notes with a published pipeline, and write spans or de-identified notes."""
     start_tensorflow()
 
-    from client.deidentify import OUTPUT_FORMATS, PhiFinder, read_notes, write_deidentified
-    from client.patterns import DEFAULT_PATTERNS
+    from deidpool.client.deidentify import OUTPUT_FORMATS, PhiFinder, read_notes, write_deidentified
+    from deidpool.client.patterns import DEFAULT_PATTERNS
 
     if fmt not in OUTPUT_FORMATS:
         raise typer.BadParameter(f"choose one of {', '.join(OUTPUT_FORMATS)}", param_hint="--format")
@@ -331,9 +331,9 @@ def contributions(
     key: Path = typer.Option(..., "--key", help="The institution's private key (institution.key)."),
 ) -> None:
     """List this institution's contributions stored on the server (a request signed with its key)."""
-    from client.identity import institution_id
-    from contribution.signed_requests import signed_headers
     from deidpool.cli.http import ServerConnection
+    from deidpool.client.identity import institution_id
+    from deidpool.contribution.signed_requests import signed_headers
 
     path = "/api/contributions"
     with clean_errors(), ServerConnection(server) as connection:
@@ -360,7 +360,7 @@ def download(
 ) -> None:
     """Download a bundle from the pooling server and verify its signature (the file is removed if it fails)."""
     from deidpool.cli.http import ServerConnection
-    from representer.bundle import open_bundle
+    from deidpool.representer.bundle import open_bundle
 
     if representer is None:
         raise typer.BadParameter("choose --representer or --pipeline", param_hint="--representer/--pipeline")

@@ -13,7 +13,7 @@ import typer
 
 from deidpool.cli.client_commands import clean_errors, private_key
 from deidpool.cli.http import ServerConnection
-from representer import keys
+from deidpool.representer import keys
 
 TOKEN_ENV = "DEIDPOOL_ADMIN_TOKEN"
 FINISHED = ("succeeded", "failed")
@@ -158,7 +158,7 @@ def record_audit(
                                                                         "report does not name it (default: current)."),
 ) -> None:
     """Sign an audit report and record it for its representer."""
-    from server.auth import signed_audit
+    from deidpool.server.auth import signed_audit
 
     try:
         report = json.loads(report_path.read_text())

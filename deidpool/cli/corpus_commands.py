@@ -9,9 +9,9 @@ from pathlib import Path
 
 import typer
 
-from corpus.categories import markdown_table
-from corpus.errors import CorpusError
-from corpus.formats import FORMATS, read_corpus, write_corpus
+from deidpool.corpus.categories import markdown_table
+from deidpool.corpus.errors import CorpusError
+from deidpool.corpus.formats import FORMATS, read_corpus, write_corpus
 
 corpus_app = typer.Typer(no_args_is_help=True, help="Read, convert, generate and describe annotated notes.")
 
@@ -43,7 +43,7 @@ def evaluate(
     i2b2 2014 tokens and HIPAA types (primary) and with the project's tokenizer, entity strict and
     relaxed, each F1 with its 95% bootstrap interval over the notes. Overlapping predicted spans are
     scored as the official script scores them, with a warning."""
-    from corpus.metrics import evaluate_corpus, format_report
+    from deidpool.corpus.metrics import evaluate_corpus, format_report
 
     with clean_errors():
         result = evaluate_corpus(read_corpus(gold, fmt), read_corpus(pred, pred_format or fmt, overlaps=True))
@@ -58,7 +58,7 @@ def synth(
     fmt: str = typer.Option("i2b2", "--format", help="Output format."),
 ) -> None:
     """Generate synthetic English clinical notes with surrogate PHI of every i2b2 2014 type."""
-    from corpus.synth import generate_documents
+    from deidpool.corpus.synth import generate_documents
 
     with clean_errors():
         documents = list(generate_documents(notes, seed=seed))
@@ -94,11 +94,11 @@ def stats(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the tables."),
 ) -> None:
     """Describe a corpus: documents, sentences, tokens, PHI spans per category, OOV rate."""
-    from corpus.stats import corpus_stats, format_stats
+    from deidpool.corpus.stats import corpus_stats, format_stats
 
     is_known = None
     if embeddings != "none":
-        from representer.embeddings import load_embeddings
+        from deidpool.representer.embeddings import load_embeddings
 
         try:
             is_known = load_embeddings(embeddings).is_known

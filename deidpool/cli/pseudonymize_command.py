@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from corpus.formats import iter_corpus, write_corpus
 from deidpool.cli.corpus_commands import clean_errors
+from deidpool.corpus.formats import iter_corpus, write_corpus
 
 
 def pseudonymize(
@@ -26,9 +26,9 @@ def pseudonymize(
 ) -> None:
     """Replace every PHI token with a letter or digit by a random one of its N nearest embedding
     neighbours (a word the embeddings do not know: one of its category's stand-in's)."""
-    from adversary.pseudonymize import Pseudonymizer
-    from representer.embeddings import load_embeddings
-    from representer.progress import progress_bar
+    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.representer.embeddings import load_embeddings
+    from deidpool.representer.progress import progress_bar
 
     try:
         pseudonymizer = Pseudonymizer(load_embeddings(embeddings), neighbours)

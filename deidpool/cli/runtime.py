@@ -5,13 +5,13 @@ import gc
 
 
 def start_tensorflow() -> None:
-    """Import TensorFlow and Keras with this project's thread pools (`representer.threads`: before
+    """Import TensorFlow and Keras with this project's thread pools (`deidpool.representer.threads`: before
     TensorFlow's first operation), then keep their about 350,000 long-lived objects out of the
     garbage collector's way (every full collection walked them, 0.15-0.2 s each, in about every
     other export of site_a)."""
     import keras  # noqa: F401
 
-    from representer.threads import configure_threads
+    from deidpool.representer.threads import configure_threads
 
     configure_threads()
     gc.freeze()

@@ -54,8 +54,8 @@ def init(
                                                       "key and replace the admin token; keys and data stay."),
 ) -> None:
     """Create the server's keys, settings and database, and print the admin token once."""
-    from server.initialize import init_data_dir
-    from server.settings import Layout
+    from deidpool.server.initialize import init_data_dir
+    from deidpool.server.settings import Layout
 
     with clean_errors():
         token = init_data_dir(data_dir, provider_key, force)
@@ -68,7 +68,7 @@ def init(
 @server_app.command("rotate-admin-token")
 def rotate_admin_token(data_dir: Path = typer.Option(..., "--data-dir", help=_DATA_DIR_HELP)) -> None:
     """Replace the admin token and print the new one once; a running server refuses the old one at once."""
-    from server.initialize import rotate_admin_token
+    from deidpool.server.initialize import rotate_admin_token
 
     with clean_errors():
         token = rotate_admin_token(data_dir)
@@ -79,7 +79,7 @@ def rotate_admin_token(data_dir: Path = typer.Option(..., "--data-dir", help=_DA
 def rotate_viewer_token(data_dir: Path = typer.Option(..., "--data-dir", help=_DATA_DIR_HELP)) -> None:
     """Create or replace the dashboard's read-only viewer token and print it once; a running server
     refuses the old one at once. It opens the dashboard only, never an API route."""
-    from server.initialize import rotate_viewer_token
+    from deidpool.server.initialize import rotate_viewer_token
 
     with clean_errors():
         token = rotate_viewer_token(data_dir)
@@ -91,7 +91,7 @@ def rotate_viewer_token(data_dir: Path = typer.Option(..., "--data-dir", help=_D
 def rotate_metrics_token(data_dir: Path = typer.Option(..., "--data-dir", help=_DATA_DIR_HELP)) -> None:
     """Create or replace the token Prometheus reads /metrics with and print it once; a running server
     refuses the old one at once. It opens /metrics only, never an API route or the dashboard."""
-    from server.initialize import rotate_metrics_token
+    from deidpool.server.initialize import rotate_metrics_token
 
     with clean_errors():
         token = rotate_metrics_token(data_dir)
@@ -121,7 +121,7 @@ def run(
 
     import uvicorn
 
-    from server.app import create_app
+    from deidpool.server.app import create_app
     from server.logs import configure_logging
 
     configure_logging(log_format.value)
@@ -133,7 +133,7 @@ def run(
                                     "--log-format", log_format.value],
                                    preexec_fn=_end_with_parent if sys.platform == "linux" else None)
         logging.getLogger("deidpool.server").info("started training worker (pid %d)", process.pid)
-    try:  # logging as configured above; the access lines come from server.metrics.RequestMetrics
+    try:  # logging as configured above; the access lines come from deidpool.server.metrics.RequestMetrics
         uvicorn.run(app, host=host, port=port, log_config=None, access_log=False,
                     timeout_keep_alive=KEEP_ALIVE_SECONDS)
     finally:
@@ -154,8 +154,8 @@ def worker(
     """Claim and train queued pooled training runs (resuming a crashed worker's)."""
     start_tensorflow()
 
+    from deidpool.server.worker import run_worker
     from server.logs import configure_logging
-    from server.worker import run_worker
 
     configure_logging(log_format.value)
     with clean_errors():

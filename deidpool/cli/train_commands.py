@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 
-from corpus.formats import read_corpus, write_corpus
 from deidpool.cli.budget import TIME_BUDGET, within_budget
 from deidpool.cli.corpus_commands import clean_errors
 from deidpool.cli.runtime import start_tensorflow
+from deidpool.corpus.formats import read_corpus, write_corpus
 
 train_app = typer.Typer(no_args_is_help=True, help="Train de-identification models.")
 
@@ -19,7 +19,7 @@ def training_documents(data: Path, fmt: str, splits: list[str] | None, valid_dat
                        valid_split: str | None, valid_fraction: float, seed: int):
     """(train, validation) documents: the validation set is read from --valid-data/--valid-split
     when given, else a seeded fraction of the training documents is held out."""
-    from representer.tagger_runs import split_documents
+    from deidpool.representer.tagger_runs import split_documents
 
     with clean_errors():
         documents = [d for split in (splits or [None]) for d in read_corpus(data, fmt, split=split)]
@@ -60,9 +60,9 @@ def train_tagger(
     """Train the BiLSTM-CRF tagger on raw embeddings (non-private baseline) or on pseudonymized notes."""
     start_tensorflow()
 
-    from adversary.pseudonymize import Pseudonymizer
-    from representer.embeddings import load_embeddings
-    from representer.tagger_runs import train_tagger_run
+    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.representer.embeddings import load_embeddings
+    from deidpool.representer.tagger_runs import train_tagger_run
 
     train, valid = training_documents(data, fmt, split, valid_data, valid_split, valid_fraction, seed)
     with within_budget(time_budget):
@@ -91,8 +91,8 @@ def predict(
     """Find PHI in notes with a trained tagger (or classic baseline) and write the predicted spans."""
     start_tensorflow()
 
-    from baselines.runs import load_baseline, run_kind
-    from representer.tagger_runs import load_tagger_run, predict_documents
+    from deidpool.baselines.runs import load_baseline, run_kind
+    from deidpool.representer.tagger_runs import load_tagger_run, predict_documents
 
     try:
         if run_kind(model) is not None:

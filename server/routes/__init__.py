@@ -2,7 +2,7 @@
 routers `create_app` includes. Admin routes are on the modules' `admin` routers, which require
 the admin token (routers.py)."""
 
-from server.routes import (
+from deidpool.server.routes import (
                            audits,
                            contributions,
                            dashboard,

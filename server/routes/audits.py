@@ -6,12 +6,12 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
-from server.audits import record_audit
-from server.database import Audit
-from server.deps import SessionDep, StateDep
-from server.routes.institutions import Ed25519PublicKeyPem
-from server.routes.routers import admin_router, api_router, refusals
-from server.views import AuditView, audit_view
+from deidpool.server.audits import record_audit
+from deidpool.server.database import Audit
+from deidpool.server.deps import SessionDep, StateDep
+from deidpool.server.routes.institutions import Ed25519PublicKeyPem
+from deidpool.server.routes.routers import admin_router, api_router, refusals
+from deidpool.server.views import AuditView, audit_view
 
 ED25519_SIGNATURE_PATTERN = "^[A-Za-z0-9+/]{86}==$"  # 64 bytes in base64; record_audit verifies it (400)
 admin = admin_router("/api/audits")

@@ -8,8 +8,8 @@ from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
 
-from server.database import Contribution, Institution
-from server.deps import (
+from deidpool.server.database import Contribution, Institution
+from deidpool.server.deps import (
     CONTRIBUTION_TYPES,
     ContentSha256Header,
     SessionDep,
@@ -18,9 +18,9 @@ from server.deps import (
     signed_institution,
     signed_upload,
 )
-from server.routes.routers import api_router, binary_body, refusals
-from server.uploads import accept_contribution
-from server.views import ContributionView, contribution_view
+from deidpool.server.routes.routers import api_router, binary_body, refusals
+from deidpool.server.uploads import accept_contribution
+from deidpool.server.views import ContributionView, contribution_view
 
 router = api_router("/api/contributions", tag="institution")
 

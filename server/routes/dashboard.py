@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from fastapi.responses import HTMLResponse
 
-from server.dashboard import render_dashboard
-from server.deps import SessionDep, require_viewer
+from deidpool.server.dashboard import render_dashboard
+from deidpool.server.deps import SessionDep, require_viewer
 
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"  # no script, no fetch
 router = APIRouter(include_in_schema=False)

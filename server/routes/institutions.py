@@ -9,14 +9,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from contribution.identity import INSTITUTION_ID_PATTERN, check_institution_id
-from representer import keys
-from server.auth import load_ed25519_public_key
-from server.database import Institution
-from server.deps import SessionDep
-from server.errors import Refused
-from server.routes.routers import admin_router, refusals
-from server.views import InstitutionView, institution_view
+from deidpool.contribution.identity import INSTITUTION_ID_PATTERN, check_institution_id
+from deidpool.representer import keys
+from deidpool.server.auth import load_ed25519_public_key
+from deidpool.server.database import Institution
+from deidpool.server.deps import SessionDep
+from deidpool.server.errors import Refused
+from deidpool.server.routes.routers import admin_router, refusals
+from deidpool.server.views import InstitutionView, institution_view
 
 MAX_PEM_CHARS = 4096
 # Declared in the OpenAPI document, checked by the route (check_institution_id, load_ed25519_public_key,

@@ -6,9 +6,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from server.deps import require_metrics_reader
-from server.errors import RefusalBody
-from server.routes.routers import TOO_MANY
+from deidpool.server.deps import require_metrics_reader
+from deidpool.server.errors import RefusalBody
+from deidpool.server.routes.routers import TOO_MANY
 
 router = APIRouter(tags=["metrics"], responses=TOO_MANY)
 

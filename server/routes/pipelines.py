@@ -6,12 +6,12 @@ from fastapi.responses import FileResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from server.database import Pipeline
-from server.deps import BUNDLE_TYPE, SessionDep, StateDep
-from server.errors import Refused
-from server.routes.routers import BUNDLE_FILE, api_router, refusals
-from server.routes.runs import run_epochs
-from server.views import LatestPipelineView, latest_pipeline_view
+from deidpool.server.database import Pipeline
+from deidpool.server.deps import BUNDLE_TYPE, SessionDep, StateDep
+from deidpool.server.errors import Refused
+from deidpool.server.routes.routers import BUNDLE_FILE, api_router, refusals
+from deidpool.server.routes.runs import run_epochs
+from deidpool.server.views import LatestPipelineView, latest_pipeline_view
 
 router = api_router("/api/pipelines")
 

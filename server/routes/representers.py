@@ -8,12 +8,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 from sqlalchemy.orm import Session
 
-from server.database import Representer
-from server.deps import BUNDLE_TYPE, BUNDLE_TYPES, SessionDep, StateDep, receive_payload
-from server.errors import Refused
-from server.representers import current_representer, register_representer
-from server.routes.routers import BUNDLE_FILE, admin_router, api_router, binary_body, refusals
-from server.views import RepresenterView, representer_view
+from deidpool.server.database import Representer
+from deidpool.server.deps import BUNDLE_TYPE, BUNDLE_TYPES, SessionDep, StateDep, receive_payload
+from deidpool.server.errors import Refused
+from deidpool.server.representers import current_representer, register_representer
+from deidpool.server.routes.routers import BUNDLE_FILE, admin_router, api_router, binary_body, refusals
+from deidpool.server.views import RepresenterView, representer_view
 
 admin = admin_router("/api/representers")
 router = api_router("/api/representers")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from server.deps import BUNDLE_TYPE, MAX_JSON_BYTES, AuthenticatedFirstRoute, require_admin
-from server.errors import RefusalBody
+from deidpool.server.deps import BUNDLE_TYPE, MAX_JSON_BYTES, AuthenticatedFirstRoute, require_admin
+from deidpool.server.errors import RefusalBody
 
 REFUSALS = {
     400: "The body cannot be parsed, fails a check of its content, or was altered.",

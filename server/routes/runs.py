@@ -10,13 +10,13 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from server.database import RunEpoch, TrainingRun
-from server.deps import SessionDep, StateDep
-from server.errors import Refused
-from server.publishing import publish_run
-from server.routes.routers import admin_router, refusals
-from server.runs import queue_run
-from server.views import PipelineView, RunView, pipeline_view, run_view
+from deidpool.server.database import RunEpoch, TrainingRun
+from deidpool.server.deps import SessionDep, StateDep
+from deidpool.server.errors import Refused
+from deidpool.server.publishing import publish_run
+from deidpool.server.routes.routers import admin_router, refusals
+from deidpool.server.runs import queue_run
+from deidpool.server.views import PipelineView, RunView, pipeline_view, run_view
 
 RunId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Training run id.")]
 admin = admin_router("/api/runs")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from representer import keys
-from server.deps import StateDep
-from server.routes.routers import api_router
-from server.views import Fingerprints, Health, ServerKeys
+from deidpool.representer import keys
+from deidpool.server.deps import StateDep
+from deidpool.server.routes.routers import api_router
+from deidpool.server.views import Fingerprints, Health, ServerKeys
 
 router = api_router("/api")
 

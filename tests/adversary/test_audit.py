@@ -13,7 +13,7 @@ import tensorflow as tf
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from adversary.audit import (
+from deidpool.adversary.audit import (
     FLOOR,
     SHARED_TEXT,
     attack_result,
@@ -23,20 +23,20 @@ from adversary.audit import (
     raw_embeddings,
     run_audit,
 )
-from adversary.inversion import vocabulary_ranks
-from adversary.lookup import lookup_attack, one_fake_per_sentence
-from adversary.models import POOLED
-from adversary.pairs import PairSource
-from adversary.procedures import MIN_EPOCH_STEPS, automatic_passes, build_adversary
-from adversary.pseudonymize import Pseudonymizer
-from adversary.verdicts import BROKEN, CHANCE, INCONCLUSIVE, chance_verdict, wilson_interval
-from corpus.document import Document, Span
-from corpus.formats import write_corpus
-from corpus.prepare import prepare_document
+from deidpool.adversary.inversion import vocabulary_ranks
+from deidpool.adversary.lookup import lookup_attack, one_fake_per_sentence
+from deidpool.adversary.models import POOLED
+from deidpool.adversary.pairs import PairSource
+from deidpool.adversary.procedures import MIN_EPOCH_STEPS, automatic_passes, build_adversary
+from deidpool.adversary.pseudonymize import Pseudonymizer
+from deidpool.adversary.verdicts import BROKEN, CHANCE, INCONCLUSIVE, chance_verdict, wilson_interval
 from deidpool.cli import app
-from representer.embeddings import Embeddings
-from representer.noise import set_deterministic
-from representer.representation import build_representer
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.formats import write_corpus
+from deidpool.corpus.prepare import prepare_document
+from deidpool.representer.embeddings import Embeddings
+from deidpool.representer.noise import set_deterministic
+from deidpool.representer.representation import build_representer
 
 # PHI words on axes of their own (cosine 0 with every other word), fillers in the last two
 # dimensions: replacing a PHI token by its nearest neighbour changes it completely.

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from adversary import bound
-from adversary.bound import format_bound, reidentification_bound, token_success
-from adversary.pseudonymize import Pseudonymizer, same_casing
-from representer.embeddings import Embeddings
+from deidpool.adversary import bound
+from deidpool.adversary.bound import format_bound, reidentification_bound, token_success
+from deidpool.adversary.pseudonymize import Pseudonymizer, same_casing
+from deidpool.representer.embeddings import Embeddings
 
 # Words at angles (degrees) on the unit circle, so that with N = 2 each word's candidates are
 # itself and its nearest word in angle. "dijon" lies outside the neighbour vocabulary (all rows

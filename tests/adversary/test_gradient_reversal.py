@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from adversary.gradient_reversal import GradientReversal
+from deidpool.adversary.gradient_reversal import GradientReversal
 
 
 @pytest.mark.parametrize("scale", [1.0, 0.3])

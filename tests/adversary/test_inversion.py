@@ -8,14 +8,20 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from adversary.audit import raw_embeddings
-from adversary.inversion import context_only_inversion, frequency_baseline, hidden_mask, hidden_tokens, inversion_attack
-from adversary.pairs import PairSource
-from adversary.pseudonymize import Pseudonymizer
-from corpus.casing import casing_ids
-from corpus.prepare import LabeledSentence
-from corpus.tokenize import Token
-from representer.embeddings import Embeddings
+from deidpool.adversary.audit import raw_embeddings
+from deidpool.adversary.inversion import (
+    context_only_inversion,
+    frequency_baseline,
+    hidden_mask,
+    hidden_tokens,
+    inversion_attack,
+)
+from deidpool.adversary.pairs import PairSource
+from deidpool.adversary.pseudonymize import Pseudonymizer
+from deidpool.corpus.casing import casing_ids
+from deidpool.corpus.prepare import LabeledSentence
+from deidpool.corpus.tokenize import Token
+from deidpool.representer.embeddings import Embeddings
 
 NAMES = ["smith", "jones", "brown", "boston", "denver", "austin"]
 FILLERS = ["seen", "today", "visit", "home", "in", "was"]
@@ -88,9 +94,9 @@ def test_the_context_only_inverter_does_not_see_the_hidden_tokens(pseudonymizer)
 
 def test_an_inversion_stopped_by_its_time_budget_resumes_to_the_same_estimates(pseudonymizer, tmp_path, monkeypatch):
     """On the export path too: every epoch's fresh pseudonymization is a function of the epoch."""
-    import representer.training
-    from adversary.inversion import _estimates, _in_vocabulary
-    from representer.training import TimeBudgetExhausted, time_budget
+    from deidpool.adversary.inversion import _estimates, _in_vocabulary
+    from deidpool.representer import training as training_module
+    from deidpool.representer.training import TimeBudgetExhausted, time_budget
 
     train = PairSource(toy_pairs(pseudonymizer, 60, seed=3).sentences, pseudonymizer, export_path=True)
     test = toy_pairs(pseudonymizer, 20, seed=4)
@@ -108,8 +114,8 @@ def test_an_inversion_stopped_by_its_time_budget_resumes_to_the_same_estimates(p
         clock.now += 5.0
         return clock.now
 
-    monkeypatch.setattr(representer.training.time, "monotonic", lambda: clock.now)
-    monkeypatch.setattr("adversary.inversion.time.perf_counter", perf_counter)
+    monkeypatch.setattr(training_module.time, "monotonic", lambda: clock.now)
+    monkeypatch.setattr("deidpool.adversary.inversion.time.perf_counter", perf_counter)
     keras.utils.set_random_seed(0)
     checkpoint, stops = tmp_path / "inverter.npz", 0
     while True:

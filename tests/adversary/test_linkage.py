@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from adversary.linkage import linkage_metrics, pair_scores, seen_phi
-from adversary.pseudonymize import Pseudonymizer
-from representer.embeddings import Embeddings
+from deidpool.adversary.linkage import linkage_metrics, pair_scores, seen_phi
+from deidpool.adversary.pseudonymize import Pseudonymizer
+from deidpool.representer.embeddings import Embeddings
 
 # Words at angles (degrees) on the unit circle; with N = 2 a word's candidates are itself and its
 # nearest word in angle: paris {paris, lyon}, lyon {lyon, paris}, nantes {nantes, lyon},

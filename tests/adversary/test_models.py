@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from adversary.models import (
+from deidpool.adversary.models import (
     DESIGNS,
     LOG_2,
     PAPER,
@@ -22,8 +22,8 @@ from adversary.models import (
     max_and_mean_over_time,
     train_adversary_step,
 )
-from representer.noise import set_deterministic
-from representer.representation import build_representer
+from deidpool.representer.noise import set_deterministic
+from deidpool.representer.representation import build_representer
 
 REPR, DIM, UNITS = 4, 3, 8
 numpy = keras.ops.convert_to_numpy

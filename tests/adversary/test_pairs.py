@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from adversary.pairs import PairSource, pair_batches
-from adversary.pseudonymize import Pseudonymizer, tag_category
-from corpus.casing import casing_ids
-from corpus.prepare import LabeledSentence
-from corpus.tokenize import Token
-from representer.embeddings import Embeddings
+from deidpool.adversary.pairs import PairSource, pair_batches
+from deidpool.adversary.pseudonymize import Pseudonymizer, tag_category
+from deidpool.corpus.casing import casing_ids
+from deidpool.corpus.prepare import LabeledSentence
+from deidpool.corpus.tokenize import Token
+from deidpool.representer.embeddings import Embeddings
 
 WORDS = {"smith": [1, 0, 0, 0], "jones": [0.9, 0.1, 0, 0], "brown": [0.8, 0.2, 0, 0], "boston": [0, 1, 0, 0],
          "denver": [0, 0.9, 0.1, 0], "austin": [0, 0.8, 0.2, 0], "seen": [0.3, 0.3, 0.3, 0], "the": [0, 0, 1, 0],
@@ -210,8 +210,8 @@ def test_batches_are_padded_masked_and_grouped_by_length(source, shuffled):
 
 
 def test_batches_feed_the_adversaries(source):
-    from adversary.models import CombinedAdversary, adversary_step
-    from representer.representation import build_representer
+    from deidpool.adversary.models import CombinedAdversary, adversary_step
+    from deidpool.representer.representation import build_representer
 
     batch = next(iter(source.epoch(seed=0, epoch=0)))
     metrics = adversary_step(CombinedAdversary(4), build_representer(4, repr_size=3, lstm_units=2), batch)

@@ -11,8 +11,8 @@ import tensorflow as tf
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from adversary.models import adversary_outputs, adversary_step
-from adversary.procedures import (
+from deidpool.adversary.models import adversary_outputs, adversary_step
+from deidpool.adversary.procedures import (
     AdversarialData,
     AdversaryTraining,
     AlternatingTraining,
@@ -21,16 +21,16 @@ from adversary.procedures import (
     build_models,
     train_three_phase,
 )
-from corpus.formats import write_corpus
-from corpus.prepare import prepare_document
-from corpus.synth import generate_documents
-from corpus.tagging import tag_vocabulary
 from deidpool.cli import app
-from representer.dataset import training_batches
-from representer.embeddings import Embeddings
-from representer.noise import set_deterministic
-from representer.representation import load_representer
-from representer.tagger import tagger_loss
+from deidpool.corpus.formats import write_corpus
+from deidpool.corpus.prepare import prepare_document
+from deidpool.corpus.synth import generate_documents
+from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.representer.dataset import training_batches
+from deidpool.representer.embeddings import Embeddings
+from deidpool.representer.noise import set_deterministic
+from deidpool.representer.representation import load_representer
+from deidpool.representer.tagger import tagger_loss
 
 DIM, REPR = 8, 6
 TINY = {"representer_units": 4, "tagger_units": 4, "adversary_units": 8}

@@ -4,12 +4,18 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from adversary.pseudonymize import NumberCandidates, Pseudonymizer, number_block, number_candidates, tag_category
-from corpus import Document, Span
-from corpus.casing import casing_ids
-from corpus.prepare import LabeledSentence, prepare_document
-from corpus.tokenize import Token
-from representer.embeddings import Embeddings
+from deidpool.adversary.pseudonymize import (
+    NumberCandidates,
+    Pseudonymizer,
+    number_block,
+    number_candidates,
+    tag_category,
+)
+from deidpool.corpus import Document, Span
+from deidpool.corpus.casing import casing_ids
+from deidpool.corpus.prepare import LabeledSentence, prepare_document
+from deidpool.corpus.tokenize import Token
+from deidpool.representer.embeddings import Embeddings
 
 WORDS = {"smith": [1, 0, 0], "jones": [0.9, 0.1, 0], "brown": [0.8, 0.2, 0], "boston": [0, 1, 0],
          "denver": [0, 0.9, 0.1], "the": [0, 0, 1], "seen": [0.3, 0.3, 0.3], "12": [0.5, 0, 0.5], "7": [0.4, 0, 0.6],
@@ -67,8 +73,8 @@ def test_neighbours_must_be_positive(embeddings):
 def test_pseudonymize_command_writes_a_valid_corpus_in_another_format(tmp_path):
     from typer.testing import CliRunner
 
-    from corpus.formats import read_corpus, write_corpus
     from deidpool.cli import app
+    from deidpool.corpus.formats import read_corpus, write_corpus
 
     write_corpus([DOC], tmp_path / "in", "i2b2")
     result = CliRunner().invoke(app, ["pseudonymize", str(tmp_path / "in"), str(tmp_path / "out"), "--format", "i2b2",

@@ -8,10 +8,10 @@ from collections import Counter
 
 import pytest
 
-from adversary.pseudonymize import Pseudonymizer, tag_category
-from corpus.formats import read_corpus
-from corpus.prepare import prepare_document
-from representer.embeddings import Embeddings, load_embeddings
+from deidpool.adversary.pseudonymize import Pseudonymizer, tag_category
+from deidpool.corpus.formats import read_corpus
+from deidpool.corpus.prepare import prepare_document
+from deidpool.representer.embeddings import Embeddings, load_embeddings
 
 NEIGHBOURS = 100  # client.export.DEFAULT_NEIGHBOURS (not imported: client.export loads TensorFlow)
 

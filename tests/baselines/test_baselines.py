@@ -8,13 +8,13 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from baselines import char_lstm, crf, svm
-from baselines.runs import labeled_notes, load_baseline, phi_token_f1, read_config, run_kind
-from corpus.document import Document
-from corpus.formats import read_corpus, write_corpus
-from corpus.metrics import evaluate_corpus
-from corpus.synth import generate_documents
+from deidpool.baselines import char_lstm, crf, svm
+from deidpool.baselines.runs import labeled_notes, load_baseline, phi_token_f1, read_config, run_kind
 from deidpool.cli import app
+from deidpool.corpus.document import Document
+from deidpool.corpus.formats import read_corpus, write_corpus
+from deidpool.corpus.metrics import evaluate_corpus
+from deidpool.corpus.synth import generate_documents
 
 OPTIONS = {
     "crf": ["--c2", "0.1", "--max-iterations", "40", "--min-freq", "1"],

@@ -1,6 +1,6 @@
-from baselines import crf, svm
-from baselines.features import SectionHeadings, enclosing_word, in_window, orthographic_features, word_shape
-from corpus.prepare import prepare_text
+from deidpool.baselines import crf, svm
+from deidpool.baselines.features import SectionHeadings, enclosing_word, in_window, orthographic_features, word_shape
+from deidpool.corpus.prepare import prepare_text
 
 
 def test_orthographic_features_are_those_of_cegs_table_2_for_vincent():

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from corpus.formats import write_corpus
-from representer import keys
+from deidpool.corpus.formats import write_corpus
+from deidpool.representer import keys
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +28,7 @@ def notes_dir(workspace, documents) -> Path:
 
 @pytest.fixture(scope="session")
 def pipeline(pipeline_path, loaded_keys):
-    from representer.bundle import open_bundle
+    from deidpool.representer.bundle import open_bundle
 
     return open_bundle(pipeline_path, loaded_keys.provider)
 

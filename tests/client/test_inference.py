@@ -5,9 +5,9 @@ same vectors and tags."""
 import numpy as np
 import pytest
 
-from client.inference import apply_to_sentences, compile_pipeline, compile_representer, runtime
-from corpus.prepare import prepare_text
-from representer.dataset import SentenceData, inference_batches, padded_batches
+from deidpool.client.inference import apply_to_sentences, compile_pipeline, compile_representer, runtime
+from deidpool.corpus.prepare import prepare_text
+from deidpool.representer.dataset import SentenceData, inference_batches, padded_batches
 
 
 def sentence_data(documents, embeddings, notes: slice) -> SentenceData:

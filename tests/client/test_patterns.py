@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from client.deidentify import find_phi
-from client.patterns import BY_NAME, DEFAULT_PATTERNS, PATTERNS, find_patterns, merge_spans, with_patterns
-from corpus.categories import PHI_TYPES
-from corpus.document import Document, Span
+from deidpool.client.deidentify import find_phi
+from deidpool.client.patterns import BY_NAME, DEFAULT_PATTERNS, PATTERNS, find_patterns, merge_spans, with_patterns
+from deidpool.corpus.categories import PHI_TYPES
+from deidpool.corpus.document import Document, Span
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -236,7 +236,6 @@ def test_the_deidentify_command_uses_patterns_unless_told_not_to(tmp_path, pipel
 
 def _project_imports(module: str, skip: tuple[str, ...] = ()) -> set[str]:
     """The project modules `module` imports, directly or through other project modules but `skip`."""
-    packages = ("corpus", "representer", "adversary", "contribution", "client", "server", "deidpool", "baselines")
     seen, todo = set(), [module]
     while todo:
         name = todo.pop()
@@ -245,7 +244,9 @@ def _project_imports(module: str, skip: tuple[str, ...] = ()) -> set[str]:
         seen.add(name)
         if name in skip:
             continue
-        path = ROOT / Path(*name.split("."))
+        parts = name.split(".")  # deidpool.<folder>.<module> lives in <folder>/ at the root (pyproject's package-dir)
+        mapped = len(parts) > 1 and (ROOT / parts[1] / "__init__.py").exists()
+        path = ROOT.joinpath(*parts[1:]) if mapped else ROOT.joinpath(*parts)
         path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
         if not path.exists():
             continue
@@ -255,15 +256,16 @@ def _project_imports(module: str, skip: tuple[str, ...] = ()) -> set[str]:
                 found = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 found = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-            todo += [f for f in found if f.split(".")[0] in packages]
+            todo += [f for f in found if f.split(".")[0] == "deidpool"]
     return seen
 
 
 def test_the_export_path_reaches_the_pattern_layer_only_through_its_safety_net():
     """Exports carry gold labels, never predictions: the patterns only flag unlabeled tokens to
     pseudonymize (tests/client/test_safety_net.py checks the exported tags)."""
-    reached = _project_imports("client.export", skip=("client.safety_net",))
-    assert "client.inference" in reached and "contribution.container" in reached  # the walk does follow imports
-    assert "client.safety_net" in reached
-    assert "client.patterns" not in reached and "client.deidentify" not in reached
-    assert "client.patterns" in _project_imports("client.safety_net")
+    reached = _project_imports("deidpool.client.export", skip=("deidpool.client.safety_net",))
+    # the walk does follow imports
+    assert "deidpool.client.inference" in reached and "deidpool.contribution.container" in reached
+    assert "deidpool.client.safety_net" in reached
+    assert "deidpool.client.patterns" not in reached and "deidpool.client.deidentify" not in reached
+    assert "deidpool.client.patterns" in _project_imports("deidpool.client.safety_net")

@@ -9,17 +9,17 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-import client.export
-import client.safety_net
-from adversary.pseudonymize import Pseudonymizer
-from client.export import export_contribution, review_unlabeled_phi
-from client.patterns import with_patterns
-from client.safety_net import OFF, SafetyNet, tag_set_label
-from contribution.container import iter_sentences, verify_contribution
-from corpus.document import Document, Span
-from corpus.formats import read_corpus, write_corpus
-from corpus.prepare import prepare_document
+from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.cli import app
+from deidpool.client import export as export_module
+from deidpool.client import safety_net as safety_net_module
+from deidpool.client.export import export_contribution, review_unlabeled_phi
+from deidpool.client.patterns import with_patterns
+from deidpool.client.safety_net import OFF, SafetyNet, tag_set_label
+from deidpool.contribution.container import iter_sentences, verify_contribution
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.formats import read_corpus, write_corpus
+from deidpool.corpus.prepare import prepare_document
 
 TEXT = "Seen by Dr. Przybylo on 03/14/2093 at the clinic. Patient John Smith is stable, Retterer called."
 FLAGGED = ["Przybylo", "03", "14", "2093"]  # by the pattern layer: a name after "Dr." and a date
@@ -41,9 +41,9 @@ def _export(documents, pipeline, embeddings, loaded_keys, out, **options):
 def embedded(monkeypatch):
     """The sentences that reach the representer, every pseudonym "SURROGATE"."""
     seen = []
-    original = client.export.SentenceData.from_sentences
+    original = export_module.SentenceData.from_sentences
     monkeypatch.setattr(Pseudonymizer, "pseudonym", lambda self, word, rng, category=None: "SURROGATE")
-    monkeypatch.setattr(client.export.SentenceData, "from_sentences",
+    monkeypatch.setattr(export_module.SentenceData, "from_sentences",
                         lambda sentences, *args: seen.extend(sentences) or original(sentences, *args))
     return seen
 
@@ -56,7 +56,7 @@ def _stub_tagger(monkeypatch, word="Retterer", label="PATIENT"):
             found = Document(document.id, document.text, (Span(start, start + len(word), label, word),))
             yield with_patterns(found, patterns)
 
-    monkeypatch.setattr(client.safety_net, "find_phi", find_phi, raising=False)
+    monkeypatch.setattr(safety_net_module, "find_phi", find_phi, raising=False)
     return SafetyNet(pipeline=SimpleNamespace(representer_id="rep-stub"), embeddings=None)
 
 

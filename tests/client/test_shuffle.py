@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from client.shuffle import ExternalShuffle
+from deidpool.client.shuffle import ExternalShuffle
 
 RECORDS = [f"record {i:05d}".encode() * (1 + i % 5) for i in range(3000)]
 

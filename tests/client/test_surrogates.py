@@ -7,8 +7,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from client.surrogates import MAX_SHIFT_DAYS, Surrogates, redacted_text, shift_date, surrogate_text
-from corpus.document import Document, Span
+from deidpool.client.surrogates import MAX_SHIFT_DAYS, Surrogates, redacted_text, shift_date, surrogate_text
+from deidpool.corpus.document import Document, Span
 
 TEXT = ("John Smith (MRN 0012345) seen 03/04/2067 by Dr. Ann Lee; Mr. SMITH back on 03/14/2067, "
         "age 93, from Boston, phone 617-555-0199. Smith's daughter lives in Boston.")

@@ -9,10 +9,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from client.transport import UploadError, upload_contribution
-from contribution.container import CONTENT_TYPE, write_contribution
-from contribution.records import encode_sentence
-from contribution.signed_requests import NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, request_message
+from deidpool.client.transport import UploadError, upload_contribution
+from deidpool.contribution.container import CONTENT_TYPE, write_contribution
+from deidpool.contribution.records import encode_sentence
+from deidpool.contribution.signed_requests import NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, request_message
 
 KEY = Ed25519PrivateKey.generate()  # site-b's
 

@@ -9,9 +9,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from contribution.container import END_MAGIC, SIGNATURE_CONTEXT, write_contribution
-from contribution.records import encode_sentence
-from contribution.validation import validate_contribution
+from deidpool.contribution.container import END_MAGIC, SIGNATURE_CONTEXT, write_contribution
+from deidpool.contribution.records import encode_sentence
+from deidpool.contribution.validation import validate_contribution
 
 DIM, TAGS = 6, 9
 

@@ -13,8 +13,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from contribution import container, sealing
-from contribution.container import (
+from deidpool.contribution import container, sealing
+from deidpool.contribution.container import (
     PSEUDONYMIZATION_SCHEMES,
     BindingError,
     ContributionHeader,
@@ -25,7 +25,7 @@ from contribution.container import (
     signer_sha256,
     verify_contribution,
 )
-from contribution.records import ContributionError, encode_sentence, record_size
+from deidpool.contribution.records import ContributionError, encode_sentence, record_size
 
 from .conftest import DIM, random_sentences, resigned, validate, write
 

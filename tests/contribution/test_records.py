@@ -4,7 +4,7 @@ of sentences without one vector, tag and casing id per token."""
 import numpy as np
 import pytest
 
-from contribution.records import (
+from deidpool.contribution.records import (
     ContributionError,
     decode_sentences,
     encode_sentence,

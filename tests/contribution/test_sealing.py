@@ -4,7 +4,7 @@ or foreign chunks, and of chunks opened under another context or associated data
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from contribution.sealing import SealError, StreamOpener, StreamSealer
+from deidpool.contribution.sealing import SealError, StreamOpener, StreamSealer
 
 SALT = b"0123456789abcdef"
 CONTEXT = b"header digest"

@@ -7,8 +7,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import deidpool
-from contribution.identity import check_institution_id
-from contribution.signed_requests import (
+from deidpool.contribution.identity import check_institution_id
+from deidpool.contribution.signed_requests import (
     CLIENT_VERSION,
     CONTENT_SHA256_HEADER,
     INSTITUTION_HEADER,

@@ -5,8 +5,8 @@ tests/server/test_pooled.py)."""
 import numpy as np
 import pytest
 
-from contribution.records import ContributionError, ContributionSentence
-from contribution.validation import check_sentence
+from deidpool.contribution.records import ContributionError, ContributionSentence
+from deidpool.contribution.validation import check_sentence
 
 from .conftest import DIM, TAGS, random_sentences, validate, write
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from corpus.casing import CASING, casing_id, casing_ids, one_hot
-from corpus.tokenize import tokenize
+from deidpool.corpus.casing import CASING, casing_id, casing_ids, one_hot
+from deidpool.corpus.tokenize import tokenize
 
 
 @pytest.mark.parametrize("text, expected", [

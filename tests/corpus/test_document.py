@@ -1,7 +1,7 @@
 import pytest
 
-from corpus import CorpusError, Document, Span
-from corpus.categories import PHI_TYPES, markdown_table, phi_type
+from deidpool.corpus import CorpusError, Document, Span
+from deidpool.corpus.categories import PHI_TYPES, markdown_table, phi_type
 
 TEXT = "Seen by Dr. Smith on 09/14/2067."
 

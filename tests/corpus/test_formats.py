@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from corpus import CorpusError, Document, Span
-from corpus.categories import I2B2_CATEGORIES, I2B2_TYPES, PHI_TYPES
-from corpus.errors import CorpusWarning
-from corpus.formats import brat as brat_format
-from corpus.formats import read_corpus, write_corpus
 from deidpool.cli import app
+from deidpool.corpus import CorpusError, Document, Span
+from deidpool.corpus.categories import I2B2_CATEGORIES, I2B2_TYPES, PHI_TYPES
+from deidpool.corpus.errors import CorpusWarning
+from deidpool.corpus.formats import brat as brat_format
+from deidpool.corpus.formats import read_corpus, write_corpus
 
 
 def span(text: str, piece: str, source_type: str, span_id: str = "", comment: str = "") -> Span:

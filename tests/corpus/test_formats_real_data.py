@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 
-from corpus.errors import CorpusWarning
-from corpus.formats import read_corpus, write_corpus
+from deidpool.corpus.errors import CorpusWarning
+from deidpool.corpus.formats import read_corpus, write_corpus
 
 MEDDOCAN_PARTS = ("train", "dev")
 EXACT_FORMATS = [("i2b2", "out"), ("meddocan", "out"), ("brat", "out"), ("physionet", "out"),

@@ -3,10 +3,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from corpus import CorpusError, Document, Span
-from corpus.errors import CorpusWarning
-from corpus.formats import write_corpus
-from corpus.metrics import (
+from deidpool.cli import app
+from deidpool.corpus import CorpusError, Document, Span
+from deidpool.corpus.errors import CorpusWarning
+from deidpool.corpus.formats import write_corpus
+from deidpool.corpus.metrics import (
     COLUMN_TITLES,
     PRIMARY,
     Counts,
@@ -17,7 +18,6 @@ from corpus.metrics import (
     format_report,
     score_row,
 )
-from deidpool.cli import app
 
 # Project tokens: John Smith saw Dr . Jones on 09 / 14 / 2067 .
 # Official i2b2 2014 tokens of the gold spans: John Smith | Jones | 09 14 2067

@@ -1,4 +1,4 @@
-"""`corpus.metrics` (what `deidpool evaluate` prints) beside the official scorers in
+"""`deidpool.corpus.metrics` (what `deidpool evaluate` prints) beside the official scorers in
 ../shared/reference, run as scripts on perturbed predictions of real notes (PhysioNet deid test
 notes, MEDDOCAN dev documents): every score they share must agree within 0.001."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from corpus.categories import PHI_TYPES, phi_type
-from corpus.document import Document, Span
-from corpus.errors import CorpusWarning
-from corpus.formats import read_corpus, write_corpus
-from corpus.metrics import evaluate_corpus
+from deidpool.corpus.categories import PHI_TYPES, phi_type
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.errors import CorpusWarning
+from deidpool.corpus.formats import read_corpus, write_corpus
+from deidpool.corpus.metrics import evaluate_corpus
 
 REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
 TOLERANCE = 0.001

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from corpus import Document, Span
-from corpus.casing import CASING
-from corpus.formats import read_corpus
-from corpus.prepare import LabeledSentence, Sentence, prepare_document, prepare_text
-from corpus.tagging import decode
+from deidpool.corpus import Document, Span
+from deidpool.corpus.casing import CASING
+from deidpool.corpus.formats import read_corpus
+from deidpool.corpus.prepare import LabeledSentence, Sentence, prepare_document, prepare_text
+from deidpool.corpus.tagging import decode
 
 TEXT = "Pt JSmith, 25yo.\n\nSeen by Dr. Jones on 09/14/2067."
 SPANS = (Span(4, 9, "PTName", "Smith"), Span(11, 13, "Age", "25"), Span(30, 35, "HCPName", "Jones"),

@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corpus import Span
-from corpus.sentences import split_sentences
-from corpus.tokenize import tokenize
+from deidpool.corpus import Span
+from deidpool.corpus.sentences import split_sentences
+from deidpool.corpus.tokenize import tokenize
 
 
 def split(text, keep=(), max_tokens=200):

@@ -2,10 +2,10 @@ import json
 
 from typer.testing import CliRunner
 
-from corpus import Document, Span
-from corpus.formats import write_corpus
-from corpus.stats import corpus_stats, format_stats
 from deidpool.cli import app
+from deidpool.corpus import Document, Span
+from deidpool.corpus.formats import write_corpus
+from deidpool.corpus.stats import corpus_stats, format_stats
 
 DOCS = [
     Document("a", "Seen by Dr. Smith today.\n\nBP stable.", (Span(12, 17, "DOCTOR", "Smith"),)),

@@ -5,10 +5,10 @@ from collections import Counter
 import pytest
 from typer.testing import CliRunner
 
-from corpus.categories import PHI_TYPES
-from corpus.formats import read_corpus
-from corpus.synth import generate_documents
 from deidpool.cli import app
+from deidpool.corpus.categories import PHI_TYPES
+from deidpool.corpus.formats import read_corpus
+from deidpool.corpus.synth import generate_documents
 
 I2B2_TYPES = {t.type for t in PHI_TYPES.values()}
 

@@ -2,9 +2,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corpus import Span
-from corpus.tagging import decode, encode, tag_vocabulary
-from corpus.tokenize import tokenize
+from deidpool.corpus import Span
+from deidpool.corpus.tagging import decode, encode, tag_vocabulary
+from deidpool.corpus.tokenize import tokenize
 
 TEXT = "John Smith saw Dr. Jones on 09/14/2067."
 TOKENS = tokenize(TEXT)  # John Smith saw Dr . Jones on 09 / 14 / 2067 .

@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corpus.tokenize import tokenize
+from deidpool.corpus.tokenize import tokenize
 
 
 def texts(tokens):

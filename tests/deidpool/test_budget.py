@@ -4,7 +4,7 @@ import pytest
 import typer
 
 from deidpool.cli.budget import within_budget
-from representer.training import _DEADLINE, RESUMABLE_EXIT_STATUS, TimeBudgetExhausted
+from deidpool.representer.training import _DEADLINE, RESUMABLE_EXIT_STATUS, TimeBudgetExhausted
 
 
 def test_an_exhausted_budget_exits_resumable_and_other_errors_pass_through(capsys):

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from contribution.container import write_contribution
-from contribution.records import encode_sentence
-from representer import keys
+from deidpool.contribution.container import write_contribution
+from deidpool.contribution.records import encode_sentence
+from deidpool.representer import keys
 
 HEAVY = ("tensorflow", "keras")
 REPORT = "heavy frameworks imported:"

@@ -10,15 +10,15 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from adversary.pairs import PairSource
-from adversary.pseudonymize import Pseudonymizer
-from adversary.runs import sentences
-from adversary.verdicts import HELD_OUT_DRAWS
-from corpus import Document, Span
-from corpus.metrics import PRIMARY, evaluate_corpus, score_row
+from deidpool.adversary.pairs import PairSource
+from deidpool.adversary.pseudonymize import Pseudonymizer
+from deidpool.adversary.runs import sentences
+from deidpool.adversary.verdicts import HELD_OUT_DRAWS
 from deidpool.cli import app
+from deidpool.corpus import Document, Span
+from deidpool.corpus.metrics import PRIMARY, evaluate_corpus, score_row
 from deidpool.demo import ROLES, SITES, DemoSettings, demo_documents, scores, tag_set
-from representer.embeddings import load_embeddings
+from deidpool.representer.embeddings import load_embeddings
 
 STAGES = ["data: notes of every role", "provider: three-phase training of the representer",
           "provider: privacy audit of the frozen representer", "provider: signed representer bundle",

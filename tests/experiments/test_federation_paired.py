@@ -3,7 +3,7 @@ seed's difference gets a paired interval, and the mean over seeds one of its own
 
 import federation
 import federation_paired
-from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts
 from federation import PATTERNS
 
 NOTES = 60

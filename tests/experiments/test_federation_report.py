@@ -7,7 +7,7 @@ import json
 import pytest
 
 import federation
-from corpus.metrics import PRIMARY, Counts
+from deidpool.corpus.metrics import PRIMARY, Counts
 
 NOTES = 60
 HEADLINE = "entity_strict_f1"

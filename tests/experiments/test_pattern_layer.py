@@ -4,8 +4,8 @@ the paired bootstrap of the F1 gain, per-category scores, and the table's column
 import pytest
 
 import pattern_layer
-from corpus.document import Document, Span
-from corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, evaluate_corpus
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, evaluate_corpus
 
 TEXT = "Seen 8/23 by Dr Smith, call 204-943-1045."
 

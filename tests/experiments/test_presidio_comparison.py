@@ -9,10 +9,10 @@ pytest.importorskip("presidio_analyzer")
 from presidio_analyzer import RecognizerRegistry, RecognizerResult  # noqa: E402
 
 import presidio_comparison  # noqa: E402
-from client.integrations.presidio_recognizer import PRESIDIO_ENTITIES, BlankSpacyNlpEngine  # noqa: E402
-from corpus.categories import I2B2_TYPES  # noqa: E402
-from corpus.document import Document, Span  # noqa: E402
-from corpus.metrics import COLUMN_TITLES, PRIMARY  # noqa: E402
+from deidpool.client.integrations.presidio_recognizer import PRESIDIO_ENTITIES, BlankSpacyNlpEngine  # noqa: E402
+from deidpool.corpus.categories import I2B2_TYPES  # noqa: E402
+from deidpool.corpus.document import Document, Span  # noqa: E402
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY  # noqa: E402
 
 TEXT = "Seen 8/23 by Dr Smith on O2."
 

@@ -8,7 +8,7 @@ import pytest
 
 import privacy_table
 import results_files
-from corpus.metrics import PRIMARY
+from deidpool.corpus.metrics import PRIMARY
 
 REFERENCE = "/work/x/runs/adversarial_reference/three-phase_N100_raw_export"
 

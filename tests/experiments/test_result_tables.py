@@ -14,7 +14,7 @@ import federation
 import noise_lookup
 import tagger_baselines
 import tagger_ensemble
-from corpus.metrics import COLUMN_TITLES, PRIMARY
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY
 from results_files import SCORE_COLUMNS, over_seeds, score_header
 
 OFFICIAL = COLUMN_TITLES[PRIMARY]  # "token HIPAA F1 (official i2b2 2014 tokenization)"
@@ -22,7 +22,7 @@ PROJECT = COLUMN_TITLES["token_hipaa_f1"]  # "token HIPAA F1 (project tokenizer)
 
 
 def scores(official: float, project: float) -> dict:
-    """A `corpus.metrics.score_row` whose official and project numbers differ, so a table that
+    """A `deidpool.corpus.metrics.score_row` whose official and project numbers differ, so a table that
     shows the wrong one is caught."""
     row = {}
     for measure, f1 in (("token_official_hipaa", official), ("token_hipaa", project), ("token_all", project),

@@ -21,13 +21,13 @@ import signal
 import numpy as np
 import tensorflow as tf
 
-from representer.threads import configure_threads
+from deidpool.representer.threads import configure_threads
 
 configure_threads()
 
-import server.pooled  # noqa: E402
-from representer.dataset import SentenceStream  # noqa: E402
-from representer.tagger import build_tagger  # noqa: E402
+from deidpool.representer.dataset import SentenceStream  # noqa: E402
+from deidpool.representer.tagger import build_tagger  # noqa: E402
+from deidpool.server import pooled  # noqa: E402
 
 DIM, TAGS = 6, ["O", "B-NAME", "I-NAME"]
 BATCH_SIZE = 8  # sentences per step in all: small batches, so that three short epochs learn the tags
@@ -57,22 +57,22 @@ def main() -> None:
     parser.add_argument("--crash-after", type=int)
     parser.add_argument("--mirrored", action="store_true")
     args = parser.parse_args()
-    server.pooled.build_tagger = functools.partial(build_tagger, input_dropout=0.0, recurrent_dropout=0.0,
+    pooled.build_tagger = functools.partial(build_tagger, input_dropout=0.0, recurrent_dropout=0.0,
                                                    dropout=0.0)
     if args.mirrored:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-        server.pooled.training_strategy = lambda: tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+        pooled.training_strategy = lambda: tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     train, valid = stream(1, 3, 100), stream(2, 1, 60)
     tag_counts = np.bincount(np.concatenate([s[2] for shard in train.shards for s in shard()]), minlength=len(TAGS))
-    data = server.pooled.PooledData(train, valid, {"site": {"train": len(train), "valid": len(valid)}}, tag_counts)
+    data = pooled.PooledData(train, valid, {"site": {"train": len(train), "valid": len(valid)}}, tag_counts)
 
     def on_epoch(record: dict) -> None:
         print(json.dumps({"epoch": record}), flush=True)
         if record["epoch"] == args.crash_after:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    metrics = server.pooled.train_pooled(data, args.run_dir, tags=TAGS, representer_id="rep-test",
+    metrics = pooled.train_pooled(data, args.run_dir, tags=TAGS, representer_id="rep-test",
                                          contributions=["synthetic"], max_epochs=args.epochs, patience=args.epochs,
                                          seed=5, lstm_units=8, batch_size=BATCH_SIZE, on_epoch=on_epoch)
     print(json.dumps({"metrics": metrics}), flush=True)

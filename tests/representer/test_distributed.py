@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from representer.dataset import SentenceData, training_batches
-from representer.distribution import gathered, loopback_cluster, replica_batches, training_strategy
+from deidpool.representer.dataset import SentenceData, training_batches
+from deidpool.representer.distribution import gathered, loopback_cluster, replica_batches, training_strategy
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
 TIMEOUT = 300  # seconds a cluster may take on a busy machine (about 20 s on a quiet one)

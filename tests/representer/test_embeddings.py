@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from corpus.tokenize import Token, tokenize
-from representer.embeddings import (
+from deidpool.corpus.tokenize import Token, tokenize
+from deidpool.representer.embeddings import (
     Embeddings,
     load_embeddings,
     load_fasttext_bin,
@@ -135,7 +135,7 @@ def test_fasttext_embeds_unseen_words_and_round_trips(tmp_path):
 
 def test_under_fasttext_an_unknown_phi_word_is_pseudonymized_among_vocabulary_words():
     """Its subword vector would spell it out to the representer: it is replaced like any word."""
-    from adversary.pseudonymize import Pseudonymizer
+    from deidpool.adversary.pseudonymize import Pseudonymizer
 
     emb = Embeddings(train_fasttext(SENTENCES, dim=16, epochs=3, min_count=1, bucket=2000).wv, "fasttext-tiny")
     pseudonymizer = Pseudonymizer(emb, 4)
@@ -181,7 +181,7 @@ def cache_dir(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("n", [1, 2, 7, 40])
 def test_neighbour_table_matches_neighbours(cache_dir, monkeypatch, n):
-    monkeypatch.setattr("representer.embeddings._SIMILARITY_CELLS", 100)  # chunks of 3 rows
+    monkeypatch.setattr("deidpool.representer.embeddings._SIMILARITY_CELLS", 100)  # chunks of 3 rows
     words = [f"w{i}" for i in range(40)]
     emb = tiny(words, dim=6, neighbour_vocab=30)
     table = emb.neighbour_table(n)

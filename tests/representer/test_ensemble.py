@@ -6,9 +6,9 @@ import keras
 import numpy as np
 import pytest
 
-from representer.dataset import SentenceData
-from representer.ensemble import TaggerEnsemble
-from representer.tagger import build_tagger, tag_sentences
+from deidpool.representer.dataset import SentenceData
+from deidpool.representer.ensemble import TaggerEnsemble
+from deidpool.representer.tagger import build_tagger, tag_sentences
 from tests.representer.test_tagger import INPUT_DIM, TAGS, UNITS, batch, numpy
 
 

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from representer.keys import (
+from deidpool.representer.keys import (
     ENCRYPTION,
     SIGNING,
     KeyFileError,

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from representer.noise import TrainableGaussianNoise, noise_free_copy, set_deterministic
+from deidpool.representer.noise import TrainableGaussianNoise, noise_free_copy, set_deterministic
 
 
 def _numpy(tensor):
@@ -121,7 +121,7 @@ def test_set_deterministic_reaches_nested_layers_and_retraces_predict():
 
 
 def test_a_noise_free_copy_has_the_weights_and_no_noise_and_leaves_the_original_noisy():
-    from representer.representation import build_representer
+    from deidpool.representer.representation import build_representer
 
     model = build_representer(4, repr_size=3, lstm_units=2)
     inputs = {"embeddings": _inputs((2, 5, 4)), "mask": np.ones((2, 5), bool)}

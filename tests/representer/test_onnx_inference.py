@@ -6,11 +6,11 @@ import keras
 import numpy as np
 import pytest
 
-from representer.ensemble import TaggerEnsemble
-from representer.noise import set_deterministic
-from representer.onnx_inference import PipelineSession, RepresenterSession, UnsupportedModel, viterbi
-from representer.representation import build_representer
-from representer.tagger import build_tagger
+from deidpool.representer.ensemble import TaggerEnsemble
+from deidpool.representer.noise import set_deterministic
+from deidpool.representer.onnx_inference import PipelineSession, RepresenterSession, UnsupportedModel, viterbi
+from deidpool.representer.representation import build_representer
+from deidpool.representer.tagger import build_tagger
 
 DIM, REPR, UNITS, TAGS = 8, 6, 5, 7
 LENGTHS = np.array([1, 7, 3, 9, 9, 2])

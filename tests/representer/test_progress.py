@@ -6,7 +6,7 @@ import time
 
 from tqdm import tqdm
 
-from representer.progress import ProgressLines, progress_bar
+from deidpool.representer.progress import ProgressLines, progress_bar
 
 
 class Terminal(io.StringIO):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from representer.noise import set_deterministic
-from representer.representation import build_representer, load_representer, save_representer
+from deidpool.representer.noise import set_deterministic
+from deidpool.representer.representation import build_representer, load_representer, save_representer
 
 EMBEDDING_DIM, LSTM_UNITS, REPR_SIZE = 8, 4, 6
 
@@ -85,9 +85,9 @@ def test_saved_representer_loads_in_a_fresh_process(model, tmp_path):
     script = textwrap.dedent(
         f"""
         import keras, numpy as np
-        import representer.noise  # registers the custom layer for plain keras loading
-        from representer.noise import set_deterministic
-        from representer.representation import load_representer
+        from deidpool.representer import noise  # noqa: F401 (registers the custom layer for plain keras loading)
+        from deidpool.representer.noise import set_deterministic
+        from deidpool.representer.representation import load_representer
         inputs = dict(np.load({str(tmp_path / "inputs.npz")!r}))
         plain = keras.saving.load_model({str(path)!r})
         set_deterministic(plain, True)

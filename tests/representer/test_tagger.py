@@ -4,8 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-from representer.dataset import SentenceData
-from representer.tagger import (
+from deidpool.representer.dataset import SentenceData
+from deidpool.representer.tagger import (
     VariationalLSTMCell,
     build_tagger,
     compute_class_weights,

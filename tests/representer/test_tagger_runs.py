@@ -6,13 +6,13 @@ import pytest
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from adversary.pseudonymize import Pseudonymizer
-from corpus import Document, Span
-from corpus.formats import write_corpus
-from corpus.synth import generate_documents
+from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.cli import app
-from representer.embeddings import Embeddings
-from representer.tagger_runs import (
+from deidpool.corpus import Document, Span
+from deidpool.corpus.formats import write_corpus
+from deidpool.corpus.synth import generate_documents
+from deidpool.representer.embeddings import Embeddings
+from deidpool.representer.tagger_runs import (
     labeled_sentences,
     load_tagger_run,
     predict_documents,

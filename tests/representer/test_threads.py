@@ -5,9 +5,9 @@ import os
 import subprocess
 import sys
 
-from representer.threads import CONCURRENT_OPERATIONS
+from deidpool.representer.threads import CONCURRENT_OPERATIONS
 
-POOLS = ("import tensorflow as tf; from representer.threads import configure_threads; "
+POOLS = ("import tensorflow as tf; from deidpool.representer.threads import configure_threads; "
          "print(configure_threads(), tf.config.threading.get_inter_op_parallelism_threads(), "
          "tf.config.threading.get_intra_op_parallelism_threads())")
 
@@ -32,8 +32,8 @@ def test_sizes_from_the_environment_are_kept():
 def test_a_running_tensorflow_is_left_alone():
     """Pools are fixed by TensorFlow's first operation (in a fresh process: in this one an earlier
     test may already have sized them the same way, which TensorFlow then accepts)."""
-    code = ("import tensorflow as tf; tf.constant(1.0) + 1.0; from representer.threads import configure_threads; "
-            "print(configure_threads())")
+    code = ("import tensorflow as tf; tf.constant(1.0) + 1.0; "
+            "from deidpool.representer.threads import configure_threads; print(configure_threads())")
     env = {key: value for key, value in os.environ.items() if not key.startswith("TF_NUM_")}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False"]

@@ -6,9 +6,9 @@ import keras
 import numpy as np
 import pytest
 
-from representer.dataset import SentenceData
-from representer.tagger import build_tagger, compute_class_weights, tag_sentences
-from representer.training import (
+from deidpool.representer.dataset import SentenceData
+from deidpool.representer.tagger import build_tagger, compute_class_weights, tag_sentences
+from deidpool.representer.training import (
     TaggerTraining,
     TimeBudgetExhausted,
     TrainingProcedure,
@@ -74,11 +74,11 @@ class SlowProcedure(ScriptedProcedure):
 
 
 def test_a_time_budget_stops_after_the_last_epoch_that_fits_and_reruns_finish_the_same(tmp_path, monkeypatch):
-    import representer.training
+    from deidpool.representer import training as training_module
 
     clock = type("Clock", (), {"now": 0.0})()
-    monkeypatch.setattr(representer.training.time, "monotonic", lambda: clock.now)
-    monkeypatch.setattr(representer.training.time, "perf_counter", lambda: clock.now)
+    monkeypatch.setattr(training_module.time, "monotonic", lambda: clock.now)
+    monkeypatch.setattr(training_module.time, "perf_counter", lambda: clock.now)
     losses = [5.0, 4.0, 3.0, 3.5, 2.0, 2.5, 2.6]
     whole = run_training(ScriptedProcedure(losses), None, None, tmp_path / "whole", max_epochs=7, patience=2,
                          progress=False)

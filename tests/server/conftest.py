@@ -18,15 +18,15 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, func, select, text
 
-from client.identity import create_institution_keys
-from contribution.container import CONTENT_TYPE, write_contribution
-from contribution.records import encode_sentence
-from contribution.signed_requests import INSTITUTION_HEADER, signed_headers
-from representer import keys
-from server.app import create_app
-from server.database import Base, make_engine
-from server.initialize import init_data_dir
-from server.settings import Layout, Settings, normalized_url
+from deidpool.client.identity import create_institution_keys
+from deidpool.contribution.container import CONTENT_TYPE, write_contribution
+from deidpool.contribution.records import encode_sentence
+from deidpool.contribution.signed_requests import INSTITUTION_HEADER, signed_headers
+from deidpool.representer import keys
+from deidpool.server.app import create_app
+from deidpool.server.database import Base, make_engine
+from deidpool.server.initialize import init_data_dir
+from deidpool.server.settings import Layout, Settings, normalized_url
 
 from ..conftest import REPR_SIZE
 from ..conftest import TAGS as BUNDLE_TAGS

@@ -16,10 +16,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from fastapi.routing import iter_route_contexts
 
-from contribution.container import CONTENT_TYPE
-from contribution.signed_requests import signed_headers
-from representer import keys
-from server.deps import BUNDLE_TYPE, MAX_JSON_BYTES
+from deidpool.contribution.container import CONTENT_TYPE
+from deidpool.contribution.signed_requests import signed_headers
+from deidpool.representer import keys
+from deidpool.server.deps import BUNDLE_TYPE, MAX_JSON_BYTES
 
 from .conftest import contribution_file, stored
 
@@ -155,7 +155,7 @@ def test_representer_bundle_is_verified_stored_and_made_current(api, admin, pipe
 
 
 def test_representer_signed_by_another_key_is_refused(api, admin, tmp_path):
-    from representer.bundle import REPRESENTER_FILE, write_bundle
+    from deidpool.representer.bundle import REPRESENTER_FILE, write_bundle
 
     write_bundle(tmp_path / "other.tar", Ed25519PrivateKey.generate(), {REPRESENTER_FILE: b"model"}, {})
     reply = api.post("/api/representers", headers=admin, content=(tmp_path / "other.tar").read_bytes())

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from deidpool.cli import app as cli
 from deidpool.cli import http
 from deidpool.cli.server_commands import KEEP_ALIVE_SECONDS
-from representer import keys
-from representer.bundle import TAGGER_FILE
-from server.app import create_app
-from server.database import SUCCEEDED, TrainingRun
+from deidpool.representer import keys
+from deidpool.representer.bundle import TAGGER_FILE
+from deidpool.server.app import create_app
+from deidpool.server.database import SUCCEEDED, TrainingRun
 
 from .conftest import contribution_file, upload
 
@@ -126,7 +126,7 @@ def test_a_wrong_or_missing_token_is_refused_without_echoing_it(served):
 def test_server_run_starts_and_stops_the_worker_and_sets_up_its_logs(tmp_path, key_files, monkeypatch):
     import uvicorn
 
-    from server import logs
+    from deidpool.server import logs
 
     assert _run("server", "init", "--data-dir", tmp_path, "--provider-key", key_files.provider.public).exit_code == 0
     events = []
@@ -149,7 +149,7 @@ def test_server_run_starts_and_stops_the_worker_and_sets_up_its_logs(tmp_path, k
     result = _run("server", "run", "--data-dir", tmp_path, "--port", "8123", "--log-format", "json")
     assert result.exit_code == 0, result.output
     worker = ["-m", "deidpool", "server", "worker", "--data-dir", str(tmp_path), "--log-format", "json"]
-    # access lines come from server.metrics.RequestMetrics; idle connections outlive httpx's pooled ones
+    # access lines come from deidpool.server.metrics.RequestMetrics; idle connections outlive httpx's pooled ones
     options = {"log_config": None, "access_log": False, "timeout_keep_alive": KEEP_ALIVE_SECONDS}
     assert events == [("logs", "json"), ("start", worker), ("serve", "127.0.0.1", 8123, options),
                       ("terminate",), ("wait",)]

@@ -9,9 +9,9 @@ import hashlib
 
 from fastapi.testclient import TestClient
 
-from contribution.signed_requests import signed_headers
-from server.app import create_app
-from server.deps import MAX_JSON_BYTES
+from deidpool.contribution.signed_requests import signed_headers
+from deidpool.server.app import create_app
+from deidpool.server.deps import MAX_JSON_BYTES
 
 from .conftest import contribution_file, set_limits, stored, upload
 

@@ -12,16 +12,16 @@ import httpx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from client.identity import create_institution_keys
-from client.transport import upload_contribution
-from contribution.container import read_header
+from deidpool.client.identity import create_institution_keys
+from deidpool.client.transport import upload_contribution
+from deidpool.contribution.container import read_header
 from deidpool.demo import ServerProcess, wait_until
-from representer import keys
-from representer.bundle import TAGGER_FILE
-from server import charts
-from server.auth import canonical_json
-from server.database import SUCCEEDED, Institution, RunEpoch, TrainingRun, open_database
-from server.initialize import rotate_viewer_token
+from deidpool.representer import keys
+from deidpool.representer.bundle import TAGGER_FILE
+from deidpool.server import charts
+from deidpool.server.auth import canonical_json
+from deidpool.server.database import SUCCEEDED, Institution, RunEpoch, TrainingRun, open_database
+from deidpool.server.initialize import rotate_viewer_token
 
 from .conftest import contribution_file
 

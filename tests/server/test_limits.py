@@ -6,9 +6,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi.testclient import TestClient
 
-from contribution.signed_requests import signed_headers
-from server.app import create_app
-from server.limits import TokenBuckets
+from deidpool.contribution.signed_requests import signed_headers
+from deidpool.server.app import create_app
+from deidpool.server.limits import TokenBuckets
 
 from .conftest import set_limits, upload
 

@@ -18,13 +18,13 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from client.transport import UploadError, upload_contribution
-from contribution.container import CONTENT_TYPE
-from contribution.signed_requests import signed_headers
+from deidpool.client.transport import UploadError, upload_contribution
+from deidpool.contribution.container import CONTENT_TYPE
+from deidpool.contribution.signed_requests import signed_headers
 from deidpool.demo import free_port, wait_until
-from representer import keys
-from server.initialize import init_data_dir
-from server.settings import Layout
+from deidpool.representer import keys
+from deidpool.server.initialize import init_data_dir
+from deidpool.server.settings import Layout
 
 from .conftest import contribution_file
 

@@ -10,8 +10,8 @@ import secrets
 
 import pytest
 
-from contribution.signed_requests import signed_headers
-from server.initialize import rotate_metrics_token, rotate_viewer_token
+from deidpool.contribution.signed_requests import signed_headers
+from deidpool.server.initialize import rotate_metrics_token, rotate_viewer_token
 from server.logs import INFO_LOGGERS, configure_logging
 
 from .conftest import contribution_file, upload
@@ -47,12 +47,12 @@ def test_json_lines_hold_the_request_fields_and_no_credential(captured_log, api,
                api.get(f"/api/health?token={in_query}"), api.get("/api/contributions", headers=signed),
                upload(api, body, site.key)]
     assert [reply.status_code for reply in replies] == [200, 200, 200, 401, 200, 200, 201]
-    logging.getLogger("server.test").warning("a careless line: Authorization: Bearer %s", wrong)
+    logging.getLogger("deidpool.server.test").warning("a careless line: Authorization: Bearer %s", wrong)
 
     text = log.getvalue()
     lines = [json.loads(line) for line in text.splitlines()]
     assert lines and all({"time", "level", "logger", "message"} <= set(line) for line in lines)
-    access = [line for line in lines if line["logger"] == "server.access"]
+    access = [line for line in lines if line["logger"] == "deidpool.server.access"]
     assert [(line["method"], line["route"], line["status"]) for line in access] == [
         ("GET", "/api/institutions", 200), ("GET", "/", 200), ("GET", "/metrics", 200), ("GET", "/api/runs", 401),
         ("GET", "/api/health", 200), ("GET", "/api/contributions", 200), ("POST", "/api/contributions", 201)]
@@ -67,7 +67,7 @@ def test_json_lines_hold_the_request_fields_and_no_credential(captured_log, api,
 def test_text_lines_mask_credentials_too(captured_log):
     log = captured_log("text")
     token = secrets.token_urlsafe(32)
-    logging.getLogger("server.test").info("retrying with basic %s", token)
+    logging.getLogger("deidpool.server.test").info("retrying with basic %s", token)
     logging.getLogger("some.library").info("not shown: other libraries log from WARNING")
     (line,) = log.getvalue().splitlines()
     assert line.endswith("INFO server.test retrying with basic [masked]") and token not in line

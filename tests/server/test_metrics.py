@@ -8,10 +8,10 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.exc import OperationalError
 
-from server.app import create_app
-from server.database import SUCCEEDED, RunEpoch, TrainingRun
-from server.initialize import rotate_metrics_token, rotate_viewer_token
-from server.metrics import DatabaseCollector
+from deidpool.server.app import create_app
+from deidpool.server.database import SUCCEEDED, RunEpoch, TrainingRun
+from deidpool.server.initialize import rotate_metrics_token, rotate_viewer_token
+from deidpool.server.metrics import DatabaseCollector
 
 from .conftest import contribution_file, set_limits, upload
 

@@ -8,11 +8,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from contribution.signed_requests import NONCE_HEADER, signed_headers
-from server.app import create_app
-from server.auth import AuthError
-from server.database import RequestNonce
-from server.nonces import use_nonce
+from deidpool.contribution.signed_requests import NONCE_HEADER, signed_headers
+from deidpool.server.app import create_app
+from deidpool.server.auth import AuthError
+from deidpool.server.database import RequestNonce
+from deidpool.server.nonces import use_nonce
 
 PATH = "/api/contributions"
 

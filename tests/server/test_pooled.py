@@ -8,10 +8,10 @@ import shutil
 import numpy as np
 import pytest
 
-from contribution.container import write_contribution
-from contribution.records import encode_sentence
-from representer.dataset import SentenceData
-from server.pooled import PooledContribution, PooledDataError, open_pooled_data, train_pooled
+from deidpool.contribution.container import write_contribution
+from deidpool.contribution.records import encode_sentence
+from deidpool.representer.dataset import SentenceData
+from deidpool.server.pooled import PooledContribution, PooledDataError, open_pooled_data, train_pooled
 
 from ..conftest import REPR_SIZE
 from ..conftest import TAGS as BUNDLE_TAGS

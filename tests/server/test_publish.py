@@ -9,12 +9,12 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from adversary.verdicts import BROKEN, CHANCE
-from representer import keys
-from representer.bundle import TAGGER_FILE, BundleError, open_bundle
-from representer.ensemble import TaggerEnsemble
-from server.auth import canonical_json
-from server.database import FAILED, SUCCEEDED, RunEpoch, TrainingRun
+from deidpool.adversary.verdicts import BROKEN, CHANCE
+from deidpool.representer import keys
+from deidpool.representer.bundle import TAGGER_FILE, BundleError, open_bundle
+from deidpool.representer.ensemble import TaggerEnsemble
+from deidpool.server.auth import canonical_json
+from deidpool.server.database import FAILED, SUCCEEDED, RunEpoch, TrainingRun
 
 from .conftest import contribution_file, stored, upload
 

@@ -16,12 +16,12 @@ from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from client.transport import upload_contribution
-from contribution.signed_requests import signed_headers
-from server import payloads
-from server.app import create_app, storage_full
-from server.database import Contribution
-from server.payloads import PayloadStore
+from deidpool.client.transport import upload_contribution
+from deidpool.contribution.signed_requests import signed_headers
+from deidpool.server import payloads
+from deidpool.server.app import create_app, storage_full
+from deidpool.server.database import Contribution
+from deidpool.server.payloads import PayloadStore
 
 from .conftest import contribution_file, stored, upload
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import Status, events, from_schema
 
-from contribution.container import CONTENT_TYPE
-from server.deps import BUNDLE_TYPE, OCTET_STREAM
+from deidpool.contribution.container import CONTENT_TYPE
+from deidpool.server.deps import BUNDLE_TYPE, OCTET_STREAM
 
 from .conftest import contribution_file, set_limits, upload
 

@@ -11,10 +11,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from server.database import Base, make_engine, migrate_database, upgrade
-from server.initialize import init_data_dir
-from server.payloads import PayloadStore, PayloadTooLarge
-from server.settings import Settings, SettingsError
+from deidpool.server.database import Base, make_engine, migrate_database, upgrade
+from deidpool.server.initialize import init_data_dir
+from deidpool.server.payloads import PayloadStore, PayloadTooLarge
+from deidpool.server.settings import Settings, SettingsError
 
 
 def test_init_creates_keys_settings_and_the_migrated_database(server_dir, key_files, database):
@@ -91,7 +91,7 @@ def test_init_refuses_an_existing_data_dir_unless_forced(server_dir, key_files, 
                                              '"institution_request_burst": 0}', "institution_request_burst"),
                                             ("{", "cannot read")])
 def test_bad_settings_files_are_named(tmp_path, content, words):
-    from server.settings import Layout
+    from deidpool.server.settings import Layout
 
     if content is not None:
         (tmp_path / "server.json").write_text(content)

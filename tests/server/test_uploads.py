@@ -12,10 +12,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from contribution import container
-from contribution.signed_requests import signed_headers
-from representer import keys
-from server.database import Contribution
+from deidpool.contribution import container
+from deidpool.contribution.signed_requests import signed_headers
+from deidpool.representer import keys
+from deidpool.server.database import Contribution
 
 from ..contribution.conftest import resigned
 from .conftest import contribution_file, set_limits, stored, upload
@@ -136,7 +136,7 @@ def test_an_upload_is_a_signed_request_and_an_unsigned_one_names_the_client_vers
 def test_oversized_upload_gives_413_and_leaves_no_file(server_dir, key_files, pipeline_path, tmp_path):
     from fastapi.testclient import TestClient
 
-    from server.app import create_app
+    from deidpool.server.app import create_app
 
     set_limits(server_dir, max_upload_bytes=2000)
     with TestClient(create_app(server_dir.path)) as client:

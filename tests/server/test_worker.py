@@ -19,9 +19,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from sqlalchemy import select, update
 
-from representer import keys
-from server import worker
-from server.database import (
+from deidpool.representer import keys
+from deidpool.server import worker
+from deidpool.server.database import (
     FAILED,
     QUEUED,
     RUNNING,
@@ -34,10 +34,10 @@ from server.database import (
     open_database,
     utcnow,
 )
-from server.initialize import init_data_dir
-from server.payloads import PayloadStore
-from server.settings import Layout
-from server.worker import claim_run, run_worker
+from deidpool.server.initialize import init_data_dir
+from deidpool.server.payloads import PayloadStore
+from deidpool.server.settings import Layout
+from deidpool.server.worker import claim_run, run_worker
 
 TINY = {"max_epochs": 3, "patience": 3, "seed": 0, "valid_fraction": 0.2, "lstm_units": 4}
 
@@ -104,7 +104,7 @@ def history(server, run_id) -> list[dict]:
 
 def test_a_queued_run_is_trained_with_each_epoch_recorded(server, caplog):
     run_id = server.queue()
-    with caplog.at_level(logging.INFO, logger="server.worker"):
+    with caplog.at_level(logging.INFO, logger="deidpool.server.worker"):
         assert run_worker(server.root, once=True, worker_id="w1") == run_id
     run = run_row(server, run_id)
     assert (run.status, run.worker_id, run.error, run.epochs_done) == (SUCCEEDED, "w1", None, 3)

@@ -18,10 +18,10 @@ import pytest
 import tensorflow as tf
 from sqlalchemy import update
 
-from representer.distribution import loopback_cluster
-from server import worker
-from server.database import FAILED, QUEUED, RUNNING, SUCCEEDED, TrainingRun, utcnow
-from server.worker import CLUSTER_RESTART, Cluster, cluster_id, run_worker
+from deidpool.representer.distribution import loopback_cluster
+from deidpool.server import worker
+from deidpool.server.database import FAILED, QUEUED, RUNNING, SUCCEEDED, TrainingRun, utcnow
+from deidpool.server.worker import CLUSTER_RESTART, Cluster, cluster_id, run_worker
 
 from . import test_worker
 from .test_worker import epochs, history, run_row, wait_for

@@ -15,12 +15,12 @@ pytest.importorskip("presidio_anonymizer", reason="the Presidio integration need
 from presidio_analyzer import AnalyzerEngine, RecognizerRegistry  # noqa: E402
 from presidio_anonymizer import AnonymizerEngine  # noqa: E402
 
-from client.deidentify import PhiFinder  # noqa: E402
-from client.integrations.presidio_recognizer import PRESIDIO_ENTITIES, BlankSpacyNlpEngine, DeidpoolRecognizer  # noqa: E402
-from corpus.categories import I2B2_TYPES  # noqa: E402
-from corpus.document import Span  # noqa: E402
-from representer import keys  # noqa: E402
-from representer.bundle import BundleError  # noqa: E402
+from deidpool.client.deidentify import PhiFinder  # noqa: E402
+from deidpool.client.integrations.presidio_recognizer import PRESIDIO_ENTITIES, BlankSpacyNlpEngine, DeidpoolRecognizer  # noqa: E402
+from deidpool.corpus.categories import I2B2_TYPES  # noqa: E402
+from deidpool.corpus.document import Span  # noqa: E402
+from deidpool.representer import keys  # noqa: E402
+from deidpool.representer.bundle import BundleError  # noqa: E402
 
 NOTE = "Mr. John Smith was seen on 03/14/2021. Call 617-555-0199 or mail jsmith@example.org, age 93."
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "integrations.md"

@@ -10,10 +10,10 @@ import pytest
 spacy = pytest.importorskip("spacy", reason="the spaCy integration needs deidpool[spacy] "
                                             "(pip install -e '.[test]' installs it)")
 
-from client.deidentify import PhiFinder  # noqa: E402
-from client.integrations.spacy_component import DeidpoolComponent  # noqa: E402
-from corpus.document import Span  # noqa: E402
-from representer.bundle import BundleError  # noqa: E402
+from deidpool.client.deidentify import PhiFinder  # noqa: E402
+from deidpool.client.integrations.spacy_component import DeidpoolComponent  # noqa: E402
+from deidpool.corpus.document import Span  # noqa: E402
+from deidpool.representer.bundle import BundleError  # noqa: E402
 
 NOTE = "Mr. John Smith was seen on 03/14/2021. Call 617-555-0199 or mail jsmith@example.org, age 93."
 
@@ -31,7 +31,7 @@ def nlp(pipeline_path, key_files):
 
 def test_the_factory_is_registered_by_entry_point():
     [entry] = [e for e in entry_points(group="spacy_factories") if e.name == "deidpool"]
-    assert entry.value == "client.integrations.spacy_component:make_deidpool_component"
+    assert entry.value == "deidpool.client.integrations.spacy_component:make_deidpool_component"
 
 
 def test_doc_gets_the_pipeline_spans_expanded_to_tokens(nlp, pipeline, embeddings):
@@ -84,7 +84,7 @@ def test_entities_already_set_are_kept():
 
 
 def test_bad_configuration_is_refused(pipeline_path, key_files, tmp_path):
-    from representer import keys
+    from deidpool.representer import keys
 
     config = {"pipeline": str(pipeline_path), "provider_key": str(key_files.provider.public)}
     with pytest.raises(ValueError, match="label must be one of type, category"):
