@@ -9,7 +9,7 @@ import statistics
 import subprocess
 from pathlib import Path
 
-from corpus.metrics import COLUMN_TITLES, format_score
+from deidpool.corpus.metrics import COLUMN_TITLES, format_score
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # The score columns of the experiments' tables (keys of corpus.metrics.score_row): the official
