@@ -14,6 +14,9 @@ Variants that keep the representer (`VARIANTS`):
                           product option: noiseless vectors are what the lookup attack reads exactly)
   3 export draws          every party exports its notes three times (fresh surrogates and noise each
                           time), the server pools all draws: augmentation the server can ask for
+  no pseudonymization at export   N = 1: the gold PHI tokens reach the representer as they are (an
+                          ablation: it splits the loss into what pseudonymization and what the
+                          representation costs)
   tagger 256 units        the pooled tagger with 256 LSTM units per direction (default 128)
   representer after P1    the representer before adversarial training (P1 only)
 Variants that retrain the representer (epoch selection by validation F1, other representation sizes)
@@ -33,6 +36,8 @@ from datetime import date
 from pathlib import Path
 
 import federation
+from deidpool.adversary.schemes import EXPORT_SCHEME
+from deidpool.client.export import DEFAULT_NEIGHBOURS
 from deidpool.corpus.metrics import COLUMN_TITLES
 from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import git_commit
@@ -46,11 +51,14 @@ class Variant:
     noise: bool = True  # the representer's output noise while exporting
     draws: int = 1  # exports per party, pooled together
     units: int = 128  # the pooled tagger's LSTM units per direction
+    neighbours: int = DEFAULT_NEIGHBOURS  # the export's N (1: no pseudonymization)
+    scheme: str = EXPORT_SCHEME  # the export's pseudonymization scheme
     representer: str = "representer.keras"  # the run's model file the bundle carries
 
 
 VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Variant(draws=3),
-            "tagger 256 units": Variant(units=256), "representer after P1": Variant(representer="representer_p1.keras")}
+            "tagger 256 units": Variant(units=256), "representer after P1": Variant(representer="representer_p1.keras"),
+            "no pseudonymization at export": Variant(neighbours=1)}
 DEFAULT = "default (the federation's pooled tagger)"
 
 
@@ -102,7 +110,8 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
             if not path.exists():
                 federation.progress(f"seed {seed}, {name}: {party} exports its notes (draw {draw + 1})")
                 export_contribution(notes, bundle, vectors, path, institution=party, language=corpus.language,
-                                    noise=variant.noise, server_key=server_key.public_key(), progress=False,
+                                    noise=variant.noise, neighbours=variant.neighbours, scheme=variant.scheme,
+                                    server_key=server_key.public_key(), progress=False,
                                     signing_key=keys.load_private_key(key_dir / party / "institution.key",
                                                                       keys.SIGNING))
             contributions.append(PooledContribution(

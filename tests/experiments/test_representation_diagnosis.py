@@ -3,6 +3,7 @@ variant against the raw-text tagger and against the default, with paired interva
 variants every seed has."""
 
 import argparse
+import dataclasses
 import json
 
 import federation
@@ -39,7 +40,7 @@ def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monk
 def test_every_variant_changes_one_thing_against_the_default():
     default = diagnosis.Variant()
     for name, variant in diagnosis.VARIANTS.items():
-        changed = [field for field in ("noise", "draws", "units", "representer")
-                   if getattr(variant, field) != getattr(default, field)]
+        changed = [field.name for field in dataclasses.fields(variant)
+                   if getattr(variant, field.name) != getattr(default, field.name)]
         assert len(changed) == 1, name
         assert diagnosis.folder_name(name) == name.replace(" ", "-")
