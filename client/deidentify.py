@@ -6,8 +6,11 @@ The representer runs without noise here: nothing leaves the institution, and the
 then always gets the same spans. Optionally the high-precision pattern layer
 (`deidpool.client.patterns`: dates, phone numbers, ages over 89, IDs, e-mail, URLs) runs on each note's
 raw text and its spans are merged with the tagger's (`deidpool.client.patterns.merge_spans`).
-`PhiFinder` bundles a verified pipeline, its embeddings and the pattern layer for callers that
-hold texts rather than documents (the Presidio and spaCy integrations, `deidpool.client.integrations`).
+The layer is the one of the notes' language (`pipeline_patterns`: English by default, or
+Spanish), its spans labelled in the pipeline's own tag set (a MEDDOCAN pipeline's "FECHAS", an
+i2b2 one's "DATE"). `PhiFinder` bundles a verified pipeline, its embeddings and the pattern layer
+for callers that hold texts rather than documents (the Presidio and spaCy integrations,
+`deidpool.client.integrations`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from itertools import islice
 from pathlib import Path
 
 from deidpool.client.inference import apply_to_sentences, built_once, compile_pipeline
-from deidpool.client.patterns import DEFAULT_PATTERNS, Pattern, with_patterns
+from deidpool.client.patterns import DEFAULT_PATTERNS, Pattern, patterns_for, with_patterns
 from deidpool.client.surrogates import redacted_text, surrogate_text
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.errors import CorpusError
@@ -51,12 +54,23 @@ def read_notes(path: str | Path, fmt: str = "text") -> Iterator[Document]:
         yield Document(file.stem, read_text(file))
 
 
+def pipeline_patterns(pipeline: Bundle, language: str = "en") -> tuple[Pattern, ...]:
+    """The default pattern layer for notes in `language` ("en", "es"; ValueError naming any other),
+    its spans labelled in `pipeline`'s tag set (`deidpool.client.patterns.patterns_for`)."""
+    return patterns_for(language, sorted(tag_labels(pipeline.tags)))
+
+
+def tag_labels(tags: Iterable[str]) -> set[str]:
+    """The span labels of a tag vocabulary ("B-DATE", "I-DATE", "O" -> {"DATE"})."""
+    return {tag.partition("-")[2] for tag in tags if tag != "O"}
+
+
 def find_phi(documents: Iterable[Document], pipeline: Bundle, embeddings, *, patterns: Sequence[Pattern] = (),
              chunk_documents: int = CHUNK_DOCUMENTS, progress: bool = False) -> Iterator[Document]:
     """Each document with the PHI spans the pipeline finds (labels as the pipeline's tags name
     them); `embeddings` are the pipeline's (from `pipeline.load_embeddings`). With `patterns`
-    (e.g. `deidpool.client.patterns.DEFAULT_PATTERNS`), their spans in the raw text are merged with the
-    tagger's (i2b2 2014 types as labels); without them, the tagger's spans alone."""
+    (e.g. `pipeline_patterns(pipeline, language)`), their spans in the raw text are merged with the
+    tagger's; without them, the tagger's spans alone."""
     tag = built_once(pipeline, "tags", lambda: compile_pipeline(pipeline.load_representer(deterministic=True),
                                                                 pipeline.load_tagger(), embeddings.dim))
     with progress_bar(desc="de-identifying", unit=" notes", disable=not progress) as bar:
@@ -87,7 +101,8 @@ class PhiFinder:
     Args:
         pipeline: the verified pipeline bundle (`deidpool.representer.bundle.open_bundle`).
         embeddings: its embeddings (`pipeline.load_embeddings()`).
-        patterns: the pattern layer merged with the tagger's spans (none: the tagger alone).
+        patterns: the pattern layer merged with the tagger's spans (default: the English one;
+            `pipeline_patterns` gives a language's in the pipeline's tag set; none: the tagger alone).
     """
 
     pipeline: Bundle
@@ -96,18 +111,18 @@ class PhiFinder:
 
     @classmethod
     def open(cls, pipeline: str | Path, provider_key: str | Path, *, embeddings: str | None = None,
-             patterns: bool = True) -> PhiFinder:
+             patterns: bool = True, language: str = "en") -> PhiFinder:
         """The pipeline at `pipeline` (folder or .tar) once its signature verifies with the pinned
         public key in the PEM file `provider_key`, with its embeddings (by the manifest's spec,
-        or `embeddings`) and, unless `patterns` is false, the default pattern layer."""
+        or `embeddings`) and, unless `patterns` is false, the pattern layer for notes in `language`."""
         bundle = open_bundle(pipeline, keys.load_public_key(provider_key, keys.SIGNING))
-        return cls(bundle, bundle.load_embeddings(embeddings), DEFAULT_PATTERNS if patterns else ())
+        return cls(bundle, bundle.load_embeddings(embeddings),
+                   pipeline_patterns(bundle, language) if patterns else ())
 
     @property
     def labels(self) -> frozenset[str]:
         """Every label its spans can have: the pipeline's tag labels and the patterns' types."""
-        return frozenset({tag.partition("-")[2] for tag in self.pipeline.tags if tag != "O"}
-                         | {pattern.label for pattern in self.patterns})
+        return frozenset(tag_labels(self.pipeline.tags) | {pattern.label for pattern in self.patterns})
 
     def find(self, documents: Iterable[Document], *, chunk_documents: int = CHUNK_DOCUMENTS,
              progress: bool = False) -> Iterator[Document]:

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
 
 CONTEXT = 24  # characters of context the checks look at on each side
@@ -66,8 +67,8 @@ class Pattern:
     Args:
         name: what the pattern finds, unique in the catalog.
         label: the i2b2 2014 type of its spans (a source type of `deidpool.corpus.categories`).
-        regex: the span is the first of the regex's groups named "phi..." that took part in the
-            match (alternatives name theirs phi, phi2, ...), else the whole match, less any
+        regex: a span for each of the regex's groups named "phi..." that took part in the match
+            (alternatives or a list name theirs phi, phi2, ...), else the whole match, less any
             whitespace at its edges.
         not_after: refuse a match whose preceding CONTEXT characters match this (anchor it with `$`).
         not_before: refuse a match whose following CONTEXT characters start with this.
@@ -88,20 +89,24 @@ class Pattern:
         """The spans this pattern finds in `text`, in offset order."""
         groups = [name for name in self.regex.groupindex if name.startswith("phi")] or [0]
         for match in self.regex.finditer(text):
-            start, end = next((match.span(g) for g in groups if match.span(g) != (-1, -1)), (0, 0))
-            if start == end:
-                continue
-            if self.not_after is not None and self.not_after.search(text, max(0, start - CONTEXT), start):
-                continue
-            if self.not_before is not None and self.not_before.match(text, end, end + CONTEXT):
-                continue
-            phi = text[start:end]  # without the whitespace a regex may take at its edges ("555-1234   ")
-            start, end = start + len(phi) - len(phi.lstrip()), end - len(phi) + len(phi.rstrip())
-            if not self.by_word:
-                yield Span(start, end, self.label, text[start:end])
-                continue
-            for word in _WORD.finditer(text, start, end):
-                yield Span(word.start(), word.end(), self.label, word[0])
+            for start, end in sorted(match.span(group) for group in groups):
+                yield from self._checked(text, start, end)
+
+    def _checked(self, text: str, start: int, end: int) -> Iterator[Span]:
+        """The span(s) of the PHI at [start, end) unless empty or refused by the context checks."""
+        if start == end:
+            return
+        if self.not_after is not None and self.not_after.search(text, max(0, start - CONTEXT), start):
+            return
+        if self.not_before is not None and self.not_before.match(text, end, end + CONTEXT):
+            return
+        phi = text[start:end]  # without the whitespace a regex may take at its edges ("555-1234   ")
+        start, end = start + len(phi) - len(phi.lstrip()), end - len(phi) + len(phi.rstrip())
+        if not self.by_word:
+            yield Span(start, end, self.label, text[start:end])
+            return
+        for word in _WORD.finditer(text, start, end):
+            yield Span(word.start(), word.end(), self.label, word[0])
 
 
 def _compile(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern:
@@ -143,6 +148,9 @@ _CREDENTIAL = r"\b(?:rn|r\.n|rrt|crt|np|md|msw|pa|lpn)\b\.?"
 _INITIAL = r"(?-i:[A-Z]\.)"
 # After a clinician's initial and name ("W. Marotta aware", "per K. Abrams PA").
 _CLINICIAN_CUE = rf"(?:aware|notified|made[ \t]+aware|{_CREDENTIAL})"
+
+_EMAIL = _compile(r"(?<![\w.+-])(?P<phi>[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,})\b")
+_URL = _compile(r"(?P<phi>\b(?:https?://|www\.)[^\s<>\"')\]]+[^\s<>\"')\].,;:!?])")
 
 PATTERNS: tuple[Pattern, ...] = (
     Pattern("date_iso", "DATE", _compile(rf"(?<![\d/.-])(?P<phi>(?:19|20)\d\d-{_MONTH}-{_DAY})(?![\d/-])")),
@@ -197,10 +205,8 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("reference_number", "IDNUM", _compile(
         r"\b(?:ref(?:erence)?|acct|account|case|claim|policy|member|id)\s*(?:number|no\.?|#)?\s*[:#]*\s*"
         r"(?P<phi>\d[\d-]{4,14}\d)\b")),
-    Pattern("email", "EMAIL", _compile(
-        r"(?<![\w.+-])(?P<phi>[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,})\b")),
-    Pattern("url", "URL", _compile(
-        r"(?P<phi>\b(?:https?://|www\.)[^\s<>\"')\]]+[^\s<>\"')\].,;:!?])")),
+    Pattern("email", "EMAIL", _EMAIL),
+    Pattern("url", "URL", _URL),
     Pattern("doctor_title", "DOCTOR", _compile(
         rf"\b(?:dr|doctor|drs)\b\.?[ \t]*(?P<phi>(?:[a-z]\.[ \t]*)?(?!{_NOT_A_NAME})"
         rf"(?:{_CAPITALIZED_NAME}[ \t]+(?!{_NOT_A_NAME}){_CAPITALIZED_NAME}|{_NAME}))"), by_word=True),
@@ -226,8 +232,90 @@ PATTERNS: tuple[Pattern, ...] = (
         r"(?<![\d/.:])(?P<phi>(?:[01]?\d|2[0-3]):[0-5]\d(?:\s*[ap]\.?m\.?)?|(?:1[0-2]|0?[1-9])\s*[ap]\.?m\.?\b)"),
         default=False),
 )
-BY_NAME = {pattern.name: pattern for pattern in PATTERNS}
 DEFAULT_PATTERNS: tuple[Pattern, ...] = tuple(pattern for pattern in PATTERNS if pattern.default)
+
+# Spanish clinical cases (MEDDOCAN): dates, contact details and identifiers by their form or the field
+# that announces them ("Tfno.:", "Fax:", "NHC:", "NASS:", "NºCol:", "Episodio:", "CP:"), ages after the
+# patient ("Varón de 45 años", "Edad: 45 años"). Labels are MEDDOCAN's source types.
+_MESES = r"(?:enero|febrero|marzo|abril|mayo|junio|julio|agosto|sept?iembre|octubre|noviembre|diciembre)"
+_YEAR = r"(?:19|20)\d\d"
+# A telephone number: digits in groups ("913 36 80 00", "93 2607982", "973-727-223", "(5982) 487-3837"),
+# an extension ("ext 1530"); a leading "+" stays out, as MEDDOCAN annotates "+34 945007000".
+# `_NUMERO.format(group)` names its group.
+_NUMERO = (r"\+?\s?(?P<{}>(?:\(\d{{2,5}}\)\s*)?\d{{2,4}}(?:(?:[\s.]|-\s?)?\d{{2,4}}){{1,4}}"
+           r"(?:\s*ext\.?\s*\d{{1,5}})?)(?![\d,])")
+_NUMERO_LIST = (_NUMERO.format("phi") + rf"(?:\s*(?:[/-]|y)\s*{_NUMERO.format('phi2')})?"
+                rf"(?:\s*(?:[/-]|y)\s*{_NUMERO.format('phi3')})?")
+_FIELD = r"\s*[:.]?\s*"  # between a field's name and its value: "NHC: ", "Tfno. ", "Episodio:"
+_ID = r"[a-z]{0,3}\d+(?:(?: {1,2}|[/-])\d+)*"  # "368503", "26 63514095 35", "28 28 70973", "AB-1234"
+_COUNT = r"(?:\d{1,3}|un|una|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez|once|doce|trece|catorce|quince)"
+_UNIT = r"(?:años?|mes(?:es)?|semanas?|d[ií]as?)"
+_AGE = rf"{_COUNT}\s+{_UNIT}(?:\s+y\s+(?:medio|{_COUNT}\s+{_UNIT}))?\b"  # "45 años", "tres años y diez meses"
+# Who an age after "de" belongs to: the patient ("Varón de 45 años", "Paciente de sexo femenino de 13 años").
+_PERSON = (r"(?:var[oó]n|mujer|hombre|paciente|ni[nñ][oa]|chic[oa]|lactante|neonato|recién\s+nacid[oa]|"
+           r"adolescente|joven|anciano|anciana|señora?)(?:\s+(?:var[oó]n|mujer|masculino|femenino|"
+           r"de\s+sexo\s+(?:masculino|femenino)))?")
+# A relative's age is part of the relative's span ("hermana de 55 años": FAMILIARES_SUJETO_ASISTENCIA).
+_RELATIVE = (r"\b(?:padre|madre|herman[oa]s?|t[ií][oa]s?|abuel[oa]s?|hij[oa]s?|prim[oa]s?|sobrin[oa]s?|espos[oa]|"
+             r"marido|su\s+mujer|pareja|niet[oa]s?|cónyuge)\b[^.\n]*$")
+
+SPANISH_PATTERNS: tuple[Pattern, ...] = (
+    Pattern("es_date_numeric", "FECHAS", _compile(
+        rf"(?<![\w/.,-])(?P<phi>{_DAY}(?P<sep>[/-]){_MONTH}(?P=sep)(?:{_YEAR}|\d\d)|{_DAY}\.{_MONTH}\.{_YEAR}"
+        rf"|{_DAY}-{_MESES}-{_YEAR})"
+        r"(?![\w/-]|[.,]\d)")),
+    Pattern("es_date_text", "FECHAS", _compile(
+        rf"\b(?P<phi>{_DAY}\s+de\s+{_MESES}(?:\s+del?\s+(?:año\s+)?{_YEAR})?"
+        rf"|(?:{_MESES}\s+y\s+)?{_MESES}\s+(?:del?\s+)?(?:año\s+)?{_YEAR})(?!\d)"),
+        # streets, hospitals ("Hospital 12 de Octubre", "C/ 2 de Mayo"), laws ("RD 1299/2006, de 10 de noviembre")
+        not_after=_compile(r"(?:\b(?:hospital|universitario|calle|c/|avda\.?|avenida|plaza|paseo|col)\W*"
+                           r"|\b(?:rd|real\s+decreto|ley|orden|decreto)\b[^\n]*)$")),
+    Pattern("es_phone", "NUMERO_TELEFONO", _compile(
+        rf"\b(?:tel[eé]fonos?|telef|telfs?|tel|tfno?s?|tlfn?o?s?|m[oó]vil)\b\.?(?:\s*y\s+fax\b)?{_FIELD}{_NUMERO_LIST}")),
+    Pattern("es_fax", "NUMERO_FAX", _compile(rf"\bfax\b\.?{_FIELD}{_NUMERO.format('phi')}"),
+            not_after=_compile(r"\by\s+fax\W*$")),  # "Tel. y Fax: ...": a telephone
+    Pattern("es_email", "CORREO_ELECTRONICO", _EMAIL),
+    Pattern("es_url", "URL_WEB", _URL, default=False),  # MEDDOCAN's only URL (train) is a public site, no PHI
+    Pattern("es_medical_record", "ID_SUJETO_ASISTENCIA", _compile(
+        rf"\b(?:nhc|cipa?|n[ºo°]\.?\s*(?:de\s+)?historia(?:\s+cl[ií]nica)?|historia\s+cl[ií]nica\s+n[ºo°]\.?|"
+        rf"dni|nie){_FIELD}(?:nhc-)?(?P<phi>{_ID})\b")),
+    Pattern("es_social_security", "ID_ASEGURAMIENTO", _compile(
+        rf"\b(?:nass|nss|n[ºo°]\.?\s*(?:de\s+)?(?:afiliación\s+a\s+)?(?:la\s+)?seguridad\s+social){_FIELD}"
+        rf"(?P<phi>{_ID})\b")),
+    Pattern("es_licence", "ID_TITULACION_PERSONAL_SANITARIO", _compile(
+        rf"\b(?:n[ºo°]\.?\s*(?:de\s+)?col(?:egiad[oa])?\.?|colegiad[oa]\s+n[ºo°]\.?){_FIELD}(?P<phi>{_ID})\b")),
+    Pattern("es_episode", "ID_CONTACTO_ASISTENCIAL", _compile(rf"\bepisodio\s*:\s*(?P<phi>{_ID})\b")),
+    Pattern("es_age", "EDAD_SUJETO_ASISTENCIA", _compile(
+        rf"^[ \t]*edad\s*:\s*(?P<phi>{_AGE}|\d{{1,3}}(?:\s+a\b)?)|\b{_PERSON},?\s+de\s+(?P<phi2>{_AGE})"
+        rf"|(?P<phi3>{_AGE})\s+de\s+edad", re.IGNORECASE | re.MULTILINE), not_after=_compile(_RELATIVE)),
+    Pattern("es_postal_code", "TERRITORIO", _compile(rf"\b(?:c\.\s?p\.|cp|código\s+postal){_FIELD}(?P<phi>\d{{5}})\b")),
+    Pattern("es_sex", "SEXO_SUJETO_ASISTENCIA", _compile(r"\bsexo\s*:\s*(?P<phi>[a-z]+)\b")),
+)
+LANGUAGES: dict[str, tuple[Pattern, ...]] = {"en": PATTERNS, "es": SPANISH_PATTERNS}  # language -> its patterns
+BY_NAME = {pattern.name: pattern for patterns in LANGUAGES.values() for pattern in patterns}
+
+
+def patterns_for(language: str = "en", labels: Sequence[str] = ()) -> tuple[Pattern, ...]:
+    """The default patterns for notes in `language` (a key of `LANGUAGES`; ValueError naming any
+    other), each labelled as the tag set `labels` (a pipeline's span labels) names its i2b2 type
+    (`tag_set_label`, no category fallback: an "EMAIL" stays one in a tag set without e-mail);
+    without `labels`, the patterns' own labels."""
+    if language not in LANGUAGES:
+        raise ValueError(f"the pattern layer knows no language {language!r}; known: {', '.join(LANGUAGES)}")
+    return tuple(replace(pattern, label=tag_set_label(pattern.label, labels, by_category=False))
+                 for pattern in LANGUAGES[language] if pattern.default)
+
+
+def tag_set_label(label: str, labels: Sequence[str], *, by_category: bool = True) -> str:
+    """`label` as a tag set of `labels` names it: itself when there, else the first of `labels`
+    of its i2b2 type (a pattern's "DOCTOR" is PhysioNet's "HCPName", "FECHAS" an i2b2 tagger's
+    "DATE"), else (`by_category`) of its category, else itself."""
+    phi = PHI_TYPES.get(label)
+    if label in labels or phi is None:
+        return label
+    known = [PHI_TYPES[other] for other in labels if other in PHI_TYPES]
+    same_category = (other.source_type for other in known if by_category and other.category == phi.category)
+    return next((other.source_type for other in known if other.type == phi.type), next(same_category, label))
 
 
 def find_patterns(text: str, patterns: Sequence[Pattern] = DEFAULT_PATTERNS) -> tuple[Span, ...]:

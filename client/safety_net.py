@@ -15,8 +15,9 @@ What it catches is what its finders catch: the pattern layer's dates, phone and 
 ages over 89, record and reference numbers, e-mail addresses, URLs and names after a cue ("Dr",
 "Mr", "wife", a signature); with a pipeline, whatever its tagger finds. It misses the rest:
 names, places, hospitals and professions without a cue the patterns know when no pipeline
-runs (or that the tagger misses), and on text other than English most of the patterns (written
-for English notes).
+runs (or that the tagger misses). The patterns are those of the notes' language (`client export
+--language`: `deidpool.client.patterns.patterns_for`); the Spanish ones find dates, contact
+details, identifiers, ages and postal codes, and no names.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from itertools import tee
 from pathlib import Path
 
 from deidpool.client.deidentify import find_phi
-from deidpool.client.patterns import DEFAULT_PATTERNS, Pattern, find_patterns
+from deidpool.client.patterns import DEFAULT_PATTERNS, Pattern, find_patterns, tag_set_label
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.formats import write_corpus
@@ -122,14 +123,3 @@ class Flagged:
         when none has a flag)."""
         write_corpus(self.notes, folder, "brat")
 
-
-def tag_set_label(label: str, labels: Sequence[str]) -> str:
-    """`label` as a tag set of `labels` names it: itself when there, else the first of `labels`
-    of its i2b2 type, else of its category (a pattern's "DOCTOR" is PhysioNet's "HCPName"), else
-    itself."""
-    phi = PHI_TYPES.get(label)
-    if label in labels or phi is None:
-        return label
-    known = [PHI_TYPES[other] for other in labels if other in PHI_TYPES]
-    return next((other.source_type for other in known if other.type == phi.type),
-                next((other.source_type for other in known if other.category == phi.category), label))

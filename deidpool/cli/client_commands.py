@@ -127,8 +127,9 @@ def _open_bundle(path: Path, provider_key: Path, embeddings: str | None, load_em
 
 _EMBEDDINGS_HELP = "Where to find the bundle's embeddings, if not by its own spec (e.g. fasttext:PATH)."
 SAFETY_NET_MODES = ("pseudonymize", "review", "off")
-_SAFETY_NET_HELP = ("Look for PHI the labels miss before exporting: the pattern layer (dates, phone numbers, ages over "
-                    "89, IDs, e-mail, URLs, names after Dr/Mr/Mrs or a relative's 'wife', 'son', signatures), and "
+_SAFETY_NET_HELP = ("Look for PHI the labels miss before exporting: the pattern layer of --language (en: dates, phone "
+                    "numbers, ages over 89, IDs, e-mail, URLs, names after Dr/Mr/Mrs or a relative's 'wife', 'son', "
+                    "signatures; es: dates, phone and fax numbers, e-mail, IDs, ages, postal codes), and "
                     "the --pipeline's tagger if given. pseudonymize: the tokens it flags are pseudonymized like "
                     "labeled PHI (their tags stay as annotated), counted in the signed header, and the notes that "
                     "hold them written to the --review folder; review: only write the --review folder, export "
@@ -192,12 +193,13 @@ def export(
         raise typer.BadParameter(f"choose one of {', '.join(SAFETY_NET_MODES)}", param_hint="--safety-net")
     if safety_net == "off" and (pipeline_path or review):
         raise typer.BadParameter("--pipeline and --review need the safety net on", param_hint="--safety-net")
+    _check_language(language, safety_net != "off")
     review = None if safety_net == "off" else review or out.with_suffix(".review")
     pipeline_key = pipeline_key or provider_key
     with clean_errors():
         if safety_net == "review":
             bundle, _ = _open_bundle(bundle_path, provider_key, embeddings, load_embeddings=False)
-            net = _safety_net(safety_net, pipeline_path, pipeline_key, embeddings, bundle, None)
+            net = _safety_net(safety_net, language, pipeline_path, pipeline_key, embeddings, bundle, None)
             flagged = review_unlabeled_phi(iter_corpus(notes, fmt, split=split), bundle, net, review)
             _echo_safety_net(flagged.header(), review)
             typer.echo(f"nothing exported (--safety-net review): review {review}, then export with --safety-net "
@@ -207,7 +209,7 @@ def export(
         institution = institution_id(key)
         server = keys.load_public_key(server_key, keys.ENCRYPTION)
         bundle, vectors = _open_bundle(bundle_path, provider_key, embeddings)
-        net = _safety_net(safety_net, pipeline_path, pipeline_key, embeddings, bundle, vectors)
+        net = _safety_net(safety_net, language, pipeline_path, pipeline_key, embeddings, bundle, vectors)
         header = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out,
                                      institution=institution, signing_key=signing_key, server_key=server, dtype=dtype,
                                      neighbours=neighbours, scheme=pseudonymization, language=language,
@@ -218,24 +220,36 @@ def export(
     _echo_bound(header.reidentification_bound)
 
 
-def _safety_net(mode: str, pipeline_path: Path | None, pipeline_key: Path, embeddings: str | None, bundle, vectors):
-    """The export's safety net in `mode`: off, or the pattern layer and the pipeline at
+def _check_language(language: str, patterns: bool) -> None:
+    """Refuse a --language the pattern layer does not know, when it runs (`patterns`)."""
+    from deidpool.client.patterns import LANGUAGES
+
+    if patterns and language not in LANGUAGES:
+        raise typer.BadParameter(f"the pattern layer knows no language {language!r}; choose one of "
+                                 f"{', '.join(LANGUAGES)}", param_hint="--language")
+
+
+def _safety_net(mode: str, language: str, pipeline_path: Path | None, pipeline_key: Path, embeddings: str | None,
+                bundle, vectors):
+    """The export's safety net in `mode`: off, or the pattern layer for notes in `language` and the pipeline at
     `pipeline_path` (verified with `pipeline_key`) with its embeddings (the bundle's `vectors`
     when they are the same, else loaded)."""
+    from deidpool.client.patterns import patterns_for
     from deidpool.client.safety_net import OFF, SafetyNet
     from deidpool.representer.bundle import BundleError
 
     if mode == "off":
         return OFF
+    patterns = patterns_for(language)
     if pipeline_path is None:
-        return SafetyNet()
+        return SafetyNet(patterns)
     pipeline, _ = _open_bundle(pipeline_path, pipeline_key, None, load_embeddings=False)
     if not pipeline.is_pipeline:
         raise BundleError(f"{pipeline_path} is a representer bundle without a tagger, not a pipeline (--pipeline)")
     same = pipeline.manifest["embeddings"]["source_id"] == bundle.manifest["embeddings"]["source_id"]
     if not (same and vectors is not None):
         vectors = pipeline.load_embeddings(embeddings if same else None)
-    return SafetyNet(pipeline=pipeline, embeddings=vectors)
+    return SafetyNet(patterns, pipeline, vectors)
 
 
 def _echo_safety_net(counts: dict, review: Path | None) -> None:
@@ -306,12 +320,14 @@ def deidentify(
                                   "pattern layer (dates, phone numbers, ages over 89, IDs, e-mail, URLs; "
                                   "client/patterns.py) with the tagger's, on the raw notes; --no-patterns: the "
                                   "tagger alone."),
+    language: str = typer.Option("en", "--language", help="Language of the notes, for the pattern layer: en "
+                                                          "(English) or es (Spanish)."),
 ) -> None:
     """Find PHI in unlabeled notes with a published pipeline, and write spans or de-identified notes."""
+    _check_language(language, patterns)
     start_tensorflow()
 
-    from deidpool.client.deidentify import OUTPUT_FORMATS, PhiFinder, read_notes, write_deidentified
-    from deidpool.client.patterns import DEFAULT_PATTERNS
+    from deidpool.client.deidentify import OUTPUT_FORMATS, PhiFinder, pipeline_patterns, read_notes, write_deidentified
 
     if fmt not in OUTPUT_FORMATS:
         raise typer.BadParameter(f"choose one of {', '.join(OUTPUT_FORMATS)}", param_hint="--format")
@@ -319,7 +335,7 @@ def deidentify(
         raise typer.BadParameter("--surrogate applies to --format text only", param_hint="--surrogate")
     with clean_errors():
         pipeline, vectors = _open_bundle(pipeline_path, provider_key, embeddings)
-        finder = PhiFinder(pipeline, vectors, DEFAULT_PATTERNS if patterns else ())
+        finder = PhiFinder(pipeline, vectors, pipeline_patterns(pipeline, language) if patterns else ())
         found = finder.find(read_notes(notes, notes_format), progress=True)
         count = write_deidentified(found, out, fmt, surrogates=surrogate, labels=finder.labels)
     typer.echo(f"de-identified {count} notes to {out} ({fmt})")

@@ -14,8 +14,8 @@ from deidpool.cli import app
 from deidpool.client import export as export_module
 from deidpool.client import safety_net as safety_net_module
 from deidpool.client.export import export_contribution, review_unlabeled_phi
-from deidpool.client.patterns import with_patterns
-from deidpool.client.safety_net import OFF, SafetyNet, tag_set_label
+from deidpool.client.patterns import tag_set_label, with_patterns
+from deidpool.client.safety_net import OFF, SafetyNet
 from deidpool.contribution.container import iter_sentences, verify_contribution
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.formats import read_corpus, write_corpus
