@@ -16,7 +16,6 @@ from deidpool.adversary.lookup import lookup_attack
 from deidpool.adversary.models import DEFAULT_UNITS, POOLED, PartnerOnlyProbe
 from deidpool.adversary.pairs import PairSource
 from deidpool.adversary.procedures import AdversaryTraining, automatic_passes, build_adversary
-from deidpool.adversary.pseudonymize import tag_category
 from deidpool.adversary.verdicts import (
     BARE_PATH,
     BROKEN,
@@ -122,7 +121,7 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     `FLOOR`; the inversion attack A1 (scored on the hidden PHI tokens, beside its two baselines)
     and the lookup attack A2 on the target and the controls. On the export path the report's
     "bound" is `reidentification_bound` of the hidden PHI tokens of `test` (those the inversion
-    is scored on), under `test`'s pseudonymizer. out_dir gets config.json,
+    is scored on), under `test`'s pseudonymizer (the frequency prior in its language). out_dir gets config.json,
     metrics.json (the report), history.json (held-out accuracies per epoch), report.md,
     accuracy.png, one run_training folder per adversary attack under attacks/ and one inverter
     checkpoint per inversion under inversion/ (checkpoints: an interrupted audit resumes).
@@ -190,7 +189,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
               "lookup": lookup, "inversion": inversion, "inversion_baselines": baselines,
               "one_over_n": 1 / test.pseudonymizer.neighbours}
     if export_path:  # the bare path pseudonymizes nothing
-        report["bound"] = reidentification_bound(hidden_phi(test), test.pseudonymizer)
+        report["bound"] = reidentification_bound(hidden_phi(test), test.pseudonymizer,
+                                                 language=test.pseudonymizer.language)
         report["fake_symmetry"] = test.fake_symmetry(seed)
     _write_json(out_dir / "history.json", history)
     _write_json(out_dir / "metrics.json", report)
@@ -199,11 +199,12 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     return report
 
 
-def hidden_phi(pairs: PairSource) -> list[tuple[str, str]]:
-    """(word, category) of every hidden PHI token of `pairs` (`PairSource.positions`): the tokens
-    the inversion attack is scored on."""
-    return [(sentence.tokens[i].text, tag_category(sentence.tags[i]))
-            for sentence, positions in zip(pairs.sentences, pairs.positions) for i in positions]
+def hidden_phi(pairs: PairSource) -> list[tuple]:
+    """The bound's tokens (`Pseudonymizer.phi_tokens`: (word, category), under "surrogates" with
+    their shape) of every hidden PHI token of `pairs` (`PairSource.positions`): the tokens the
+    inversion attack is scored on."""
+    return [token for sentence, positions in zip(pairs.sentences, pairs.positions)
+            for token in pairs.pseudonymizer.phi_tokens([t.text for t in sentence.tokens], sentence.tags, positions)]
 
 
 def _rate(result: dict, key: str) -> str:

@@ -38,6 +38,25 @@ R(s) can only drop out), so the restrictions below make the bound conservative:
   candidate range and frequency beyond.
 - the attacker is told whether the original was a number or a word (the two are bounded apart).
 
+Under the scheme "surrogates" (`deidpool.adversary.surrogates`) a token's surrogate s does not
+depend on its original o, only on its category and shape (`token_shape`: kind, word index and
+casing, number block or character classes, position in the span and span length; the
+tokens come as (word, category, shape) from `Pseudonymizer.phi_tokens`), except that s = o is
+drawn again. Within a class of one category and shape, s is therefore a draw from one
+distribution D (`word_distribution`; uniform over a number's block or over the tokens of a
+pattern), conditioned on s != o, and all the attacker learns of o is its class and that o is not
+s: it guesses the original of largest prior in the class other than s (`_excluded_success`).
+Its success is its prior's best guess within the class, corrected for the redraw: 1 for the
+class's single most likely original, D(o1) / (1 - D(o)) / (the size of the second tier) for an
+original of the second tier, 0 below. The redraw also makes s a little more likely under an o
+of large D(o), by 1 / (1 - D(o)), and for the words of a span it is one draw for the whole span:
+both are left out of the attacker's ranking (they move a success by at most the largest D of
+its class). Possible originals: for words the vocabulary's words (the neighbour vocabulary's
+tokens of two letters or more, case-folded) and the export's own; for numbers every number of
+the block; for other tokens every token of the pattern (under the frequency prior, in a pattern
+of more than 10 ** ENUMERATED_WIDTH tokens all but the export's own at `FREQUENCY_FLOOR`). N
+plays no part.
+
 Tokens with a single candidate (punctuation, anything when N = 1) stay in the export as they
 are: they are counted as not hidden and left out of the success statistics.
 `reidentification_bound`'s report never names a token (it is computed over gold PHI). The
@@ -51,6 +70,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
@@ -67,18 +87,21 @@ from deidpool.adversary.pseudonymize import (
     same_casing,
 )
 from deidpool.adversary.schemes import PRIORS
+from deidpool.adversary.surrogates import generator_kind, pattern_size, pattern_tokens, token_kind, word_distribution
 from deidpool.representer.embeddings import Embeddings
 
 FREQUENCY_FLOOR = 1e-12  # the frequency of a word wordfreq does not know (its lists stop at 1e-8)
 ENUMERATED_WIDTH = 4  # numbers up to this many digits are enumerated one by one
 
 
-def token_success(tokens: Iterable[tuple[str, str]], pseudonymizer: Pseudonymizer, *,
-                  language: str = "en") -> dict[tuple[str, str], dict[str, float] | None]:
-    """The best attacker's success on each distinct (word, category) token, by prior name
-    (None for a token that is not hidden). `tokens` come as often as they occur (or as a
-    Counter of them): the empirical prior counts them."""
+def token_success(tokens: Iterable[tuple], pseudonymizer: Pseudonymizer, *,
+                  language: str = "en") -> dict[tuple, dict[str, float] | None]:
+    """The best attacker's success on each distinct (word, category) token (under "surrogates"
+    (word, category, shape)), by prior name (None for a token that is not hidden). `tokens` come
+    as often as they occur (or as a Counter of them): the empirical prior counts them."""
     occurrences = Counter(tokens)
+    if pseudonymizer.scheme == "surrogates":
+        return _surrogate_success(occurrences, pseudonymizer, _Frequency(language))
     candidates = {token: pseudonymizer.candidates(*token) for token in occurrences}
     hidden = {token: found for token, found in candidates.items() if len(found) > 1}
     numbers = {token: found for token, found in hidden.items() if isinstance(found, NumberCandidates)}
@@ -89,12 +112,12 @@ def token_success(tokens: Iterable[tuple[str, str]], pseudonymizer: Pseudonymize
     return {token: success.get(token) for token in candidates}
 
 
-def reidentification_bound(tokens: Iterable[tuple[str, str]], pseudonymizer: Pseudonymizer, *,
+def reidentification_bound(tokens: Iterable[tuple], pseudonymizer: Pseudonymizer, *,
                            language: str = "en") -> dict:
-    """The bound for the gold PHI tokens of an export, given as (word, category) pairs, with
-    the frequency prior in `language`.
+    """The bound for the gold PHI tokens of an export, given as `Pseudonymizer.phi_tokens`
+    ((word, category) pairs but under "surrogates"), with the frequency prior in `language`.
 
-    Returns a JSON-ready dict: {"neighbours": N, "language": language, "priors": PRIORS,
+    Returns a JSON-ready dict: {"scheme": its scheme, "neighbours": N, "language": language, "priors": PRIORS,
     "categories": {category: summary}, "overall": summary}, each summary being
     {"occurrences", "hidden", "not_hidden", "mean_success": {prior: mean over hidden
     occurrences}, "worst_success": {prior: largest success of a hidden occurrence},
@@ -106,19 +129,21 @@ def reidentification_bound(tokens: Iterable[tuple[str, str]], pseudonymizer: Pse
     for token, count in occurrences.items():
         by_category.setdefault(token[1], []).extend([success[token]] * count)
     n = pseudonymizer.neighbours
-    return {"neighbours": n, "language": language, "priors": list(PRIORS),
+    return {"scheme": pseudonymizer.scheme, "neighbours": n, "language": language, "priors": list(PRIORS),
             "categories": {category: _summary(found, n) for category, found in sorted(by_category.items())},
             "overall": _summary([s for found in by_category.values() for s in found], n)}
 
 
 def format_bound(report: dict) -> str:
     """A Markdown table of `reidentification_bound`'s report, one row per category and overall,
-    with the priors the report has (a report made before the empirical prior lacks it)."""
+    with the priors the report has (a report made before the empirical prior lacks it; one made
+    before "surrogates" names no scheme)."""
     priors = report["priors"]
     head = ["category", "tokens", "hidden", "not hidden", *(f"{what} {prior}" for prior in priors
                                                            for what in ("mean", "worst"))]
-    lines = [f"Re-identification bound, N = {report['neighbours']} (1/N = {report['overall']['one_over_n']:.4f}), "
-             f"success of the best attacker on hidden tokens:", "",
+    scheme = ("surrogates (N does not apply)" if report.get("scheme") == "surrogates"
+              else f"N = {report['neighbours']} (1/N = {report['overall']['one_over_n']:.4f})")
+    lines = [f"Re-identification bound, {scheme}, success of the best attacker on hidden tokens:", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, summary in [*report["categories"].items(), ("overall", report["overall"])]:
         cells = [name, summary["occurrences"], summary["hidden"], summary["not_hidden"],
@@ -330,3 +355,126 @@ def number_blocks(width: int, category: str, frequency: _Frequency, enumerated_w
             raise ValueError(f"numbers {ends[0]}..{ends[1]} ({category}) differ in candidates or frequency")
         blocks.append((high - low, *block))
     return blocks
+
+
+def _surrogate_success(occurrences: Counter, pseudonymizer: Pseudonymizer,
+                       frequency: _Frequency) -> dict[tuple, dict[str, float] | None]:
+    """Success of each (word, category, shape) token under "surrogates" (module docstring), class
+    by class; None for punctuation (shape None)."""
+    result: dict[tuple, dict[str, float] | None] = {token: None for token in occurrences}
+    for tokens in _classes((token for token in occurrences if token[2] is not None), lambda token: token[2]):
+        counts = Counter()
+        for token in tokens:
+            counts[token[0].casefold()] += occurrences[token]
+        category, shape = tokens[0][1], tokens[0][2]
+        own = list(counts)
+        if shape[0] == "word":
+            entries = _word_entries(own, category, shape[1], pseudonymizer, frequency)
+        elif shape[0] == "number":
+            entries = _number_entries(own, NumberCandidates(range(shape[2], shape[3]), shape[1]), frequency)
+        else:
+            entries = _pattern_entries(own, shape[1], frequency)
+        mass = entries["mass"]
+        found = {prior: _excluded_success(entries[prior], mass, entries["count"])[:len(own)]
+                 for prior in ("uniform", "frequency")}
+        found["empirical"] = _excluded_success(np.array(list(counts.values()), dtype=float), mass[:len(own)],
+                                               np.ones(len(own)))
+        for token in tokens:
+            i = own.index(token[0].casefold())
+            result[token] = {prior: float(found[prior][i]) for prior in PRIORS}
+    return result
+
+
+def _excluded_success(prior: np.ndarray, mass: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The success of each entry's originals (each of `count` originals of prior `prior` and
+    draw probability `mass`) against the attacker who, seeing the surrogate s, guesses uniformly
+    among the originals of largest prior other than s: with t originals at the top and D(T) their
+    draw probability, a top original's success is ((1 - D(T)) / t + (D(T) - D(o)) / (t - 1)) /
+    (1 - D(o)) (1 when t = 1), a second-tier original's D(o1) / (1 - D(o)) / (its tier's size)
+    when t = 1, and 0 otherwise."""
+    top = prior == prior.max()
+    size = count[top].sum()
+    success = np.zeros(len(prior))
+    if size == 1:
+        success[top] = 1.0
+        below = ~top
+        if below.any():
+            second = below & (prior == prior[below].max())
+            success[second] = mass[top][0] / (1 - mass[second]) / count[second].sum()
+        return success
+    top_mass = min(float(np.sum(count[top] * mass[top])), 1.0)
+    success[top] = ((1 - top_mass) / size + (top_mass - mass[top]) / (size - 1)) / (1 - mass[top])
+    return success
+
+
+def _word_entries(own: list[str], category: str, index: int, pseudonymizer: Pseudonymizer,
+                  frequency: _Frequency) -> dict[str, np.ndarray]:
+    """The possible originals of a word class as entries of one original each: `own` (the
+    export's words of the class, case-folded) first, then the vocabulary's other words; their
+    priors, counts and draw probabilities."""
+    words, frequencies, index_of = _vocabulary_words(pseudonymizer.embeddings, frequency)
+    outside = [word for word in own if word not in index_of]
+    extra = {word: len(words) + i for i, word in enumerate(outside)}
+
+    def row(word: str) -> int | None:
+        return index_of.get(word, extra.get(word))
+
+    mass = np.zeros(len(words) + len(outside))
+    for word, probability in word_distribution(pseudonymizer.language, generator_kind(category), index).items():
+        if row(word) is not None:
+            mass[row(word)] = probability
+    mine = np.array([row(word) for word in own], dtype=np.int64)
+    order = np.concatenate([mine, np.setdiff1d(np.arange(len(mass)), mine)])
+    prior = np.concatenate([frequencies, [frequency(word) for word in outside]])
+    return {"uniform": np.ones(len(order)), "frequency": prior[order], "mass": mass[order],
+            "count": np.ones(len(order))}
+
+
+def _vocabulary_words(embeddings: Embeddings, frequency: _Frequency) -> tuple[list[str], np.ndarray, dict[str, int]]:
+    """The case-folded words (two letters or more) of the neighbour vocabulary, their
+    frequencies (the largest of a word's rows) and their positions; kept with the embeddings."""
+    def build():
+        vocabulary = embeddings.kv.index_to_key[:embeddings.neighbour_rows]
+        rows_frequency = embeddings.kept(("frequency", frequency.language, len(vocabulary)),
+                                         lambda: _vocabulary_frequencies(embeddings, vocabulary, frequency.language))
+        best: dict[str, float] = {}
+        for word, found in zip(vocabulary, rows_frequency):
+            if token_kind(word) == "word":
+                key = word.casefold()
+                best[key] = max(best.get(key, 0.0), float(found))
+        return list(best), np.array(list(best.values())), {word: i for i, word in enumerate(best)}
+
+    return embeddings.kept(("surrogate originals", frequency.language, embeddings.neighbour_rows), build)
+
+
+def _number_entries(own: list[str], block: NumberCandidates, frequency: _Frequency) -> dict[str, np.ndarray]:
+    """The possible originals of a number class: `own` (the export's numbers) one by one, then
+    the other numbers of `block` in runs of one frequency (each number up to ENUMERATED_WIDTH
+    digits; beyond, the numbers of one first digit)."""
+    width, values = block.width, block.values
+    step = 1 if width <= ENUMERATED_WIDTH else 10 ** (width - 1)
+    edges = sorted({values.start, values.stop, *range((values.start // step + 1) * step, values.stop, step)})
+    taken = sorted(int(word) for word in own)
+    runs = [(low, high) for low, high in zip(edges, edges[1:])]
+    count = [high - low - (bisect_left(taken, high) - bisect_left(taken, low)) for low, high in runs]
+    prior = [frequency(str(low).zfill(width)) for low, _ in runs]
+    kept = [i for i, n in enumerate(count) if n > 0]
+    return {"uniform": np.ones(len(own) + len(kept)),
+            "frequency": np.array([*map(frequency, own), *(prior[i] for i in kept)]),
+            "mass": np.full(len(own) + len(kept), 1 / len(block)),
+            "count": np.array([1] * len(own) + [count[i] for i in kept], dtype=float)}
+
+
+def _pattern_entries(own: list[str], pattern: str, frequency: _Frequency) -> dict[str, np.ndarray]:
+    """The possible originals of a class of other tokens: `own`, then the pattern's other
+    tokens, one by one when it has at most 10 ** ENUMERATED_WIDTH, else as one entry (at
+    `FREQUENCY_FLOOR` under the frequency prior)."""
+    size = pattern_size(pattern)
+    if size <= 10 ** ENUMERATED_WIDTH:
+        others = [token for token in pattern_tokens(pattern) if token.casefold() not in own]
+        rest, rest_frequency, count = others, [frequency(token) for token in others], [1.0] * len(others)
+    else:
+        rest_frequency, count = [FREQUENCY_FLOOR], [float(size - len(own))]
+        rest = [None]
+    return {"uniform": np.ones(len(own) + len(rest)), "frequency": np.array([*map(frequency, own), *rest_frequency]),
+            "mass": np.full(len(own) + len(rest), 1 / size), "count": np.array([1.0] * len(own) + count)}

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import tensorflow as tf
 
-from deidpool.adversary.pseudonymize import NumberCandidates, Pseudonymizer, tag_category
+from deidpool.adversary.pseudonymize import Pseudonymizer, tag_category
 from deidpool.corpus.prepare import LabeledSentence
 
 BATCH_SIZE = 32
@@ -109,19 +109,21 @@ class PairSource:
 
     def fake_symmetry(self, seed: int = 0, draws: int = 5) -> dict[str, int]:
         """How many fake replacements (`draws` per replaceable PHI token) have exactly their
-        original's candidates. When all do, as under "groups", the pseudonymized copies of a
-        real and of a fake pair are identically distributed on the export path: no attack can
-        beat chance there in expectation, whatever the representer does."""
+        original's candidates (`Pseudonymizer.draw_key`; under "surrogates" its shape). When all
+        do, as under "groups", the pseudonymized copies of a real and of a fake pair are
+        identically distributed on the export path (under "surrogates" but for the redraw of a
+        surrogate equal to its original): no attack can beat chance there in expectation,
+        whatever the representer does."""
         rng, fakes, same = random.Random(seed), 0, 0
         for sentence, positions in zip(self.sentences, self.positions):
             for position in positions:
                 word, category = sentence.tokens[position].text, tag_category(sentence.tags[position])
-                own = _candidate_set(self.pseudonymizer.candidates(word, category))
+                own = self.pseudonymizer.draw_key(word, category)
                 for _ in range(draws):
                     replacement = self._replacement(word, rng, category)
                     if replacement is not None:
                         fakes += 1
-                        same += _candidate_set(self.pseudonymizer.candidates(replacement, category)) == own
+                        same += self.pseudonymizer.draw_key(replacement, category) == own
         return {"fakes": fakes, "same_candidates": same}
 
     def draw(self, seed: int, epoch: int = 0) -> Pairs:
@@ -155,12 +157,8 @@ class PairSource:
     def _pseudonymized(self, sentences: list[list[str]], rng: random.Random) -> np.ndarray:
         """Embeddings of the sentences (word lists, one per sentence of this source) with every
         PHI token replaced by a fresh pseudonym, as `client export` replaces it."""
-        words = [word for sentence in sentences for word in sentence]
-        for index, positions in enumerate(self.phi):
-            tags, offset = self.sentences[index].tags, self.offsets[index]
-            for position in positions:
-                words[offset + position] = self.pseudonymizer.pseudonym(words[offset + position], rng,
-                                                                        tag_category(tags[position]))
+        words = [word for sentence, source in zip(sentences, self.sentences)
+                 for word in self.pseudonymizer.replaced(sentence, source.tags, rng)]
         return self.pseudonymizer.embeddings.sentence_matrix(words)
 
     def epoch(self, seed: int, epoch: int, batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
@@ -171,12 +169,6 @@ class PairSource:
         """A fixed evaluation set (`draws` draws of `seed`, epochs 0, 1, ..., in length order): the
         same batches for the same `seed`. Build it from sentences kept out of training."""
         return pair_batches(concatenated([self.draw(seed, epoch) for epoch in range(draws)]), batch_size)
-
-
-def _candidate_set(candidates: Sequence[str]):
-    """Candidates in a form that compares equal for the same set: a number's lazy range as it
-    is, a word's candidates as a frozenset."""
-    return candidates if isinstance(candidates, NumberCandidates) else frozenset(candidates)
 
 
 def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,

@@ -29,6 +29,10 @@ HIPAA recall 0.23 at N=2).
 Word replacements take the casing shape of the token they replace ("SMITH" -> "JONES",
 "Smith" -> "Jones"), so that the casing feature of a pseudonymized corpus stays as
 realistic as the text's. N = 1 changes nothing; larger N gives more privacy to words.
+
+Under the scheme "surrogates" (`deidpool.adversary.surrogates`) no candidates are drawn from: a
+whole span is replaced by a realistic value of its PHI type in the notes' language, a draw that
+does not depend on the original, and N does not apply (numbers still keep their block).
 """
 
 from __future__ import annotations
@@ -153,19 +157,26 @@ def number_block(word: str, category: str | None = None) -> NumberCandidates:
 
 
 class Pseudonymizer:
-    """Draws pseudonyms for single tokens from an embedding space with `neighbours` = N, under
+    """Draws pseudonyms for PHI tokens from an embedding space with `neighbours` = N, under
     one of SCHEMES: "neighbours" draws a word among its N nearest neighbours and a number among
     `number_candidates`, "groups" draws a word from its group of N to 2N - 1 words
-    (`Embeddings.neighbour_groups`) and a number from its `number_block`."""
+    (`Embeddings.neighbour_groups`) and a number from its `number_block`, "surrogates" draws
+    each span's tokens by their type, shape and `language` alone (`deidpool.adversary.surrogates`;
+    N does not apply, and the embeddings serve only the bound's possible originals)."""
 
-    def __init__(self, embeddings: Embeddings, neighbours: int, scheme: str = "neighbours"):
+    def __init__(self, embeddings: Embeddings, neighbours: int, scheme: str = "neighbours", language: str = "en"):
         if neighbours < 1:
             raise ValueError(f"neighbours must be >= 1, got {neighbours}")
         if scheme not in SCHEMES:
             raise ValueError(f"unknown pseudonymization scheme {scheme!r}; choose one of: {', '.join(SCHEMES)}")
+        if scheme == "surrogates":
+            from deidpool.adversary.surrogates import check_language
+
+            check_language(language)
         self.embeddings = embeddings
         self.neighbours = neighbours
         self.scheme = scheme
+        self.language = language
         self._word_candidates: dict[str, tuple[str, ...]] = {}  # pairs and exports draw for the same words again
 
     def replaceable(self, word: str) -> bool:
@@ -189,7 +200,10 @@ class Pseudonymizer:
         is drawn from, uniformly, before it takes `word`'s casing: [`word`] when N = 1 or
         `word` is not replaceable, `number_candidates` for a number (whatever N), else
         `word` and its N - 1 nearest embedding neighbours (for "groups" its group), those of
-        `stand_in(category)` for a word without a vector of its own."""
+        `stand_in(category)` for a word without a vector of its own. Not under "surrogates", whose
+        draws have no candidates."""
+        if self.scheme == "surrogates":
+            raise ValueError("the surrogates scheme draws no candidates: its draws do not depend on the word")
         if self.neighbours == 1 or not self.replaceable(word):
             return [word]
         if _is_number(word):
@@ -255,17 +269,62 @@ class Pseudonymizer:
         vocabulary = self.embeddings.kv.index_to_key
         return [vocabulary[i] for i in members[int(groups[row])]]
 
+    def draw_key(self, word: str, category: str | None = None):
+        """What a one-token draw for `word` depends on, comparable between words: its candidates
+        as a set (a number's lazy range as it is), under "surrogates" its shape as a one-token span."""
+        if self.scheme == "surrogates":
+            from deidpool.adversary.surrogates import token_shape
+
+            return token_shape([word], 0, category)
+        candidates = self.candidates(word, category)
+        return candidates if isinstance(candidates, NumberCandidates) else frozenset(candidates)
+
     def pseudonym(self, word: str, rng: random.Random, category: str | None = None) -> str:
-        """A uniform draw from `candidates(word, category)` in the casing of `word`
-        (possibly `word` itself)."""
+        """A uniform draw from `candidates(word, category)` in the casing of `word` (possibly
+        `word` itself); under "surrogates" the surrogate of `word` as a one-token span."""
+        if self.scheme == "surrogates":
+            return self.replaced([word], [f"B-{category}"], rng)[0]
         return same_casing(rng.choice(self.candidates(word, category)), word)
+
+    def replaced(self, words: Sequence[str], tags: Sequence[str], rng: random.Random,
+                 only: Iterable[int] | None = None) -> list[str]:
+        """`words` with every PHI token (tag not "O"; or only positions `only`) replaced by a
+        pseudonym of the category its tag names; under "surrogates" span by span."""
+        positions = set(only) if only is not None else {i for i, tag in enumerate(tags) if tag != "O"}
+        if self.scheme != "surrogates":
+            return [self.pseudonym(word, rng, tag_category(tag)) if i in positions else word
+                    for i, (word, tag) in enumerate(zip(words, tags))]
+        from deidpool.adversary.surrogates import phi_spans, span_surrogates
+
+        result = list(words)
+        for span in phi_spans(tags):
+            if positions.intersection(span):
+                drawn = span_surrogates(words[span.start:span.stop], tag_category(tags[span.start]), self.language, rng)
+                for i, word in zip(span, drawn):
+                    result[i] = word if i in positions else result[i]
+        return result
+
+    def phi_tokens(self, words: Sequence[str], tags: Sequence[str],
+                   only: Iterable[int] | None = None) -> list[tuple]:
+        """The re-identification bound's tokens (`deidpool.adversary.bound`) of the PHI positions
+        of `words` (or only `only`): (word, category), under "surrogates" (word, category, shape)
+        with the shape its draw depends on (`deidpool.adversary.surrogates.token_shape`)."""
+        wanted = set(only) if only is not None else {i for i, tag in enumerate(tags) if tag != "O"}
+        if self.scheme != "surrogates":
+            return [(words[i], tag_category(tags[i])) for i in sorted(wanted)]
+        from deidpool.adversary.surrogates import phi_spans, token_shape
+
+        tokens = []
+        for span in phi_spans(tags):
+            category, span_words = tag_category(tags[span.start]), words[span.start:span.stop]
+            tokens += [(words[i], category, token_shape(span_words, i - span.start, category))
+                       for i in span if i in wanted]
+        return tokens
 
     def sentence(self, sentence: LabeledSentence, rng: random.Random, only: Iterable[int] | None = None) -> list[str]:
         """Token strings of `sentence` with every PHI token (or only positions `only`) replaced
-        by a pseudonym of the category its tag names."""
-        positions = set(only) if only is not None else {i for i, tag in enumerate(sentence.tags) if tag != "O"}
-        return [self.pseudonym(t.text, rng, tag_category(tag)) if i in positions else t.text
-                for i, (t, tag) in enumerate(zip(sentence.tokens, sentence.tags))]
+        (`replaced`)."""
+        return self.replaced([t.text for t in sentence.tokens], sentence.tags, rng, only)
 
     def labeled_sentences(self, sentences: Iterable[LabeledSentence], rng: random.Random) -> list[LabeledSentence]:
         """Training sentences with every PHI token replaced; casing ids follow the new words.

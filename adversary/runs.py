@@ -113,14 +113,16 @@ def run_models(representer: Path, adversary: Path | None = None,
 
 
 def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Document], out: str | Path, *,
-              neighbours: int = 100, scheme: str = EXPORT_SCHEME, epochs: int = 20, adversary: Path | None = None,
+              neighbours: int = 100, scheme: str = EXPORT_SCHEME, language: str = "en", epochs: int = 20,
+              adversary: Path | None = None,
               p1_representer: Path | None = None, embeddings: str | None = None,
               loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
               passes: int | None = None, export_path: bool = True, held_out_draws: int = HELD_OUT_DRAWS,
               learning_rate: float = 0.01, data: dict | None = None, progress: bool = True) -> dict:
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
     with pairs from `kept`, judged on `held_out` (see `deidpool.adversary.audit.run_audit`; by default
-    on the export path, pseudonymized among `neighbours` under `scheme`); returns the report. A run folder's
+    on the export path, pseudonymized among `neighbours` under `scheme` in the notes' `language`); returns
+    the report. A run folder's
     config names the label its sentences are prepared with."""
     import keras
 
@@ -137,7 +139,7 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
         raise ValueError(f"{representer_file} reads {model.input['embeddings'].shape[-1]}-dimensional embeddings, "
                          f"{spec} has {vectors.dim}")
     label = run_config.get("label", "source_type")
-    pseudonymizer = Pseudonymizer(vectors, neighbours, scheme)
+    pseudonymizer = Pseudonymizer(vectors, neighbours, scheme, language)
     train = PairSource(sentences(kept, label), pseudonymizer)
     test = PairSource(sentences(held_out, label), pseudonymizer)
     keras.utils.set_random_seed(seed)
@@ -145,7 +147,7 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
     p1 = load_representer(p1_file) if p1_file else None
     config = {"representer": str(representer_file), "adversary": adversary_file and str(adversary_file),
               "p1_representer": p1_file and str(p1_file), "embeddings": spec, "pseudonymization": scheme,
-              "data": data or {}}
+              "language": language, "data": data or {}}
     return run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
                      seed=seed, passes=passes, export_path=export_path, held_out_draws=held_out_draws, config=config,
                      learning_rate=learning_rate, progress=progress)

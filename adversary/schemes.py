@@ -2,7 +2,10 @@
 their implementation (adversary.pseudonymize, adversary.bound) so that the command line, the
 server and reports can name them without loading embeddings code."""
 
-SCHEMES = ("neighbours", "groups")
+# "neighbours" and "groups" draw a word among embedding neighbours (N applies); "surrogates" draws a
+# realistic value of the token's PHI type, whatever the original (N does not apply).
+EMBEDDING_SCHEMES = ("neighbours", "groups")
+SCHEMES = (*EMBEDDING_SCHEMES, "surrogates")
 # What exports and audits use unless told otherwise: a surrogate drawn from a group shared by all
 # its members says nothing about which member it replaced (docs/privacy.md). The three-phase
 # training's pairs keep the paper's "neighbours".

@@ -1,7 +1,8 @@
 """On all of the reference corpora (../shared/data; skipped when absent), the export's
-pseudonymizer (GloVe, N = 100 as `client export` uses, both schemes; `deidpool pseudonymize`
-draws the same way) keeps no alphanumeric gold PHI token as it is: each has candidates other
-than itself, and a draw gives the original back no more often than chance."""
+pseudonymizer (GloVe, N = 100 as `client export` uses, every scheme; `deidpool pseudonymize`
+draws the same way) keeps no alphanumeric gold PHI token as it is: under the embedding schemes
+each has candidates other than itself, and a draw gives the original back no more often than
+chance; under "surrogates" (in the corpus's language) no draw gives it back."""
 
 import random
 from collections import Counter
@@ -39,6 +40,13 @@ def test_no_alphanumeric_gold_phi_token_is_kept(corpus, pseudonymizers, request)
     sentences = [sentence for document in documents(corpus, request) for sentence in prepare_document(document)]
     phi = [(i, j) for i, sentence in enumerate(sentences) for j, (token, tag) in
            enumerate(zip(sentence.tokens, sentence.tags)) if tag != "O" and any(c.isalnum() for c in token.text)]
+    surrogates = Pseudonymizer(pseudonymizers["groups"].embeddings, NEIGHBOURS, "surrogates",
+                               language="es" if corpus == "meddocan" else "en")
+    drawn = surrogates.labeled_sentences(sentences, random.Random(0))
+    same = [drawn[i].tokens[j].text for i, j in phi
+            if drawn[i].tokens[j].text.lower() == sentences[i].tokens[j].text.lower()]
+    print(f"{corpus}, surrogates: {len(same)} of {len(phi)} alphanumeric PHI tokens drawn as themselves")
+    assert not same
     for scheme, pseudonymizer in pseudonymizers.items():
         drawn = pseudonymizer.labeled_sentences(sentences, random.Random(0))  # as `client export` draws
         kept, same, chance = Counter(), 0, 0.0

@@ -1,0 +1,225 @@
+"""The "surrogates" pseudonymization scheme (docs/privacy.md): a PHI token's replacement is a
+draw that does not depend on which original it replaces, only on the span's label (its PHI
+type), the language and the token's visible shape, so that the best attacker's success is its
+prior's best guess within the originals of that shape (`deidpool.adversary.bound`).
+
+A gold span (consecutive tokens of one label, `phi_spans`) is replaced as a whole, each token by
+its kind (`token_kind`):
+- words (two letters or more) are filled in order by the words of values of the span's type,
+  drawn uniformly from a pool (`pool`: names, streets, cities, hospitals, professions, months
+  and weekdays... of the language's Faker locale, made once with a fixed seed), one value after
+  another until every word position has one; each takes the casing shape of the word it replaces;
+- numbers (ASCII digits) take a uniform draw from their `number_block` (digit count and range);
+- other tokens (a single letter, letters mixed with digits) keep their character classes: each
+  letter becomes a random letter of its case, each digit a random digit, other characters stay.
+A drawn word, number or token equal to the original (case-insensitive) is drawn again (a word:
+the span's words all together, so the span stays one value), so that no PHI token is ever
+exported as it is; this tells an attacker only that the original was not the surrogate. Draws
+come from the caller's `random.Random` alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import string
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from operator import methodcaller
+
+from faker import Faker
+
+from deidpool.adversary.pseudonymize import number_block, same_casing
+from deidpool.corpus.categories import PHI_TYPES
+from deidpool.corpus.tokenize import tokenize
+
+LOCALES = {"en": "en_US", "es": "es_ES"}
+POOL_DRAWS = 2000  # Faker values made for a pool (its distinct ones are kept)
+POOL_SEED = 0
+
+_HOSPITALS = {"en": ("{} Hospital", "{} Medical Center", "{} Clinic", "{} General Hospital", "Saint {} Hospital"),
+              "es": ("Hospital {}", "Clínica {}", "Centro de Salud {}", "Hospital Universitario {}",
+                     "Complejo Hospitalario {}")}
+_SEXES = {"en": ("male", "female", "man", "woman"), "es": ("varón", "mujer", "hombre", "femenino", "masculino")}
+_AGE_UNITS = {"en": ("years", "months", "weeks", "days"), "es": ("años", "meses", "semanas", "días")}
+
+
+def _name(faker: Faker) -> str:
+    """A first name and surname(s): two surnames in Spanish."""
+    surnames = 2 if faker.locales[0].startswith("es") else 1
+    return " ".join([faker.first_name(), *(faker.last_name() for _ in range(surnames))])
+
+
+def _hospital(faker: Faker) -> str:
+    patterns = _HOSPITALS[faker.locales[0][:2]]
+    return faker.random_element(patterns).format(faker.random_element((faker.last_name(), faker.city())))
+
+
+def _sex(faker: Faker) -> str:
+    return faker.random_element(_SEXES[faker.locales[0][:2]])
+
+
+def _age_unit(faker: Faker) -> str:
+    """The word of an age span ("70 años")."""
+    return faker.random_element(_AGE_UNITS[faker.locales[0][:2]])
+
+
+GENERATORS: dict[str, Callable[[Faker], str]] = {
+    "PATIENT": _name, "DOCTOR": _name, "USERNAME": methodcaller("user_name"),
+    "STREET": methodcaller("street_name"), "CITY": methodcaller("city"), "LOCATION-OTHER": methodcaller("city"),
+    "STATE": methodcaller("state"), "COUNTRY": methodcaller("country"), "HOSPITAL": _hospital,
+    "ORGANIZATION": methodcaller("company"), "DEPARTMENT": methodcaller("company"), "PROFESSION": methodcaller("job"),
+    "DATE": lambda faker: faker.random_element((faker.month_name(), faker.day_of_week())),
+    "AGE": _age_unit, "SEX": _sex, "OTHER": methodcaller("word"),
+}
+"""By kind (`generator_kind`), what a value of the pool is made from."""
+_LABEL_KINDS = {"SEXO_SUJETO_ASISTENCIA": "SEX", "NAME": "PATIENT", "LOCATION": "LOCATION-OTHER"}
+"""Labels whose kind is not their PHI type's: a type more specific than MEDDOCAN's OTHER, and
+i2b2 categories used as labels."""
+
+
+def generator_kind(label: str | None) -> str:
+    """The key of GENERATORS that a span of tag label `label` draws its words from: its own
+    (`_LABEL_KINDS`), else its PHI type's (`deidpool.corpus.categories`), else OTHER."""
+    if label in _LABEL_KINDS:
+        return _LABEL_KINDS[label]
+    kind = PHI_TYPES[label].type if label in PHI_TYPES else label
+    return kind if kind in GENERATORS else "OTHER"
+
+
+def check_language(language: str) -> str:
+    if language not in LOCALES:
+        raise ValueError(f"no surrogates for language {language!r}; choose one of: {', '.join(LOCALES)}")
+    return language
+
+
+@lru_cache(maxsize=None)
+def pool(language: str, kind: str) -> tuple[tuple[str, ...], ...]:
+    """The distinct values of `kind` in `language` as their words (tokens of two letters or
+    more), from POOL_DRAWS values of a Faker seeded with POOL_SEED: the same on every call."""
+    faker = Faker(LOCALES[check_language(language)])
+    faker.seed_instance(POOL_SEED)
+    values = (tuple(token.text for token in tokenize(GENERATORS[kind](faker)) if token_kind(token.text) == "word")
+              for _ in range(POOL_DRAWS))
+    return tuple(dict.fromkeys(value for value in values if value))
+
+
+@lru_cache(maxsize=None)
+def word_distribution(language: str, kind: str, index: int) -> dict[str, float]:
+    """The probability of each word (case-folded) at word position `index` of a span of `kind`,
+    before the redraw: the values are uniform draws from `pool`, laid end to end. A value starts
+    at position i with probability start[i] (start[0] = 1, start[i] = sum over l of start[i - l]
+    * P(a value has l words)), and the word at `index` is word index - i of the value that
+    starts at i and is long enough."""
+    values = pool(language, kind)
+    lengths = Counter(len(value) for value in values)
+    start = [1.0]
+    for i in range(1, index + 1):
+        start.append(sum(start[i - length] * count for length, count in lengths.items() if length <= i) / len(values))
+    found: Counter = Counter()
+    for i in range(index + 1):
+        for value in values:
+            if len(value) > index - i:
+                found[value[index - i].casefold()] += start[i] / len(values)
+    if max(found.values()) >= 1:
+        raise ValueError(f"the {kind} surrogates of {language!r} have one word only at position {index}")
+    return dict(found)
+
+
+def token_kind(word: str) -> str | None:
+    """"number" (ASCII digits), "word" (two letters or more), "chars" (any other token with a
+    letter or digit) or None (punctuation: kept)."""
+    if word.isascii() and word.isdigit():
+        return "number"
+    if word.isalpha() and len(word) > 1:
+        return "word"
+    return "chars" if any(c.isalnum() for c in word) else None
+
+
+def character_classes(word: str) -> str:
+    """`word`'s pattern: "A" for an upper-case letter, "a" for another letter, "9" for a digit,
+    other characters as they are ("AB-12x" -> "AA-99a")."""
+    return "".join("A" if c.isupper() else "a" if c.isalpha() else "9" if c.isnumeric() else c for c in word)
+
+
+_CLASS_CHARACTERS = {"A": string.ascii_uppercase, "a": string.ascii_lowercase, "9": string.digits}
+
+
+def pattern_size(pattern: str) -> int:
+    """How many tokens have the character classes `pattern`."""
+    size = 1
+    for c in pattern:
+        size *= len(_CLASS_CHARACTERS.get(c, "x"))
+    return size
+
+
+def pattern_tokens(pattern: str) -> list[str]:
+    """Every token of the character classes `pattern`."""
+    return ["".join(chars) for chars in itertools.product(*(_CLASS_CHARACTERS.get(c, c) for c in pattern))]
+
+
+def phi_spans(tags: Sequence[str]) -> list[range]:
+    """The token positions of each PHI span of a BIO/BIOES tag sequence: a span starts at "B-",
+    "S-", a change of label or after "O", "E-" or "S-"."""
+    spans: list[range] = []
+    previous = "O"
+    for position, tag in enumerate(tags):
+        if tag != "O":
+            prefix, _, label = tag.partition("-")
+            before, _, before_label = previous.partition("-")
+            if prefix in ("B", "S") or before in ("O", "E", "S") or label != before_label:
+                spans.append(range(position, position + 1))
+            else:
+                spans[-1] = range(spans[-1].start, position + 1)
+        previous = tag
+    return spans
+
+
+def token_shape(words: Sequence[str], position: int, label: str | None) -> tuple | None:
+    """What the draw for `words[position]` (in a span of `words`, tag label `label`) depends
+    on besides the label and the language, and its position: (kind, ..., position in the span,
+    span length), None for punctuation. A word: its word index and casing shape; a number: its
+    block; another token: its character classes. Originals of one shape draw alike."""
+    word, kind = words[position], token_kind(words[position])
+    where = (position, len(words))
+    if kind == "word":
+        index = sum(token_kind(w) == "word" for w in words[:position])
+        return ("word", index, same_casing("ab", word), *where)
+    if kind == "number":
+        block = number_block(word, label)
+        return ("number", block.width, block.values.start, block.values.stop, *where)
+    return None if kind is None else ("chars", character_classes(word), *where)
+
+
+def span_surrogates(words: Sequence[str], label: str | None, language: str, rng: random.Random) -> list[str]:
+    """The surrogates of the tokens `words` of one span of tag label `label` (module docstring)."""
+    kinds = [token_kind(word) for word in words]
+    result = list(words)
+    positions = [i for i, kind in enumerate(kinds) if kind == "word"]
+    if positions:
+        values = pool(check_language(language), generator_kind(label))
+        while True:
+            drawn: list[str] = []
+            while len(drawn) < len(positions):
+                drawn += rng.choice(values)
+            if all(new.casefold() != words[i].casefold() for new, i in zip(drawn, positions)):
+                break
+        for new, i in zip(drawn, positions):
+            result[i] = same_casing(new, words[i])
+    for i, kind in enumerate(kinds):
+        if kind == "number":
+            block = number_block(words[i], label)
+            result[i] = _other(words[i], lambda: block[rng.randrange(len(block))])
+        elif kind == "chars":
+            result[i] = _other(words[i], lambda: "".join(
+                rng.choice(_CLASS_CHARACTERS[c]) if c in _CLASS_CHARACTERS else c
+                for c in character_classes(words[i])))
+    return result
+
+
+def _other(original: str, draw: Callable[[], str]) -> str:
+    """A `draw()` other than `original` (case-insensitive)."""
+    while (drawn := draw()).casefold() == original.casefold():
+        pass
+    return drawn

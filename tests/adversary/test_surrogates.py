@@ -1,0 +1,145 @@
+"""Tests of the "surrogates" scheme (adversary.surrogates): draws that depend on a token's type,
+language and shape only, coherent spans, no token kept, and its re-identification bound."""
+
+import random
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+
+from deidpool.adversary.bound import reidentification_bound, token_success
+from deidpool.adversary.pseudonymize import Pseudonymizer, number_block
+from deidpool.adversary.surrogates import phi_spans, pool, token_shape, word_distribution
+from deidpool.corpus import Document, Span
+from deidpool.corpus.prepare import LabeledSentence, prepare_document
+from deidpool.corpus.tokenize import Token
+from deidpool.representer.embeddings import Embeddings
+
+SPANISH_DATES = {"enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre", "octubre",
+                 "noviembre", "diciembre", "lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"}
+WORDS = ["paris", "lyon", "garcía", "the", "de", "and"]
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEIDPOOL_CACHE", str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def embeddings() -> Embeddings:
+    kv = KeyedVectors(2)
+    kv.add_vectors(WORDS, np.random.default_rng(0).normal(size=(len(WORDS), 2)).astype(np.float32))
+    return Embeddings(kv, "toy")
+
+
+@pytest.fixture(scope="module")
+def spanish(embeddings) -> Pseudonymizer:
+    return Pseudonymizer(embeddings, 100, "surrogates", language="es")
+
+
+@pytest.fixture(scope="module")
+def english(embeddings) -> Pseudonymizer:
+    return Pseudonymizer(embeddings, 1, "surrogates")  # N does not apply
+
+
+def test_one_category_and_shape_draw_the_same_whatever_the_original(spanish):
+    for seed in range(50):
+        drawn = [spanish.pseudonym(word, random.Random(seed), "NOMBRE_SUJETO_ASISTENCIA")
+                 for word in ("García", "Pérez")]
+        if not {"garcía", "pérez"} & {word.lower() for word in drawn}:  # else one of them was drawn again
+            assert drawn[0] == drawn[1]
+    assert spanish.pseudonym("García", random.Random(7), "PAIS") != spanish.pseudonym("García", random.Random(7),
+                                                                                       "NOMBRE_SUJETO_ASISTENCIA")
+
+
+def test_a_span_gets_one_value_in_order_and_keeps_its_tokens_and_tags(spanish):
+    sentence = LabeledSentence([Token(w, 0, 0) for w in ("Dña", ".", "Ana", "García", "López", ",", "de", "12")],
+                               np.zeros(8, dtype=np.int8),
+                               ["O", "O", "B-NOMBRE_SUJETO_ASISTENCIA", "I-NOMBRE_SUJETO_ASISTENCIA",
+                                "I-NOMBRE_SUJETO_ASISTENCIA", "O", "O", "B-EDAD_SUJETO_ASISTENCIA"])
+    names = {tuple(word.casefold() for word in value[:3]) for value in pool("es", "PATIENT")}
+    for seed in range(20):
+        [replaced] = spanish.labeled_sentences([sentence], random.Random(seed))
+        words = [token.text for token in replaced.tokens]
+        assert len(words) == 8 and replaced.tags == sentence.tags
+        assert words[:2] == ["Dña", "."] and words[5:7] == [",", "de"]
+        assert tuple(word.casefold() for word in words[2:5]) in names  # one name: first name(s) and surnames
+        assert words[7] in number_block("12") and words[7] != "12"
+
+
+def test_spans_of_bio_and_bioes_tags():
+    assert phi_spans(["O", "B-A", "I-A", "B-A", "I-B", "O", "I-A", "E-A", "S-A", "I-A"]) == [
+        range(1, 3), range(3, 4), range(4, 5), range(6, 8), range(8, 9), range(9, 10)]
+
+
+def test_words_of_the_language_and_casing_of_the_original(spanish, english):
+    months = {spanish.pseudonym("marzo", random.Random(seed), "FECHAS") for seed in range(100)}
+    assert months <= SPANISH_DATES - {"marzo"} and len(months) > 5
+    assert all(word.isupper() for word in (spanish.pseudonym("MADRID", random.Random(s), "TERRITORIO")
+                                           for s in range(20)))
+    english_months = {english.pseudonym("March", random.Random(seed), "DATE") for seed in range(100)}
+    assert english_months and all(word[0].isupper() and word.isascii() for word in english_months)
+    assert not english_months & {word.capitalize() for word in SPANISH_DATES}
+
+
+def test_no_token_is_kept_and_numbers_and_other_tokens_keep_their_shape(english, spanish):
+    for seed in range(200):
+        rng = random.Random(seed)
+        assert spanish.pseudonym("Varón", rng, "SEXO_SUJETO_ASISTENCIA").lower() != "varón"
+        year = english.pseudonym("2010", rng, "DATE")
+        assert year != "2010" and year in number_block("2010")
+        padded = english.pseudonym("07", rng, "DATE")
+        assert padded != "07" and len(padded) == 2 and padded.startswith("0")
+        initial = english.pseudonym("J", rng, "PTNameInitial")
+        assert initial != "J" and initial.isupper() and len(initial) == 1
+        code = english.pseudonym("AB12-x", rng, "IDNUM")
+        assert code != "AB12-x" and code[:2].isupper() and code[2:4].isdigit() and code[4] == "-"
+
+
+def test_draws_depend_on_the_rng_alone(spanish):
+    document = Document("d", "Paciente Ana García, calle Mayor 3, Madrid.",
+                        (Span(9, 19, "NOMBRE_SUJETO_ASISTENCIA", "Ana García"), Span(21, 34, "CALLE", "calle Mayor 3"),
+                         Span(36, 42, "TERRITORIO", "Madrid")))
+    first, second = (spanish.document(document, random.Random(4)) for _ in range(2))
+    assert first == second and first.text != document.text
+    assert [span.source_type for span in first.spans] == [span.source_type for span in document.spans]
+    assert "García" not in first.text and "Madrid" not in first.text
+
+
+def test_the_empirical_bound_is_the_share_of_the_most_frequent_original(spanish):
+    shape = ("word", 0, "Ab", 0, 1)
+    tokens = [("Zqxa", "TERRITORIO", shape)] * 3 + [("Zqxb", "TERRITORIO", shape)]  # no city of the pool
+    report = reidentification_bound(tokens, spanish, language="es")
+    assert report["scheme"] == "surrogates" and report["overall"]["hidden"] == 4
+    assert report["overall"]["mean_success"]["empirical"] == pytest.approx(3 / 4)
+    # the redraw: the second original wins when the first is drawn (the surrogate is never its own original)
+    city = pool("es", "CITY")[0][0]
+    found = token_success([(city, "TERRITORIO", shape)] * 2 + [("Zqxa", "TERRITORIO", shape)], spanish, language="es")
+    assert found[city, "TERRITORIO", shape]["empirical"] == 1.0
+    mass = word_distribution("es", "CITY", 0)[city.casefold()]
+    assert found["Zqxa", "TERRITORIO", shape]["empirical"] == pytest.approx(mass)
+
+
+def test_the_bound_of_numbers_and_patterns_under_the_uniform_prior(english):
+    tokens = [("14", "DATE", token_shape(["14"], 0, "DATE")), ("J", "PATIENT", token_shape(["J"], 0, "PATIENT")),
+              (".", "PATIENT", None)]
+    found = token_success(tokens, english)
+    assert found[tokens[0]]["uniform"] == pytest.approx(1 / (len(number_block("14")) - 1))
+    assert found[tokens[1]]["uniform"] == pytest.approx(1 / 25)
+    assert found[tokens[2]] is None
+    report = reidentification_bound(tokens, english)
+    assert report["overall"]["not_hidden"] == 1 and report["overall"]["hidden"] == 2
+
+
+def test_the_bound_tokens_carry_the_shape(spanish):
+    [sentence] = prepare_document(Document("d", "Vive en C/ Mayor 12", (Span(8, 19, "CALLE", "C/ Mayor 12"),)))
+    tokens = spanish.phi_tokens([t.text for t in sentence.tokens], sentence.tags)
+    assert [token[:2] for token in tokens] == [("C", "CALLE"), ("/", "CALLE"), ("Mayor", "CALLE"), ("12", "CALLE")]
+    assert tokens[0][2][0] == "chars" and tokens[1][2] is None and tokens[2][2] == ("word", 0, "Ab", 2, 4)
+
+
+def test_unsupported_language_is_refused(embeddings):
+    with pytest.raises(ValueError, match="no surrogates for language 'fr'"):
+        Pseudonymizer(embeddings, 100, "surrogates", language="fr")
+    with pytest.raises(ValueError, match="draws no candidates"):
+        Pseudonymizer(embeddings, 100, "surrogates").candidates("paris")
