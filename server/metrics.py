@@ -32,7 +32,7 @@ from deidpool.server.database import (
     TrainingRun,
 )
 from deidpool.server.state import ServerState
-from server.logs import REQUEST_FIELDS
+from deidpool.server.logs import REQUEST_FIELDS
 
 log = logging.getLogger(__name__)
 access_log = logging.getLogger("deidpool.server.access")

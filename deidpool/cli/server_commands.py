@@ -22,7 +22,7 @@ _LOG_FORMAT_HELP = ("Log lines as plain text, or one JSON object per line (time,
 _PR_SET_PDEATHSIG = 1
 
 
-class LogFormat(str, enum.Enum):  # server.logs.FORMATS, without importing the server here
+class LogFormat(str, enum.Enum):  # deidpool.server.logs.FORMATS, without importing the server here
     text = "text"
     json = "json"
 
@@ -122,7 +122,7 @@ def run(
     import uvicorn
 
     from deidpool.server.app import create_app
-    from server.logs import configure_logging
+    from deidpool.server.logs import configure_logging
 
     configure_logging(log_format.value)
     with clean_errors():
@@ -155,7 +155,7 @@ def worker(
     start_tensorflow()
 
     from deidpool.server.worker import run_worker
-    from server.logs import configure_logging
+    from deidpool.server.logs import configure_logging
 
     configure_logging(log_format.value)
     with clean_errors():

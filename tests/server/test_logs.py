@@ -12,7 +12,7 @@ import pytest
 
 from deidpool.contribution.signed_requests import signed_headers
 from deidpool.server.initialize import rotate_metrics_token, rotate_viewer_token
-from server.logs import INFO_LOGGERS, configure_logging
+from deidpool.server.logs import INFO_LOGGERS, configure_logging
 
 from .conftest import contribution_file, upload
 
