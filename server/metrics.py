@@ -31,8 +31,8 @@ from deidpool.server.database import (
     RunEpoch,
     TrainingRun,
 )
-from deidpool.server.state import ServerState
 from deidpool.server.logs import REQUEST_FIELDS
+from deidpool.server.state import ServerState
 
 log = logging.getLogger(__name__)
 access_log = logging.getLogger("deidpool.server.access")

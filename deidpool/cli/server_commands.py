@@ -154,8 +154,8 @@ def worker(
     """Claim and train queued pooled training runs (resuming a crashed worker's)."""
     start_tensorflow()
 
-    from deidpool.server.worker import run_worker
     from deidpool.server.logs import configure_logging
+    from deidpool.server.worker import run_worker
 
     configure_logging(log_format.value)
     with clean_errors():
