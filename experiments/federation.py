@@ -83,6 +83,7 @@ ROWS = [("non-private upper bound (raw text, all parties' notes)", "raw", "test"
 BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience", "audit_epochs",
           "selection", "test")  # in every seed's rows
 PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
+PATTERN_LAYER = "pattern_layer"  # key of the language whose pattern layer a seed's "+patterns" rows used (absent: "en")
 NOTE_COUNTS = "notes"  # key of a test row's per-note counts: {measure: [[tp, fp, fn], ...]}, document-id order
 
 
@@ -133,11 +134,12 @@ def provider_embeddings(corpus: Corpus, folder: Path, provider_notes: list, seed
 def test_rows(corpus: Corpus, gold: list, predicted: list, extra: dict) -> dict[str, dict]:
     """The rows of one tagger's predictions on the test notes, alone and merged with the pattern
     layer: the headline scores and every note's counts of the headline measures."""
-    from deidpool.client.patterns import with_patterns
+    from deidpool.client.patterns import patterns_for, with_patterns
     from deidpool.corpus.metrics import document_counts, evaluate_corpus, score_row
 
     rows = {}
-    for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d) for d in predicted])):
+    patterns = patterns_for(corpus.language)
+    for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d, patterns) for d in predicted])):
         notes = {measure: [[c.tp, c.fp, c.fn] for c in document_counts(gold, found, measure, corpus.entity_key)]
                  for measure in MEASURES.values()}
         rows[suffix] = {**score_row(evaluate_corpus(gold, found, corpus.entity_key)), **extra, NOTE_COUNTS: notes}
@@ -155,13 +157,15 @@ def run_seed(seed: int, args) -> dict:
     if rows.get("budget", budget) != budget:
         raise SystemExit(f"{cache} was run with {rows['budget']}, not {budget}: use another --results-name")
     rows["budget"] = budget
+    rows.setdefault(PATTERN_LAYER, corpus.language if len(rows) == 1 else "en")
 
     def keep(new_rows: dict) -> None:
         rows.update(new_rows)
         folder.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps(rows, indent=1) + "\n")
 
-    if all(f"{name}@test" in rows for name in (*TEXT_TAGGERS, *POOLS)) and "audit" in rows:
+    if all(f"{name}@test" in rows for name in (*TEXT_TAGGERS, *POOLS)) and "audit" in rows \
+            and rows[PATTERN_LAYER] == corpus.language:
         return rows
     from deidpool.corpus.formats import read_corpus
     from deidpool.representer.tagger_runs import split_documents
@@ -187,7 +191,31 @@ def run_seed(seed: int, args) -> dict:
         keep({"audit": {"verdict": report["verdict"], "fresh_accuracy": report["attacks"]["target/fresh"]["accuracy"],
                         "continued_accuracy": report["attacks"].get("target/continued", {}).get("accuracy"),
                         "lookup_rate": report["lookup"]["target"]["rate"]}})
+    if rows[PATTERN_LAYER] != corpus.language:
+        progress(f"seed {seed}: the pattern layer's rows again, with the layer for {corpus.language!r}")
+        keep({**layered_rows(corpus, folder, documents, rows, vectors), PATTERN_LAYER: corpus.language})
     return rows
+
+
+def layered_rows(corpus: Corpus, folder: Path, documents: dict, rows: dict, vectors) -> dict[str, dict]:
+    """Every tagger's "+patterns" rows anew from its predictions, merged with the pattern layer of
+    `corpus.language` (rows of a seed whose layer was another's: an earlier version ran the English
+    layer on every corpus); each row keeps its training facts (epochs, sentences)."""
+    from deidpool.client.patterns import patterns_for, with_patterns
+    from deidpool.corpus.metrics import evaluate_corpus, score_row
+
+    patterns, fresh = patterns_for(corpus.language), {}
+    for name in (*TEXT_TAGGERS, *POOLS):
+        splits = {"test": documents["test"], **({"site_c": documents["site_c"]} if name in POOLS else {})}
+        found = predictions(folder, name, splits, vectors)
+        kept = {key: value for key, value in rows[f"{name}{PATTERNS}@test"].items()
+                if key in ("epochs", "sentences", "epoch_seconds")}
+        fresh[f"{name}{PATTERNS}@test"] = test_rows(corpus, documents["test"], found["test"], kept)[PATTERNS]
+        if name in POOLS:
+            layered = [with_patterns(d, patterns) for d in found["site_c"]]
+            fresh[f"{name}{PATTERNS}@site_c"] = {**score_row(evaluate_corpus(documents["site_c"], layered,
+                                                                             corpus.entity_key)), **kept}
+    return fresh
 
 
 def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documents: dict, provider_split: tuple,
@@ -223,7 +251,7 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     from deidpool.adversary.runs import AdversarialSettings, train_adversarial_run
     from deidpool.client.export import export_contribution
     from deidpool.client.identity import create_institution_keys
-    from deidpool.client.patterns import with_patterns
+    from deidpool.client.patterns import patterns_for, with_patterns
     from deidpool.corpus.metrics import evaluate_corpus, score_row
     from deidpool.demo import tag_set
     from deidpool.representer import keys
@@ -281,7 +309,8 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
         found = predictions(folder, name, {"test": documents["test"], "site_c": documents["site_c"]}, vectors)
         for suffix, row in test_rows(corpus, documents["test"], found["test"], trained).items():
             rows[f"{name}{suffix}@test"] = row
-        for suffix, predicted in (("", found["site_c"]), (PATTERNS, [with_patterns(d) for d in found["site_c"]])):
+        layered = [with_patterns(d, patterns_for(corpus.language)) for d in found["site_c"]]
+        for suffix, predicted in (("", found["site_c"]), (PATTERNS, layered)):
             rows[f"{name}{suffix}@site_c"] = {
                 **score_row(evaluate_corpus(documents["site_c"], predicted, corpus.entity_key)), **trained}
     return rows

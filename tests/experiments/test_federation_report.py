@@ -130,3 +130,28 @@ def test_seeds_run_with_other_budgets_or_test_notes_are_reported_apart(tmp_path,
         (tmp_path / "runs" / "x" / f"seed-{seed}" / "rows.json").write_text(json.dumps(made))
     with pytest.raises(SystemExit, match="different budgets"):
         federation.report([0, 1], "x", "meddocan")
+
+
+def test_rows_scored_with_another_language_s_pattern_layer_are_scored_again(monkeypatch, tmp_path):
+    """A Spanish seed whose "+patterns" rows an earlier version scored with the English layer gets
+    them anew from each tagger's predictions, merged with the Spanish layer; the training facts stay."""
+    from deidpool.corpus.document import Document, Span
+
+    text = "Tfno: 915 555 123. Ingresa el 3 de marzo de 2018."
+    date = Span(text.index("3 de"), len(text) - 1, "FECHAS", "3 de marzo de 2018")
+    phone = Span(6, 17, "NUMERO_TELEFONO", "915 555 123")
+    gold = [Document("n1", text, (phone, date))]
+    tagger_found = [Document("n1", text, (phone,))]  # the tagger misses the date; the Spanish layer finds it
+    monkeypatch.setattr(federation, "predictions", lambda folder, name, splits, vectors: {
+        split: tagger_found for split in splits})
+    corpus = federation.CORPORA["meddocan"]
+    old = rows({name: per_note(1, 0, 1) for name in (*federation.TEXT_TAGGERS, *federation.POOLS)})
+    fresh = federation.layered_rows(corpus, tmp_path, {"test": gold, "site_c": gold}, old, vectors=None)
+    assert set(fresh) == {f"{name}{federation.PATTERNS}@test" for name in (*federation.TEXT_TAGGERS,
+                                                                           *federation.POOLS)} | {
+        f"{name}{federation.PATTERNS}@site_c" for name in federation.POOLS}
+    row = fresh[f"raw{federation.PATTERNS}@test"]
+    assert row["entity_strict_f1"] == 1.0 and row["epochs"] == 3  # the layer found the date
+    assert row[federation.NOTE_COUNTS]["entity_strict"] == [[2, 0, 0]]
+    alone = federation.test_rows(corpus, gold, tagger_found, {})[""]
+    assert alone["entity_strict_f1"] < 1.0
