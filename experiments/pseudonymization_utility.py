@@ -1,0 +1,185 @@
+"""What pseudonymization costs a tagger: federation.py's text tagger trained on all parties' notes,
+raw or with every gold PHI token pseudonymized under each scheme, scored on the raw test notes.
+
+    python experiments/pseudonymization_utility.py --corpus meddocan --seeds 0 1 2 [--time-budget SECONDS]
+    python experiments/pseudonymization_utility.py --corpus physionet --seeds 0 1 2 --limit 20 --tagger-epochs 1 \\
+        --results-name pseudonymization_utility_physionet_smoke      # a check that everything runs
+    python experiments/pseudonymization_utility.py --corpus meddocan --seeds 0 1 2 --report-only
+
+Taggers (`TAGGERS`): raw text, "groups" at N = 100 and N = 500 (the export default's scheme) and
+"surrogates" (realistic values of each PHI type in the corpus's language, drawn whatever the
+original), each on the same split of the parties' notes (federation.CORPORA, its embeddings:
+GloVe, or the provider's FastText on MEDDOCAN) and with federation.py's tagger configuration and
+budget (--tagger-epochs, --patience). The report gives each F1 per seed and the paired differences
+scheme - raw and surrogates - groups N = 100 with their paired bootstrap intervals, on the
+corpus's headline and other measure, alone and merged with the pattern layer. Runs live in
+runs/<results name>/seed-S (each tagger kept in the seed's rows.json when done; a rerun resumes);
+the tables go to experiments/results/<results name>.md and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from datetime import date
+from pathlib import Path
+
+import federation
+from deidpool.corpus.metrics import COLUMN_TITLES
+from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
+from results_files import git_commit, over_seeds, spread
+
+REPO = federation.REPO
+RESULTS = federation.RESULTS
+# name: (pseudonymization scheme, N) of its training notes, None for raw text
+TAGGERS = {"raw": None, "groups-100": ("groups", 100), "groups-500": ("groups", 500),
+           "surrogates": ("surrogates", federation.NEIGHBOURS)}
+TITLES = {"raw": "raw text", "groups-100": "groups, N = 100", "groups-500": "groups, N = 500",
+          "surrogates": "surrogates"}
+# (first, second, what the difference means, what we hope for), as federation.COMPARISONS
+COMPARISONS = (*((name, "raw", f"{TITLES[name]} - raw text", "> -1.0") for name in TAGGERS if name != "raw"),
+               ("surrogates", "groups-100", "surrogates - groups, N = 100", "> 0"))
+BUDGET = ("tagger_epochs", "patience", "limit")
+
+
+def progress(message: str) -> None:
+    print(f"[pseudonymization utility] {message}", flush=True)
+
+
+def run_seed(seed: int, args) -> dict:
+    """Every tagger's rows of one seed; each is stored in the seed folder's rows.json when done,
+    and a rerun trains only what is missing."""
+    import keras
+
+    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.corpus.formats import read_corpus
+    from deidpool.representer.tagger_runs import split_documents, train_tagger_run
+
+    corpus = federation.CORPORA[args.corpus]
+    folder = REPO / "runs" / args.results_name / f"seed-{seed}"
+    cache = folder / "rows.json"
+    rows: dict[str, dict] = json.loads(cache.read_text()) if cache.exists() else {}
+    budget = {key: getattr(args, key) for key in BUDGET}
+    if rows.get("budget", budget) != budget:
+        raise SystemExit(f"{cache} was run with {rows['budget']}, not {budget}: use another --results-name")
+    rows["budget"] = budget
+    if all(f"{name}@test" in rows for name in TAGGERS):
+        return rows
+    documents = {party: read_corpus(corpus.notes, corpus.fmt, split=party)[:args.limit] for party in federation.PARTIES}
+    path, fmt, split = corpus.test
+    test = read_corpus(REPO.parent / path, fmt, split=split)[:args.limit]
+    folder.mkdir(parents=True, exist_ok=True)
+    spec, vectors = federation.provider_embeddings(corpus, folder, documents["provider"], seed)
+    train, valid = split_documents([d for party in federation.PARTIES for d in documents[party]], 0.1, seed)
+    for name, scheme in TAGGERS.items():
+        if f"{name}@test" in rows:
+            continue
+        progress(f"seed {seed}: text tagger {name} on {len(train)} + {len(valid)} notes")
+        keras.utils.set_random_seed(seed)
+        pseudonymizer = scheme and Pseudonymizer(vectors, scheme[1], scheme[0], corpus.language)
+        training = train_tagger_run(train, valid, folder / "taggers" / name, embeddings=spec,
+                                    pseudonymizer=pseudonymizer, max_epochs=args.tagger_epochs,
+                                    patience=args.patience, seed=seed, loaded_embeddings=vectors, progress=False)
+        predicted = federation.predictions(folder, name, {"test": test}, vectors)["test"]
+        found = federation.test_rows(corpus, test, predicted, {"epochs": training["epochs"]})
+        rows.update({f"{name}{suffix}@test": row for suffix, row in found.items()})
+        cache.write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
+
+
+def finished_seeds(seeds: list[int], runs: Path, stored: Path) -> dict[int, dict]:
+    """The seeds the results file `stored` holds and the finished ones among `seeds` under `runs`
+    (their run folders' rows win)."""
+    per_seed = {int(seed): rows for seed, rows in
+                (json.loads(stored.read_text())["seeds"] if stored.exists() else {}).items()}
+    for seed in seeds:
+        cache = runs / f"seed-{seed}" / "rows.json"
+        if cache.exists() and all(f"{name}@test" in (rows := json.loads(cache.read_text())) for name in TAGGERS):
+            per_seed[seed] = rows
+    return per_seed
+
+
+def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str) -> tuple[str, dict]:
+    """The report of the finished seeds `per_seed` (their rows.json) as Markdown, and the paired
+    rows by measure."""
+    corpus = federation.CORPORA[corpus_name]
+    done = sorted(per_seed)
+    budget = per_seed[done[0]]["budget"]
+    headline = federation.titled(corpus, COLUMN_TITLES[corpus.headline])
+    keys = [corpus.headline, *(key for key in federation.MEASURES if key != corpus.headline)]
+    titles = [federation.titled(corpus, COLUMN_TITLES[key]) for key in keys]
+    limit = f" --limit {budget['limit']}" if budget["limit"] else ""
+    lines = [f"# Pseudonymization's cost in utility ({corpus.title})\n",
+             f"{date.today()}, commit {git_commit()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, no "
+             f"GPU; seeds {done}. Text taggers (federation.py's configuration) on all parties' notes, "
+             f"{'the first ' + str(budget['limit']) + ' of each party and of the test notes, ' if limit else ''}"
+             f"scored on the raw test notes `{corpus.test[0]}`. Headline: {headline}.",
+             f"Command: `python experiments/pseudonymization_utility.py --corpus {corpus_name} --seeds "
+             f"{' '.join(map(str, done))} --tagger-epochs {budget['tagger_epochs']} --patience {budget['patience']}"
+             f"{limit} --results-name {results_name}`.\n",
+             "| training notes | tagger | " + " | ".join(titles) + " | epochs |",
+             "|---|---|" + "---|" * (len(keys) + 1)]
+    for name in TAGGERS:
+        for suffix in ("", federation.PATTERNS):
+            rows = [per_seed[seed][f"{name}{suffix}@test"] for seed in done]
+            epochs = spread([row["epochs"] for row in rows], 1)
+            lines.append(f"| {TITLES[name]} | {'+ pattern layer' if suffix else 'alone'} | "
+                         + " | ".join(over_seeds(rows, key) for key in keys) + f" | {epochs} |")
+    paired = {}
+    for key, title in zip(keys, titles):
+        measure = federation.MEASURES[key]
+        paired[measure] = federation.paired_rows(federation.note_counts(per_seed, done, measure), done, COMPARISONS)
+        lines += ["", f"Paired differences on the test notes, {title}: each cell the F1 difference in points [paired "
+                      "95% percentile bootstrap interval over the notes, 1000 resamples]; the mean over seeds "
+                      "resamples the notes once for all seeds.", "",
+                  *federation.paired_table(paired[measure], done, title)]
+    return "\n".join(lines) + "\n", paired
+
+
+def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
+    """Write experiments/results/<results_name>.md and .json over the finished seeds."""
+    stored = RESULTS / f"{results_name}.json"
+    per_seed = finished_seeds(seeds, REPO / "runs" / results_name, stored)
+    if not per_seed:
+        raise SystemExit(f"no finished seed under runs/{results_name} or in {stored}")
+    text, paired = report_text(per_seed, corpus_name, results_name)
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{results_name}.md").write_text(text)
+    stored.write_text(json.dumps({"date": str(date.today()), "commit": git_commit(), "corpus": corpus_name,
+                                  "paired": paired, "seeds": per_seed}, indent=1) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", choices=federation.CORPORA, default="meddocan")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--tagger-epochs", type=int, default=25, help="most epochs of every tagger")
+    parser.add_argument("--patience", type=int, default=5, help="the taggers' early-stopping patience")
+    parser.add_argument("--limit", type=int, help="only the first LIMIT notes of each party and of the test notes "
+                                                  "(a check that everything runs)")
+    parser.add_argument("--results-name", help="stem of the result files and folder under runs/ (default: "
+                                               "pseudonymization_utility_<corpus>)")
+    parser.add_argument("--time-budget", type=float, help="seconds this process may train: stop after the last "
+                                                          "epoch that fits, exit 75; a rerun resumes")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    args.results_name = args.results_name or f"pseudonymization_utility_{args.corpus}"
+    if not args.report_only:
+        if not federation.CORPORA[args.corpus].notes.exists():
+            raise SystemExit(f"{federation.CORPORA[args.corpus].notes} is absent: the shared {args.corpus} corpus")
+        try:
+            with time_budget(args.time_budget):
+                for seed in args.seeds:
+                    run_seed(seed, args)
+        except TimeBudgetExhausted as stopped:
+            print(f"resumable: {stopped}", flush=True)
+            sys.exit(RESUMABLE_EXIT_STATUS)
+    report(args.seeds, args.results_name, args.corpus)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""experiments/pseudonymization_utility.py's report on hand-made rows (nothing is trained): every
+scheme's F1, and the paired differences scheme - raw and surrogates - groups N = 100."""
+
+import federation
+import pseudonymization_utility as utility
+from deidpool.corpus.metrics import PRIMARY
+
+NOTES = 40
+
+
+def per_note(tp: int, fn: int) -> list[list[int]]:
+    return [[tp, 0, fn] for _ in range(NOTES)]
+
+
+def rows(counts: dict[str, list[list[int]]]) -> dict:
+    """One seed's rows.json: each tagger alone and with the pattern layer (the same counts)."""
+    made = {"budget": {"tagger_epochs": 1, "patience": 1, "limit": 5}}
+    for name, notes in counts.items():
+        score = federation.f1(notes)
+        for suffix in ("", federation.PATTERNS):
+            made[f"{name}{suffix}@test"] = {PRIMARY: score, "entity_strict_f1": score, "epochs": 1,
+                                            federation.NOTE_COUNTS: {measure: notes for measure in
+                                                                     federation.MEASURES.values()}}
+    return made
+
+
+def test_the_report_gives_each_scheme_and_the_paired_differences():
+    seed = {"raw": per_note(10, 0), "groups-100": per_note(8, 2), "groups-500": per_note(7, 3),
+            "surrogates": per_note(9, 1)}
+    text, paired = utility.report_text({0: rows(seed), 1: rows(seed)}, "meddocan", "pseudonymization_utility_x")
+    assert "--limit 5 --results-name pseudonymization_utility_x" in text
+    assert "| surrogates | alone | 0.9474 ± 0.0000 |" in text
+    strict = {row["comparison"]: row for row in paired["entity_strict"] if not row["patterns"]}
+    assert list(strict) == ["groups, N = 100 - raw text", "groups, N = 500 - raw text", "surrogates - raw text",
+                            "surrogates - groups, N = 100"]
+    gain = strict["surrogates - groups, N = 100"]
+    assert round(gain["mean"]["difference"], 2) == round(100 * (18 / 19 - 16 / 18), 2)
+    assert gain["seeds"][1]["interval"][0] > 0  # every note agrees: the interval is a point
+    cell = "+5.8 [+5.8, +5.8]"
+    assert f"| surrogates - groups, N = 100 | alone | {cell} | {cell} | {cell} | > 0 |" in text
