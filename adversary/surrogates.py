@@ -8,7 +8,8 @@ its kind (`token_kind`):
 - words (two letters or more) are filled in order by the words of values of the span's type,
   drawn uniformly from a pool (`pool`: names, streets, cities, hospitals, professions, months
   and weekdays... of the language's Faker locale, made once with a fixed seed), one value after
-  another until every word position has one; each takes the casing shape of the word it replaces;
+  another until every word position has one; each takes the casing shape of the word it replaces
+  (all capitals, capitalized, else lower case);
 - numbers (ASCII digits) take a uniform draw from their `number_block` (digit count and range);
 - other tokens (a single letter, letters mixed with digits) keep their character classes: each
   letter becomes a random letter of its case, each digit a random digit, other characters stay.
@@ -206,7 +207,7 @@ def span_surrogates(words: Sequence[str], label: str | None, language: str, rng:
             if all(new.casefold() != words[i].casefold() for new, i in zip(drawn, positions)):
                 break
         for new, i in zip(drawn, positions):
-            result[i] = same_casing(new, words[i])
+            result[i] = same_casing(new.lower(), words[i])
     for i, kind in enumerate(kinds):
         if kind == "number":
             block = number_block(words[i], label)

@@ -143,3 +143,16 @@ def test_unsupported_language_is_refused(embeddings):
         Pseudonymizer(embeddings, 100, "surrogates", language="fr")
     with pytest.raises(ValueError, match="draws no candidates"):
         Pseudonymizer(embeddings, 100, "surrogates").candidates("paris")
+
+
+def test_audit_pairs_draw_surrogates_and_fakes_keep_their_shape(embeddings):
+    from deidpool.adversary.pairs import PairSource
+
+    pseudonymizer = Pseudonymizer(embeddings, 100, "surrogates")
+    sentences = [LabeledSentence([Token(w, 0, 0) for w in ("the", word, "and")], np.zeros(3, dtype=np.int8),
+                                 ["O", "B-CITY", "O"]) for word in ("paris", "lyon", "Paris")]
+    source = PairSource(sentences, pseudonymizer, export_path=True)
+    assert source.fake_symmetry(seed=1, draws=3) == {"fakes": 9, "same_candidates": 9}
+    pairs = source.draw(seed=0)
+    assert pairs.shared_original.shape == pairs.original.shape
+    assert not np.array_equal(pairs.shared_original, pairs.original)  # the shared copies are pseudonymized
