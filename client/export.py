@@ -4,9 +4,10 @@ shuffle across all documents, then encrypt and sign; memory stays bounded by the
 and the shuffle's memory budget (and the notes the safety net flags, kept for its review folder).
 
 Pseudonymize-then-represent (METHOD.md): no PHI token reaches the representer. Each is
-replaced by a uniform draw among its N nearest embedding neighbours (numbers by plausible
-surrogates of the same shape and range), fresh for every occurrence and every export, from
-the operating system's randomness; whatever the representer leaks, it leaks a surrogate. Labels
+replaced under the export's scheme (by default a draw from its group of near embedding
+neighbours, numbers by plausible surrogates of the same shape and range; or a realistic
+surrogate of its type that does not depend on it), fresh for every occurrence and every
+export, from the operating system's randomness; whatever the representer leaks, it leaks a surrogate. Labels
 can miss PHI: a safety net (`deidpool.client.safety_net`) flags tokens no gold span covers that its
 finders take for PHI, and they are pseudonymized too."""
 
@@ -24,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
 from deidpool.adversary.bound import reidentification_bound
-from deidpool.adversary.pseudonymize import Pseudonymizer, tag_category
+from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.client.inference import apply_to_sentences, built_once, compile_representer
 from deidpool.client.safety_net import OFF, Flagged, SafetyNet
@@ -52,11 +53,12 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     """Write the contribution of `documents` to `out` and return its header.
 
     `embeddings` are the bundle's (from `bundle.load_embeddings`). Every gold PHI token is
-    pseudonymized among `neighbours` = N under `scheme` ("neighbours" or "groups", see
-    `deidpool.adversary.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing),
-    drawing from `rng` (default: the operating system's randomness; pass one only in tests).
-    The header also gets the re-identification bound of these PHI tokens (`deidpool.adversary.bound`,
-    its frequency prior in `language`). `safety_net` (`deidpool.client.safety_net.SafetyNet`; default off,
+    pseudonymized among `neighbours` = N under `scheme` ("neighbours", "groups" or "surrogates", see
+    `deidpool.adversary.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing
+    but under "surrogates", where N does not apply), drawing from `rng` (default: the operating
+    system's randomness; pass one only in tests). The header also gets the re-identification bound
+    of these PHI tokens (`deidpool.adversary.bound`, its frequency prior in `language`, which is also
+    the language of "surrogates"). `safety_net` (`deidpool.client.safety_net.SafetyNet`; default off,
     `client export` turns it on) flags the tokens no gold span covers that its finders take for
     PHI: they are pseudonymized and bounded like gold PHI (their tags stay as annotated), counted
     in the header's `safety_net`, and the notes that hold them written to the BRAT folder `review`
@@ -68,7 +70,7 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    pseudonymizer = Pseudonymizer(embeddings, neighbours, scheme)
+    pseudonymizer = Pseudonymizer(embeddings, neighbours, scheme, language)
     rng = rng or random.SystemRandom()
     # The noise generator runs on from export to export, so each draws fresh noise.
     represent = built_once(bundle, "export" if noise else "export without noise", lambda: compile_representer(
@@ -77,8 +79,8 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     with ExternalShuffle(out.parent, memory_bytes) as shuffle:
         with progress_bar(desc="representing", unit=" sentences", disable=not progress) as bar:
             for chunk in _chunks(_labeled_sentences(documents, bundle, safety_net, flagged), chunk_sentences):
-                phi.update((token.text, tag_category(tag)) for sentence, tags in chunk
-                           for token, tag in zip(sentence.tokens, tags) if tag != "O")
+                phi.update(token for sentence, tags in chunk
+                           for token in pseudonymizer.phi_tokens([t.text for t in sentence.tokens], tags))
                 # flagged tokens are replaced too; the exported tags are the gold ones
                 marked = pseudonymizer.labeled_sentences(
                     [LabeledSentence(sentence.tokens, sentence.casing, tags) for sentence, tags in chunk], rng)

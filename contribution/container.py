@@ -59,9 +59,12 @@ FORMAT_VERSION = 3
 # The header's name of each pseudonymization scheme (adversary.pseudonymize.SCHEMES): every gold
 # PHI token replaced by a uniform draw among its N nearest embedding neighbours (numbers among
 # plausible surrogates of the same shape and range), or from its group of N to 2N - 1 words
-# (numbers from their block), fresh per occurrence and per export, before the representer runs.
+# (numbers from their block), or by a realistic surrogate of its PHI type and shape that does not
+# depend on it (numbers from their block; N does not apply), fresh per occurrence and per export,
+# before the representer runs.
 PSEUDONYMIZATION_SCHEMES = {"neighbours": "embedding-neighbours+plausible-numbers/1",
-                            "groups": "embedding-groups+number-blocks/1"}
+                            "groups": "embedding-groups+number-blocks/1",
+                            "surrogates": "type-surrogates+number-blocks/1"}
 MAGIC, END_MAGIC = b"DPCONTR\x01", b"DPCEND\x00\x01"
 CONTENT_TYPE = "application/vnd.deidpool.contribution"  # a .dpc file's media type, its upload's Content-Type
 SIGNATURE_CONTEXT = b"deidpool contribution header v1\n"

@@ -21,7 +21,8 @@ from datetime import date
 from pathlib import Path
 
 from deidpool.adversary.linkage import linkage_metrics, pair_scores, seen_phi
-from deidpool.adversary.pseudonymize import SCHEMES, Pseudonymizer
+from deidpool.adversary.pseudonymize import Pseudonymizer
+from deidpool.adversary.schemes import EMBEDDING_SCHEMES
 from deidpool.corpus.formats import read_corpus
 from deidpool.corpus.prepare import prepare_document
 from deidpool.representer.embeddings import load_embeddings
@@ -65,7 +66,7 @@ def main() -> None:
                  "non-PHI words": [context_words(s, glove, plain) for s in sentences]}
         for name, tokens in views.items():
             rows.append(_row(split, name, None, args.seeds[0], tokens, glove, None, notes))
-        for scheme in SCHEMES:
+        for scheme in EMBEDDING_SCHEMES:
             for n in args.neighbours:
                 pseudonymizer = Pseudonymizer(glove, n, scheme)
                 for seed in args.seeds:

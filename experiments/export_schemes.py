@@ -33,7 +33,7 @@ from adversarial import (  # noqa: E402
     sentences,
     test_predictions,
 )
-from deidpool.adversary.pseudonymize import SCHEMES  # noqa: E402
+from deidpool.adversary.schemes import EMBEDDING_SCHEMES, SCHEMES  # noqa: E402
 from deidpool.client.patterns import with_patterns  # noqa: E402
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, format_score, score_row  # noqa: E402
 from deidpool.corpus.tagging import tag_vocabulary  # noqa: E402
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--retrain-epochs", type=int, default=20)
     parser.add_argument("--retrain-patience", type=int, default=3)
     parser.add_argument("--tagger-units", type=int, default=128)
-    parser.add_argument("--schemes", nargs="+", choices=(RAW, *SCHEMES), default=[RAW, *SCHEMES])
+    parser.add_argument("--schemes", nargs="+", choices=(RAW, *SCHEMES), default=[RAW, *EMBEDDING_SCHEMES])
     parser.add_argument("--results-name", default="export_schemes",
                         help="results/<name>.{md,json}; the retrained taggers in <run>/<name>/")
     args = parser.parse_args()

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from deidpool.adversary.bound import reidentification_bound
-from deidpool.adversary.pseudonymize import SCHEMES, Pseudonymizer, tag_category
+from deidpool.adversary.pseudonymize import SCHEMES, Pseudonymizer
 from deidpool.adversary.schemes import PRIORS
 from deidpool.corpus.formats import read_corpus
 from deidpool.corpus.prepare import prepare_document
@@ -25,12 +25,12 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "physionet-deid
 PARTS = {"test": ["test"], "training splits": ["provider", "site_a", "site_b", "site_c"]}
 
 
-def phi_tokens(splits: list[str]) -> list[tuple[str, str]]:
-    """(word, category) of every gold PHI token of the splits, as `client export` sees them."""
-    return [(token.text, tag_category(tag)) for split in splits
-            for document in read_corpus(DATA, "physionet", split=split)
+def phi_tokens(splits: list[str], pseudonymizer: Pseudonymizer) -> list[tuple]:
+    """The bound's tokens (`Pseudonymizer.phi_tokens`) of every gold PHI token of the splits, as
+    `client export` sees them."""
+    return [token for split in splits for document in read_corpus(DATA, "physionet", split=split)
             for sentence in prepare_document(document)
-            for token, tag in zip(sentence.tokens, sentence.tags) if tag != "O"]
+            for token in pseudonymizer.phi_tokens([t.text for t in sentence.tokens], sentence.tags)]
 
 
 def table(rows: list[dict]) -> str:
@@ -56,7 +56,7 @@ def main() -> None:
     glove = load_embeddings("glove")
     rows = []
     for data, splits in PARTS.items():
-        tokens = phi_tokens(splits)
+        tokens = phi_tokens(splits, Pseudonymizer(glove, 1, args.pseudonymization))  # the same for every N
         for n in args.neighbours:
             started = time.perf_counter()
             bound = reidentification_bound(tokens, Pseudonymizer(glove, n, args.pseudonymization))

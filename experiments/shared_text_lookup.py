@@ -28,7 +28,8 @@ from adversarial import DATA, load_data, sentences  # noqa: E402
 from deidpool.adversary.audit import raw_embeddings  # noqa: E402
 from deidpool.adversary.lookup import lookup_attack  # noqa: E402
 from deidpool.adversary.pairs import PairSource  # noqa: E402
-from deidpool.adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
+from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
+from deidpool.adversary.schemes import EMBEDDING_SCHEMES  # noqa: E402
 from deidpool.adversary.verdicts import chance_verdict  # noqa: E402
 from deidpool.representer.embeddings import load_glove_default  # noqa: E402
 from results_files import spread, write_results  # noqa: E402
@@ -44,7 +45,7 @@ def main() -> None:
     test = sentences(load_data()[2])
     embeddings = load_glove_default()
     rows = []
-    for scheme in SCHEMES:
+    for scheme in EMBEDDING_SCHEMES:
         for n in NEIGHBOURS:
             for export_path in (False, True):
                 pairs = PairSource(test, Pseudonymizer(embeddings, n, scheme), export_path=export_path)

@@ -23,7 +23,8 @@ from adversarial import DATA, ROOT, load_data, sentences  # noqa: E402
 from deidpool.adversary.audit import attacker_reference  # noqa: E402
 from deidpool.adversary.lookup import lookup_attack  # noqa: E402
 from deidpool.adversary.pairs import PairSource  # noqa: E402
-from deidpool.adversary.pseudonymize import SCHEMES, Pseudonymizer  # noqa: E402
+from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
+from deidpool.adversary.schemes import EMBEDDING_SCHEMES  # noqa: E402
 from deidpool.representer.embeddings import load_glove_default  # noqa: E402
 from deidpool.representer.representation import load_representer  # noqa: E402
 from deidpool.representer.threads import configure_threads  # noqa: E402
@@ -48,7 +49,7 @@ def main() -> None:
         for model in ("representer", "representer_p1"):
             representer = load_representer(run / "training" / "models" / f"{model}.keras")
             reference = attacker_reference(representer)
-            for scheme in SCHEMES:
+            for scheme in EMBEDDING_SCHEMES:
                 for export_path in (False, True):
                     pairs = PairSource(test, Pseudonymizer(embeddings, args.neighbours, scheme),
                                        export_path=export_path)

@@ -18,7 +18,7 @@ DATABASE_FILE = "deidpool.sqlite"
 DATABASE_URL_ENV = "DATABASE_URL"
 MAX_UPLOAD_BYTES = 512 << 20
 MAX_AGE_SECONDS = 7 * 24 * 3600
-MIN_NEIGHBOURS = 10  # the least pseudonymization N an upload may declare
+MIN_NEIGHBOURS = 10  # the least pseudonymization N an upload may declare (but under surrogates, without N)
 MAX_CLOCK_SKEW_SECONDS = 300  # how far in the future a timestamp may be (and a signed request's in the past)
 # Token buckets (server/limits.py): requests naming a registered institution, per institution and
 # client address; other requests (but the admin's), per client address. A bucket holds `burst`

@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from deidpool.adversary.schemes import PRIORS
-from deidpool.contribution.container import BindingError, read_header, verify_contribution
+from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES, BindingError, read_header, verify_contribution
 from deidpool.contribution.records import ContributionError
 from deidpool.contribution.validation import validate_contribution
 from deidpool.server.auth import load_ed25519_public_key
@@ -47,7 +47,9 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
         raise Refused(409, f"contribution {staged.sha256} is already stored")
     if known_nonce is not None:
         raise Refused(400, f"nonce {header.nonce} was already used by contribution {known_nonce} (a replay)")
-    if header.neighbours < state.settings.min_neighbours:
+    # N does not apply to surrogates, drawn whatever the original: only the embedding schemes are held to it
+    if header.pseudonymization != PSEUDONYMIZATION_SCHEMES["surrogates"] and \
+            header.neighbours < state.settings.min_neighbours:
         raise Refused(422, f"the contribution was pseudonymized among {header.neighbours} neighbours; this server "
                            f"requires at least {state.settings.min_neighbours} (re-export with --neighbours)")
     created = _check_created(header.created, state.settings.max_age_seconds)

@@ -128,8 +128,10 @@ def audit(
                                                       "the server's publish gate reads); representer: the bare "
                                                       "deidpool.representer."),
     pseudonymization: str = typer.Option(EXPORT_SCHEME, "--pseudonymization",
-                                         help="How pairs and exports are pseudonymized: neighbours or groups (as "
-                                              "`client export --pseudonymization`)."),
+                                         help="How pairs and exports are pseudonymized: neighbours, groups or "
+                                              "surrogates (as `client export --pseudonymization`)."),
+    language: str = typer.Option("en", "--language", help="Language of the notes: surrogates' language and the "
+                                                          "bound's frequency prior (en or es; as `client export`)."),
     epochs: int = typer.Option(20, "--epochs", min=1, help="Epochs of attack training."),
     out: Path = typer.Option(..., "--out", help="Report folder (metrics.json, report.md, accuracy.png)."),
     adversary: Path | None = typer.Option(None, "--adversary", help="Trained adversaries to continue "
@@ -165,7 +167,7 @@ def audit(
               "held_out_fraction": None if held_out_split else held_out_fraction}
     with _clean_errors(), within_budget(time_budget):
         report = audit_run(representer, kept, held_out, out, neighbours=neighbours, scheme=pseudonymization,
-                           epochs=epochs, adversary=adversary,
+                           language=language, epochs=epochs, adversary=adversary,
                            p1_representer=p1_representer, embeddings=embeddings, units=units, seed=seed,
                            passes=passes, export_path=path == "export", held_out_draws=held_out_draws,
                            learning_rate=learning_rate, data=source)

@@ -152,13 +152,17 @@ def export(
     embeddings: str | None = typer.Option(None, "--embeddings", help=_EMBEDDINGS_HELP),
     neighbours: int = typer.Option(100, "--neighbours", "-n", min=1,
                                    help="Pseudonymize every PHI token among its N nearest embedding neighbours "
-                                        "before the representer runs (recorded in the header; servers set a minimum)."),
+                                        "before the representer runs (recorded in the header; servers set a minimum; "
+                                        "not used by surrogates)."),
     pseudonymization: str = typer.Option(EXPORT_SCHEME, "--pseudonymization",
                                          help="neighbours: a PHI word becomes one of its N nearest neighbours; "
                                               "groups: one of its group of N to 2N - 1 words, shared by all of them "
-                                              "(a surrogate then says nothing about which group member it replaced)."),
+                                              "(a surrogate then says nothing about which group member it replaced); "
+                                              "surrogates: a realistic value of its PHI type and shape in --language, "
+                                              "whatever the original (the bound is then the attacker's prior)."),
     language: str = typer.Option("en", "--language", help="Language of the notes, for the frequency prior of the "
-                                                          "re-identification bound (wordfreq code: en, es, ...)."),
+                                                          "re-identification bound (wordfreq code: en, es, ...) and "
+                                                          "of surrogates (en or es)."),
     safety_net: str = typer.Option("pseudonymize", "--safety-net", help=_SAFETY_NET_HELP),
     pipeline_path: Path | None = typer.Option(None, "--pipeline", help="A published pipeline whose tagger the "
                                                                        "safety net runs too (may be the --bundle)."),
@@ -214,8 +218,9 @@ def export(
                                      institution=institution, signing_key=signing_key, server_key=server, dtype=dtype,
                                      neighbours=neighbours, scheme=pseudonymization, language=language,
                                      safety_net=net, review=review)
+    among = "by surrogates" if pseudonymization == "surrogates" else f"among N = {neighbours} {pseudonymization}"
     typer.echo(f"wrote {header.sentences} sentences ({header.tokens} tokens) of {institution} to {out} "
-               f"({out.stat().st_size:,} bytes), PHI pseudonymized among N = {neighbours} {pseudonymization}")
+               f"({out.stat().st_size:,} bytes), PHI pseudonymized {among}")
     _echo_safety_net(header.safety_net, review)
     _echo_bound(header.reidentification_bound)
 

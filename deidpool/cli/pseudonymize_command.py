@@ -1,4 +1,5 @@
-"""`deidpool pseudonymize`: write a corpus with every PHI token moved to an embedding neighbour."""
+"""`deidpool pseudonymize`: write a corpus with every PHI token replaced as an export replaces it
+(an embedding neighbour, a member of its group, or a realistic surrogate of its type)."""
 
 from __future__ import annotations
 
@@ -23,20 +24,33 @@ def pseudonymize(
     split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest "
                                                         "splits.json: PhysioNet, MEDDOCAN)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the replacements."),
+    pseudonymization: str = typer.Option("neighbours", "--pseudonymization",
+                                         help="neighbours, groups or surrogates (as `client export "
+                                              "--pseudonymization`; N does not apply to surrogates)."),
+    language: str = typer.Option("en", "--language", help="Language of the notes' surrogates: en or es."),
 ) -> None:
     """Replace every PHI token with a letter or digit by a random one of its N nearest embedding
-    neighbours (a word the embeddings do not know: one of its category's stand-in's)."""
+    neighbours (a word the embeddings do not know: one of its category's stand-in's), a member of
+    its group, or, with --pseudonymization surrogates, a realistic value of its type."""
     from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.adversary.schemes import SCHEMES
     from deidpool.representer.embeddings import load_embeddings
     from deidpool.representer.progress import progress_bar
 
+    if pseudonymization not in SCHEMES:
+        raise typer.BadParameter(f"choose one of {', '.join(SCHEMES)}", param_hint="--pseudonymization")
     try:
-        pseudonymizer = Pseudonymizer(load_embeddings(embeddings), neighbours)
+        vectors = load_embeddings(embeddings)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--embeddings") from None
+    try:
+        pseudonymizer = Pseudonymizer(vectors, neighbours, pseudonymization, language)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--language") from None
     rng = random.Random(seed)
     with clean_errors():
         documents = [pseudonymizer.document(d, rng)
                      for d in progress_bar(iter_corpus(source, fmt, split=split), desc="pseudonymizing", unit="doc")]
         write_corpus(documents, out, to_format or fmt)
-    typer.echo(f"wrote {len(documents)} pseudonymized documents (N={neighbours}) to {out}")
+    among = "surrogates" if pseudonymization == "surrogates" else f"N={neighbours} {pseudonymization}"
+    typer.echo(f"wrote {len(documents)} pseudonymized documents ({among}) to {out}")

@@ -85,6 +85,25 @@ def test_pseudonymize_command_writes_a_valid_corpus_in_another_format(tmp_path):
     assert "zqx" not in doc.text and doc.text.startswith("Seen ") and doc.text.endswith(".")
 
 
+def test_pseudonymize_command_draws_surrogates(tmp_path, monkeypatch, embeddings):
+    from typer.testing import CliRunner
+
+    from deidpool.cli import app
+    from deidpool.corpus.formats import read_corpus, write_corpus
+
+    monkeypatch.setattr("deidpool.representer.embeddings.load_embeddings", lambda spec: embeddings)
+    write_corpus([DOC], tmp_path / "in", "i2b2")
+    arguments = ["pseudonymize", str(tmp_path / "in"), str(tmp_path / "out"), "--format", "i2b2",
+                 "--pseudonymization", "surrogates", "-n", "1"]
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 0 and "(surrogates)" in result.output, result.output
+    [doc] = read_corpus(tmp_path / "out", "i2b2")
+    assert [s.source_type for s in doc.spans] == [s.source_type for s in DOC.spans]
+    assert not {"Smith", "BOSTON", "12", "zqx"} & {s.text for s in doc.spans}
+    refused = CliRunner().invoke(app, [*arguments[:-4], "--pseudonymization", "clusters"])
+    assert refused.exit_code == 2 and "Invalid value" in refused.output
+
+
 @pytest.fixture(scope="module")
 def numbers():
     """A pseudonymizer whose vocabulary knows every number by its digit shape, as GloVe does."""

@@ -168,6 +168,27 @@ def test_the_groups_scheme_is_the_default_recorded_and_bounded(tmp_path, documen
     assert not (tmp_path / "b.dpc").exists()
 
 
+def test_the_surrogates_scheme_is_recorded_and_bounded_and_keeps_no_phi_token(
+        tmp_path, documents, pipeline, embeddings, loaded_keys, monkeypatch):
+    from deidpool.adversary.pseudonymize import Pseudonymizer
+
+    seen, labeled = [], Pseudonymizer.labeled_sentences
+
+    def recording(self, sentences, rng):
+        seen.append((sentences, labeled(self, sentences, rng)))
+        return seen[-1][1]
+
+    monkeypatch.setattr(Pseudonymizer, "labeled_sentences", recording)
+    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=1,
+                     scheme="surrogates")
+    assert header.pseudonymization == "type-surrogates+number-blocks/1"
+    bound = header.reidentification_bound
+    assert bound["scheme"] == "surrogates" and bound["overall"]["hidden"] > 0
+    phi = [(token.text, new.text) for given, drawn in seen for before, after in zip(given, drawn)
+           for token, new, tag in zip(before.tokens, after.tokens, before.tags) if tag != "O" and token.text.isalnum()]
+    assert phi and all(token.lower() != new.lower() for token, new in phi)  # N = 1 replaces every token here
+
+
 def test_bounded_memory_export_spills_and_keeps_every_sentence(tmp_path, documents, pipeline, embeddings,
                                                                loaded_keys, input_sentences):
     header = _export(documents, pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", chunk_sentences=50,

@@ -244,7 +244,7 @@ def test_a_signed_header_lacking_a_field_or_with_an_unknown_one_is_refused_namin
     ("dtype", "float64", "dtype must be one of float16, float32, got 'float64'"),
     ("neighbours", 0, "neighbours must be a whole number >= 1, got 0"),
     ("neighbours", 2.5, "neighbours must be a whole number >= 1, got 2.5"),
-    ("pseudonymization", "clusters", "pseudonymization must be one of neighbours, groups, got 'clusters'"),
+    ("pseudonymization", "clusters", "pseudonymization must be one of neighbours, groups, surrogates, got 'clusters'"),
 ])
 def test_the_writer_refuses_a_header_value_before_writing_anything(tmp_path, parties, option, value, message):
     institution, server = parties

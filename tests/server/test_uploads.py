@@ -90,6 +90,12 @@ def test_refused_uploads_change_nothing_stored(case, api, site, server_dir, tmp_
     assert stored(server_dir) == before
 
 
+def test_a_surrogates_contribution_is_not_held_to_the_minimum_n(api, site, tmp_path):
+    """N does not apply to surrogates (drawn whatever the original): its header's N is not checked."""
+    body = contribution_file(tmp_path / "a.dpc", site, neighbours=1, pseudonymization="surrogates").read_bytes()
+    assert upload(api, body, site.key).status_code == 201
+
+
 def test_a_disabled_institution_gets_403_on_every_route_until_enabled(api, site, admin, server_dir, tmp_path):
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     assert api.post("/api/institutions/site-a/disable", headers=admin).json()["enabled"] is False
