@@ -14,7 +14,7 @@ budget (--tagger-epochs, --patience). The report gives each F1 per seed and the 
 scheme - raw and surrogates - groups N = 100 with their paired bootstrap intervals, on the
 corpus's headline and other measure, alone and merged with the pattern layer. Runs live in
 runs/<results name>/seed-S (each tagger kept in the seed's rows.json when done; a rerun resumes);
-the tables go to experiments/results/<results name>.md and .json.
+the tables go to experiments/results/privacy/<results name>.md and .json.
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ from pathlib import Path
 import federation
 from deidpool.corpus.metrics import COLUMN_TITLES
 from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
-from results_files import git_commit, over_seeds, spread
+from results_files import git_commit, over_seeds, results_file, spread
 
 REPO = federation.REPO
-RESULTS = federation.RESULTS
 # name: (pseudonymization scheme, N) of its training notes, None for raw text
-TAGGERS = {"raw": None, "groups-100": ("groups", 100), "groups-500": ("groups", 500),
-           "surrogates": ("surrogates", federation.NEIGHBOURS)}
+TAGGERS = {"raw": None, "groups-100": ("groups", 100), "surrogates": ("surrogates", federation.NEIGHBOURS),
+           "groups-500": ("groups", 500)}  # trained in this order
 TITLES = {"raw": "raw text", "groups-100": "groups, N = 100", "groups-500": "groups, N = 500",
           "surrogates": "surrogates"}
 # (first, second, what the difference means, what we hope for), as federation.COMPARISONS
@@ -140,15 +139,15 @@ def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str) 
 
 
 def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
-    """Write experiments/results/<results_name>.md and .json over the finished seeds."""
-    stored = RESULTS / f"{results_name}.json"
+    """Write the results files <results_name>.md and .json over the finished seeds."""
+    stored = results_file(results_name, ".json")
     per_seed = finished_seeds(seeds, REPO / "runs" / results_name, stored)
     if not per_seed:
         raise SystemExit(f"no finished seed under runs/{results_name} or in {stored}")
     text, paired = report_text(per_seed, corpus_name, results_name)
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{results_name}.md").write_text(text)
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    results_file(results_name, ".md").write_text(text)
     stored.write_text(json.dumps({"date": str(date.today()), "commit": git_commit(), "corpus": corpus_name,
                                   "paired": paired, "seeds": per_seed}, indent=1) + "\n")
 
