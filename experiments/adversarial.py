@@ -1,7 +1,7 @@
 """Adversarial representations on PhysioNet (issue: privacy): three-phase runs for N in
 {10, 50, 100, 500} and DANN at N = 100, each with the jointly trained tagger, a tagger retrained
 from scratch on exported noisy representations (as the pooling server would), and an audit;
-writes experiments/results/adversarial.{md,json} and adversarial_{f1_vs_n,audit}.png.
+writes experiments/results/privacy/adversarial.{md,json} and adversarial_{f1_vs_n,audit}.png.
 
 Data as in the baselines: train on provider + site_a + site_b + site_c minus a fixed 10% of
 their patients (validation), test on `test`; GloVe + casing, representation size 50. The
@@ -65,11 +65,10 @@ from deidpool.representer.training import (  # noqa: E402
     run_training,
     time_budget,
 )
-from results_files import configuration_folder, over_seeds, save_figure  # noqa: E402
+from results_files import configuration_folder, over_seeds, results_file, save_figure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "physionet-deid"
-RESULTS = ROOT / "experiments" / "results"
 RUNS = ROOT / "runs"
 CONFIGURATIONS = [{"name": f"three-phase N={n}", "procedure": "three-phase", "neighbours": n}
                   for n in (10, 50, 100, 500)]
@@ -375,18 +374,17 @@ def main() -> None:
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"PhysioNet data not found at {DATA} (it lives in ../shared/data beside the repository)")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    results_file = RESULTS / f"{args.results_name}.json"
-    results, baselines = read_rows(results_file), read_rows(RESULTS / "baselines.json")
+    stored = results_file(args.results_name, ".json")
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    results, baselines = read_rows(stored), read_rows(results_file("baselines", ".json"))
     if args.report_only:
         write_report(results, baselines, args)
         return
     done = {r["name"] for r in results}
     documents, embeddings = load_data(args.train_splits), load_glove_default()
     if args.rescore:
-        results_file.write_text(json.dumps([rescored(row, documents, embeddings, args) for row in results], indent=2)
-                                + "\n")
-        write_report(read_rows(results_file), baselines, args)
+        stored.write_text(json.dumps([rescored(row, documents, embeddings, args) for row in results], indent=2) + "\n")
+        write_report(read_rows(stored), baselines, args)
         return
     for config in CONFIGURATIONS:
         config = {**config, "name": configuration_name(config["name"], args)}
@@ -400,8 +398,8 @@ def main() -> None:
             print(f"resumable: {stopped}", flush=True)
             sys.exit(RESUMABLE_EXIT_STATUS)
         # Re-read: another process may have added its configuration to the same file meanwhile.
-        results = read_rows(results_file) + [result]
-        results_file.write_text(json.dumps(results, indent=2) + "\n")
+        results = read_rows(stored) + [result]
+        stored.write_text(json.dumps(results, indent=2) + "\n")
         write_report(results, baselines, args)
 
 
@@ -413,8 +411,8 @@ def read_rows(path: Path) -> list[dict]:
 def write_report(results: list[dict], baselines: list[dict], args) -> None:
     """The table (printed and in <results name>.md) and the two plots."""
     text = table(results, baselines)
-    (RESULTS / f"{args.results_name}.md").write_text(text + "\n")
-    plot(results, args, *(RESULTS / f"{args.results_name}_{kind}.png" for kind in ("f1_vs_n", "audit", "pareto")))
+    results_file(args.results_name, ".md").write_text(text + "\n")
+    plot(results, args, *(results_file(args.results_name, f"_{kind}.png") for kind in ("f1_vs_n", "audit", "pareto")))
     print(text, flush=True)
 
 

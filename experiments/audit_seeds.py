@@ -2,7 +2,7 @@
 audit` wrote with different `--seed`s (attack initialisation and pair draws), every attack's
 held-out accuracy per seed and over seeds, the verdicts, the inversion beside its baselines and
 the re-identification bound, and every target attack's held-out answers pooled over the seeds
-(`pooled_over_seeds`); writes experiments/results/<results name>.{md,json}.
+(`pooled_over_seeds`); writes experiments/results/privacy/<results name>.{md,json} (name it audit_*).
 
     python experiments/audit_seeds.py REPORT_DIR [REPORT_DIR ...] --results-name NAME [--title TEXT]
 """

@@ -1,5 +1,5 @@
 """Speed of the institution's client: export throughput on PhysioNet `site_a`, de-identification
-throughput on `test`, peak memory and contribution size; writes results/client_speed.md and .json.
+throughput on `test`, peak memory and contribution size; writes results/speed/client_speed.md and .json.
 
 The models have the production size (GloVe 50d, representer BiLSTM 128 -> d = 50, tagger
 2 x BiLSTM 128 + CRF) but are untrained: speed does not depend on the weights. Each task runs
@@ -20,9 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_files import results_file
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "physionet-deid"
-RESULTS = REPO / "experiments" / "results"
 RUNS = 3
 SPILL_BUDGET = 1 << 20
 TASKS = {  # name -> (description, split)
@@ -128,10 +129,10 @@ def main() -> None:
              "task (other jobs share these 2 cores; above ~1 the wall times are inflated).\n")
     markdown = "\n".join([intro, *table]) + "\n"
     print(markdown)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "client_speed.md").write_text(markdown, encoding="utf-8")
-    (RESULTS / "client_speed.json").write_text(json.dumps({"machine": machine, "runs": RUNS, "rows": rows}, indent=2),
-                                               encoding="utf-8")
+    results_file("client_speed", ".md").parent.mkdir(parents=True, exist_ok=True)
+    results_file("client_speed", ".md").write_text(markdown, encoding="utf-8")
+    results_file("client_speed", ".json").write_text(
+        json.dumps({"machine": machine, "runs": RUNS, "rows": rows}, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":

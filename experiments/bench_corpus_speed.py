@@ -1,5 +1,5 @@
 """Speed of the input side: GloVe loading in a fresh process and reading, tokenizing and
-sentence-splitting the reference corpora; writes results/corpus_speed.md and .json."""
+sentence-splitting the reference corpora; writes results/speed/corpus_speed.md and .json."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from pathlib import Path
 from deidpool.corpus.formats import read_corpus
 from deidpool.corpus.sentences import split_sentences
 from deidpool.corpus.tokenize import tokenize
+from results_files import results_file
 
 RUNS = 5
 LOOKUP_TOKENS = 1000
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-RESULTS = REPO / "experiments" / "results"
 CORPORA = {  # name -> [(folder, format)]
     "PhysioNet deid": [(DATA / "physionet-deid", "physionet")],
     "MEDDOCAN train+dev": [(DATA / "meddocan" / split / "brat", "brat") for split in ("train", "dev")],
@@ -90,10 +90,10 @@ def main() -> None:
     intro = f"# Corpus and embedding speed\n\n{machine}; {RUNS} runs each; GloVe in a fresh process per run.\n"
     markdown = "\n".join([intro, *table]) + "\n"
     print(markdown)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "corpus_speed.md").write_text(markdown, encoding="utf-8")
+    results_file("corpus_speed", ".md").parent.mkdir(parents=True, exist_ok=True)
+    results_file("corpus_speed", ".md").write_text(markdown, encoding="utf-8")
     summary = {"machine": machine, "runs": RUNS, "rows": rows}
-    (RESULTS / "corpus_speed.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    results_file("corpus_speed", ".json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Wall time and peak memory of `deidpool demo` on the embedded default (target: at most 10
-minutes on the 2-core machine); writes results/demo.md and results/demo.json.
+minutes on the 2-core machine); writes results/speed/demo.md and demo.json.
 
     python experiments/bench_demo.py [--data ../shared/data/physionet-deid --format physionet]
 
@@ -22,9 +22,9 @@ from datetime import date
 from pathlib import Path
 
 from deidpool.report import SCORE_COLUMNS, score_rows
+from results_files import results_file
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "experiments" / "results"
 TARGET_SECONDS = 600
 
 
@@ -73,9 +73,9 @@ def main() -> None:
              "", f"Audit verdict: {summary['audit']['verdict']}."]
     text = "\n".join(lines) + "\n"
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.md").write_text(text)
-    (RESULTS / f"{name}.json").write_text(json.dumps(
+    results_file(name, ".md").parent.mkdir(parents=True, exist_ok=True)
+    results_file(name, ".md").write_text(text)
+    results_file(name, ".json").write_text(json.dumps(
         {"date": str(date.today()), "commit": commit(), "machine": machine, "load_before": load, "wall_seconds": wall,
          "peak_rss_mb": peak, "summary": {key: summary[key] for key in ("data", "stages", "scores", "audit",
                                                                        "contributions", "peak_memory_mb")}},

@@ -1,6 +1,6 @@
 """Throughput of the pooled tagger's training on one worker and on a cluster of CPU workers
 (MultiWorkerMirroredStrategy over loopback), by pool size (issue #20: distributed training).
-Writes results/distributed_training.{md,json}.
+Writes results/speed/distributed_training.{md,json}.
 
     python experiments/bench_distributed.py [--sizes 2000 10000] [--epochs 3] [--workers 2] [--lstm-units 128]
         [--repeats 1] [--pinned-only]

@@ -7,7 +7,7 @@ run of two epochs, and a real `deidpool server worker --once` process that train
 resident memory is the child's ru_maxrss (os.wait4); the epoch times are the run's epoch
 records (training and validation; the first also traces the TensorFlow functions, the second
 is the steady state). The worker streams the contributions, so its peak memory should stay
-within 20% from 1x to 10x and the epoch time grow linearly. Writes results/pooled_memory.md
+within 20% from 1x to 10x and the epoch time grow linearly. Writes results/speed/pooled_memory.md
 and .json.
 
     nice -n 10 python experiments/bench_pooled_memory.py [--sentences 3000] [--scales 1 3 10] [--lstm-units 32]

@@ -1,5 +1,5 @@
 """Speed of every compute path on this machine, side by side, each as a rate and as a fraction of
-its FLOP ceiling (issue: speed). Writes experiments/results/speed.{md,json} (or --results-name).
+its FLOP ceiling (issue: speed). Writes experiments/results/speed/speed.{md,json} (or --results-name).
 
     python experiments/bench_speed.py [--tasks export deidentify ...] [--runtimes onnxruntime tensorflow]
                                       [--sentences N] [--repeats 3]

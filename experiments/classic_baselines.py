@@ -9,7 +9,7 @@ Also measures the CEGS Table 1 pre-tokenization rules the aggressive tokenizer l
 case-transition splits; the digit, date, phone and e-mail rules split nothing more than it
 already does): the PhysioNet CRF again, at the c2 chosen for the plain run, with those rules.
 
-Each result is saved to experiments/results/classic_baselines.json as it finishes (concurrent
+Each result is saved to experiments/results/quality/classic_baselines.json as it finishes (concurrent
 runs, e.g. `--only char-lstm` in the background, merge into the same file).
 
     python experiments/classic_baselines.py [--only crf|svm|char-lstm|cegs] [--corpus physionet|meddocan]
@@ -33,11 +33,10 @@ from deidpool.baselines import char_lstm, crf, svm
 from deidpool.baselines.runs import load_baseline
 from deidpool.corpus import prepare
 from deidpool.corpus.metrics import evaluate_corpus, score_row
-from results_files import SCORE_COLUMNS, over_seeds, score_header
-from tagger_baselines import DATA, RESULTS, ROOT, fasttext_for, load_data
+from results_files import SCORE_COLUMNS, over_seeds, results_file, score_header
+from tagger_baselines import DATA, ROOT, fasttext_for, load_data
 
 RUNS = ROOT / "runs" / "classic_baselines"
-RESULTS_FILE = RESULTS / "classic_baselines.json"
 NAMES = {"crf": "CRF, CEGS features (sklearn-crfsuite)", "svm": "SVM, Sibanda local context (LinearSVC)",
          "char-lstm": "char BiLSTM-CRF (Dernoncourt)", "cegs": "CRF + CEGS Table 1 case splits"}
 # Table 1 rules beyond corpus.tokenize: "WhalenChief" -> "Whalen" "Chief", "USMeaningful" -> "US" "Meaningful".
@@ -112,7 +111,7 @@ def cited_rows() -> list[dict]:
     """The rows measured by experiments/tagger_baselines.py and experiments/adversarial.py, with
     their scores per seed under "seeds"."""
     rows = []
-    tagger_file, adversarial_file = RESULTS / "baselines.json", RESULTS / "adversarial_smoke.json"
+    tagger_file, adversarial_file = results_file("baselines", ".json"), results_file("adversarial_smoke", ".json")
     if tagger_file.exists():
         results = json.loads(tagger_file.read_text())
         test_notes = {"physionet": 347, "meddocan": 250}  # documents of PhysioNet `test` and MEDDOCAN dev
@@ -153,15 +152,16 @@ def table(results: list[dict]) -> str:
 
 def save(result: dict | None) -> list[dict]:
     """Merge `result` into the JSON file (re-read first: other processes may have added rows)."""
-    results = json.loads(RESULTS_FILE.read_text()) if RESULTS_FILE.exists() else []
+    stored = results_file("classic_baselines", ".json")
+    results = json.loads(stored.read_text()) if stored.exists() else []
     if result is not None:
         results = [r for r in results if r["key"] != result["key"]] + [result]
         order = {key: i for i, key in enumerate(f"{c}/{k}" for c in ("physionet", "meddocan") for k in NAMES)}
         results.sort(key=lambda r: order[r["key"]])
-        temporary = RESULTS_FILE.with_name(RESULTS_FILE.name + f".{os.getpid()}.tmp")
+        temporary = stored.with_name(stored.name + f".{os.getpid()}.tmp")
         temporary.write_text(json.dumps(results, indent=2) + "\n")
-        os.replace(temporary, RESULTS_FILE)
-    (RESULTS / "classic_baselines.md").write_text(
+        os.replace(temporary, stored)
+    results_file("classic_baselines", ".md").write_text(
         "# Classic de-identification baselines beside the tagger rows\n\n" + table(results) + "\n\n"
         "Token HIPAA: token-level binary HIPAA P/R/F1, with the official i2b2 2014 evaluation's tokens and HIPAA "
         "types (primary; its F1's 95% percentile bootstrap interval over the test notes, 1000 resamples, per seed) "
@@ -186,7 +186,7 @@ def main() -> None:
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"reference corpora not found at {DATA} (they live in ../shared/data beside the repository)")
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    results_file("classic_baselines", ".json").parent.mkdir(parents=True, exist_ok=True)
     if args.report_only:
         print(table(save(None)))
         return

@@ -1,5 +1,5 @@
 """Statistics of the shared corpora (PhysioNet deid per split, MEDDOCAN train/dev) with the
-GloVe OOV rate; writes experiments/results/corpus_stats.md and .json."""
+GloVe OOV rate; writes experiments/results/quality/corpus_stats.md and .json."""
 
 from __future__ import annotations
 

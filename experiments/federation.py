@@ -36,7 +36,7 @@ Per seed, in this order, each stage kept in the seed's rows.json as soon as it i
 4. the export-path audit of the representer.
 Rows on the test notes keep each note's counts, so that the report gives every difference its
 paired bootstrap interval (`deidpool.corpus.metrics.f1_difference_interval`). Runs live in
-runs/<results name>/seed-S (resumable); the tables go to results/<results name>.md, .json and the
+runs/<results name>/seed-S (resumable); the tables go to results/federation/<results name>.md, .json and the
 plots beside them. The JSON keeps every finished seed's rows, so seeds run in separate processes,
 sessions or machines add up in one report.
 """
@@ -56,11 +56,10 @@ from pathlib import Path
 from deidpool.adversary.procedures import SELECTIONS
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval
 from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
-from results_files import SCORE_COLUMNS, git_commit, over_seeds, save_figure, score_header, spread
+from results_files import SCORE_COLUMNS, git_commit, over_seeds, results_file, save_figure, score_header, spread
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
-RESULTS = REPO / "experiments" / "results"
 SITES = ("site_a", "site_b", "site_c")
 PARTIES = ("provider", *SITES)
 POOLS = {"provider-only": ("provider",), "pooled-2": ("provider", "site_a"),
@@ -480,7 +479,7 @@ def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
     """The tables over the finished `seeds`, with the budget their runs were trained with."""
     corpus = CORPORA[corpus_name]
     runs = REPO / "runs" / results_name
-    stored = RESULTS / f"{results_name}.json"
+    stored = results_file(results_name, ".json")
     per_seed = finished_seeds(seeds, runs, stored)
     if not per_seed:
         raise SystemExit(f"no finished seed under {runs} or in {stored}")
@@ -550,14 +549,14 @@ def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
         lines += growth_lines(per_seed, done, corpus.headline, headline)
     text = "\n".join(lines) + "\n"
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{results_name}.md").write_text(text + f"\n![F1 per tagger]({results_name}.png)\n"
-                                                + (f"\n![growth]({results_name}_growth.png)\n" if growth else ""))
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    results_file(results_name, ".md").write_text(text + f"\n![F1 per tagger]({results_name}.png)\n"
+                                                 + (f"\n![growth]({results_name}_growth.png)\n" if growth else ""))
     stored.write_text(json.dumps({"date": str(date.today()), "commit": commit, "machine": machine,
                                   "corpus": corpus_name, "paired": paired, "seeds": per_seed}, indent=1) + "\n")
-    plot(per_seed, corpus, RESULTS / f"{results_name}.png")
+    plot(per_seed, corpus, results_file(results_name, ".png"))
     if growth:
-        plot_growth(per_seed, corpus.headline, headline, RESULTS / f"{results_name}_growth.png")
+        plot_growth(per_seed, corpus.headline, headline, results_file(results_name, "_growth.png"))
 
 
 def growth_lines(per_seed: dict, done: list[int], key: str, title: str) -> list[str]:

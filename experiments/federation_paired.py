@@ -13,7 +13,7 @@ notes' sampling error only, not the spread between seeds.
         [--baseline federation_reference]
 
 Needs the run folders runs/<results name>/seed-S (published pipelines and text taggers); every
-rescored F1 must equal the one the run recorded. Writes results/<results name>_paired.{md,json}.
+rescored F1 must equal the one the run recorded. Writes results/federation/<results name>_paired.{md,json}.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, document_counts  # noqa: E402
-from federation import CORPORA, PATTERNS, REPO, RESULTS, f1, paired_rows, paired_table, predictions  # noqa: E402
+from federation import CORPORA, PATTERNS, REPO, f1, paired_rows, paired_table, predictions  # noqa: E402
+from results_files import results_file  # noqa: E402
 
 COMPARISONS = (("pooled", "provider-only", "pooled - provider-only", "target >= +3 in every seed"),
                ("raw", "pooled", "non-private - pooled", "target <= +1.5"),
@@ -94,8 +95,8 @@ def main() -> None:
              *paired_table(rows, args.seeds, COLUMN_TITLES[PRIMARY])]
     text = "\n".join(lines) + "\n"
     print(text)
-    (RESULTS / f"{args.results_name}_paired.md").write_text(text)
-    (RESULTS / f"{args.results_name}_paired.json").write_text(
+    results_file(args.results_name, "_paired.md").write_text(text)
+    results_file(args.results_name, "_paired.json").write_text(
         json.dumps({"date": str(date.today()), "commit": commit, "notes": len(test), "rows": rows}, indent=2) + "\n")
 
 

@@ -7,7 +7,7 @@ Then it checks that every file was accepted exactly once (one 201 per file, 409 
 other upload of it), and that the API (each institution's signed listing), the database rows
 and the payload files all hold exactly the uploaded files, with their sentence and token
 counts. Reports throughput (uploads/s, MB/s) and latency percentiles; writes
-results/load_uploads.md and .json.
+results/server/load_uploads.md and .json.
 
 With --faults the same uploads go through the project's client (`upload_contribution`: retries
 with backoff, success only once the server lists the contribution), started `--interval` s apart
@@ -21,7 +21,7 @@ database rows (no payload left without its row); then the server is killed and s
 (start-up reconciliation), and every acknowledged upload must be listed by its institution (0
 lost), none accepted or listed twice (0 duplicated), database rows == payload files ==
 acknowledged files, no temporary file left and no 5xx but 507. Writes
-results/load_uploads_faults.md and .json.
+results/server/load_uploads_faults.md and .json.
 
     python experiments/load_uploads.py [--per-institution 100] [--workers 16] [--duplicates 0.1]
     python experiments/load_uploads.py --faults [--kills 4] [--full-seconds 8] [--interval 0.5] [--retries 8]
@@ -53,8 +53,9 @@ from types import SimpleNamespace
 import httpx
 import numpy as np
 
+from results_files import results_folder
+
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "experiments" / "results"
 INSTITUTIONS = ("site-a", "site-b", "site-c")
 TAGS = ["O", "B-NAME", "I-NAME"]
 REPR_SIZE, SENTENCES = 6, 24
@@ -606,7 +607,7 @@ def main() -> None:
     parser.add_argument("--retries", type=int, default=8, help="with --faults: the client's retries (CLI: 5)")
     parser.add_argument("--backoff", type=float, default=0.5,
                         help="with --faults: the client's first wait in seconds, doubled at each retry (CLI: 1)")
-    parser.add_argument("--out", type=Path, default=RESULTS,
+    parser.add_argument("--out", type=Path, default=results_folder("load_uploads"),
                         help="where load_uploads.md and .json (load_uploads_faults.* with --faults) go")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="deidpool-load-") as folder:

@@ -12,9 +12,9 @@ noise_lookup.md, of 2026-11-22, stored noisy ones: a weaker attacker).
         [--factors 1 2 4 8 16 32] [--retrain-epochs 5]
 
 The run must be one of experiments/federation.py (trained on the provider split, whose 10%
-validation split with the run's seed is rebuilt here). Writes results/noise_lookup.{md,json},
+validation split with the run's seed is rebuilt here). Writes results/privacy/noise_lookup.{md,json},
 and every noise level's representer to runs/noise_lookup/<seed>/x<factor>-representer.keras
-(audit one with `deidpool audit`, as in results/noise_x10_audit.md).
+(audit one with `deidpool audit`, as in results/privacy/noise_x10_audit.md).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import keras
 
 from adversarial import (
     DATA,
-    RESULTS,
     ROOT,
     TAGGER_COLUMNS,
     joint_predictor,
@@ -47,7 +46,7 @@ from deidpool.corpus.metrics import COLUMN_TITLES
 from deidpool.representer.embeddings import load_embeddings
 from deidpool.representer.representation import load_representer
 from deidpool.representer.tagger_runs import split_documents
-from results_files import over_seeds
+from results_files import over_seeds, results_file
 
 
 def sweep(run: Path, factors: list[float], args) -> list[dict]:
@@ -108,8 +107,8 @@ def main() -> None:
         sys.exit(f"{args.run}: not a run folder (no config.json); run experiments/federation.py first")
     run = args.run.resolve()
     rows = sweep(run, args.factors, args)
-    (RESULTS / "noise_lookup.json").write_text(json.dumps(rows, indent=2) + "\n")
-    (RESULTS / "noise_lookup.md").write_text(f"# Output noise vs the lookup attack\n\n{table(rows, run)}\n")
+    results_file("noise_lookup", ".json").write_text(json.dumps(rows, indent=2) + "\n")
+    results_file("noise_lookup", ".md").write_text(f"# Output noise vs the lookup attack\n\n{table(rows, run)}\n")
 
 
 if __name__ == "__main__":

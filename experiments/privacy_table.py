@@ -21,7 +21,7 @@ or lookup); a configuration that shares raw text is drawn at 1.0 (its text is re
         [--audits audit_pooled_reference_groups ...] [--taggers export_schemes_f1_stopping ...]
         [--baselines baselines_f1_stopping] [--results-name privacy_table]
 
-Writes results/<results name>.{md,json} and <results name>_pareto.png.
+Writes results/privacy/<results name>.{md,json} and <results name>_pareto.png.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from audit_seeds import strongest_attack, target_rates  # noqa: E402
 from deidpool.adversary.verdicts import EXPORT_PATH  # noqa: E402
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY  # noqa: E402
-from results_files import RESULTS, configuration_folder, git_commit, save_figure, spread, write_results  # noqa: E402
+from results_files import configuration_folder, git_commit, results_file, save_figure, spread, write_results  # noqa: E402
 
 PRIORS = ("uniform", "frequency", "empirical")
 NON_PRIVATE = "GloVe + casing"  # tagger_baselines.py's name of the non-private tagger
@@ -245,7 +245,7 @@ def _sd(values: list[float]) -> float:
 
 
 def read(name: str):
-    path = RESULTS / f"{name}.json"
+    path = results_file(name, ".json")
     if not path.exists():
         raise SystemExit(f"{path}: no such results file")
     return json.loads(path.read_text())
@@ -282,7 +282,7 @@ def main() -> None:
                for entries in found.values() for metrics in entries}
     write_results(args.results_name, table(rows, sources, designs.pop() if len(designs) == 1 else None),
                   {"sources": sources, "rows": rows})
-    plot(rows, RESULTS / f"{args.results_name}_pareto.png")
+    plot(rows, results_file(args.results_name, "_pareto.png"))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ Variants that keep the representer (`VARIANTS`):
 Variants that retrain the representer (epoch selection by validation F1, other representation sizes)
 are federation runs of their own (`federation.py --selection f1 --results-name ...`), compared
 with --baseline in this report. Runs live in the federation seed folder under diagnosis/; the
-table goes to results/<federation>_diagnosis.{md,json}.
+table goes to results/federation/<federation>_diagnosis.{md,json}.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.client.export import DEFAULT_NEIGHBOURS
 from deidpool.corpus.metrics import COLUMN_TITLES
 from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
-from results_files import git_commit
+from results_files import git_commit, results_file
 
-REPO, RESULTS = federation.REPO, federation.RESULTS
+REPO = federation.REPO
 
 
 @dataclass(frozen=True)
@@ -177,11 +177,10 @@ def report(per_seed: dict[int, dict], args) -> str:
         title = federation.titled(corpus, COLUMN_TITLES[key])
         lines += ["", f"## {title}", "", *federation.paired_table(paired[measure], seeds, title)]
     text = "\n".join(lines) + "\n"
-    stem = f"{args.federation}_diagnosis"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{stem}.md").write_text(text)
-    (RESULTS / f"{stem}.json").write_text(json.dumps({"date": str(date.today()), "commit": git_commit(),
-                                                      "paired": paired}, indent=1) + "\n")
+    results_file(args.federation, "_diagnosis.md").parent.mkdir(parents=True, exist_ok=True)
+    results_file(args.federation, "_diagnosis.md").write_text(text)
+    results_file(args.federation, "_diagnosis.json").write_text(json.dumps(
+        {"date": str(date.today()), "commit": git_commit(), "paired": paired}, indent=1) + "\n")
     return text
 
 

@@ -1,6 +1,7 @@
-"""Where every experiment leaves its table: printed, and written to experiments/results/ as
-<stem>.md (the Markdown table) and <stem>.json (the numbers behind it); how a score is
-shown in those tables; and the commit a result was produced at."""
+"""Where every experiment leaves its table: printed, and written to experiments/results/<group>/
+as <stem>.md (the Markdown table) and <stem>.json (the numbers behind it), the group being the
+question the results answer; how a score is shown in those tables; and the commit a result was
+produced at."""
 
 from __future__ import annotations
 
@@ -12,11 +13,38 @@ from pathlib import Path
 from deidpool.corpus.metrics import COLUMN_TITLES, format_score
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# The folder under RESULTS of each question, with the prefixes of the results names that answer it.
+GROUPS = {
+    "quality": ("baselines", "classic_baselines", "pattern_layer", "spanish_patterns", "presidio_comparison",
+                "span_boundaries", "corpus_stats"),
+    "privacy": ("adversarial", "audit", "export_schemes", "noise", "privacy_table", "reidentification_bound",
+                "shared_text_lookup", "whitebox_lookup", "document_linkage", "pseudonymization_utility"),
+    "federation": ("federation",),
+    "speed": ("speed", "client_speed", "corpus_speed", "demo", "distributed_training", "pooled_memory"),
+    "server": ("load_uploads",),
+}
+# Results names a newer result replaced (results/archive/README.md says which): kept in archive/.
+ARCHIVED = frozenset({"adversarial_smoke", "adversarial_all_splits", "adversarial_export",
+                      "adversarial_N100_audit_passes15", "baselines_official", "federation",
+                      "federation_meddocan_smoke"})
 # The score columns of the experiments' tables (keys of corpus.metrics.score_row): the official
 # i2b2 2014 token HIPAA P/R/F1 and the F1's bootstrap interval, the project tokenizer's F1, entity strict P/R/F1.
 SCORE_COLUMNS = ("token_official_hipaa_precision", "token_official_hipaa_recall", "token_official_hipaa_f1",
                  "token_official_hipaa_f1_interval", "token_hipaa_f1", "entity_strict_precision",
                  "entity_strict_recall", "entity_strict_f1")
+
+
+def results_folder(stem: str) -> Path:
+    """The folder of the results named `stem`: archive/ if they were superseded, else the folder
+    of the group whose prefix `stem` starts with; RESULTS itself for a stem no group claims."""
+    if stem in ARCHIVED:
+        return RESULTS / "archive"
+    return RESULTS / next((group for group, prefixes in GROUPS.items() if stem.startswith(prefixes)), "")
+
+
+def results_file(stem: str, ending: str) -> Path:
+    """The file <stem><ending> of the results named `stem` (e.g. "privacy_table", "_pareto.png")."""
+    return results_folder(stem) / f"{stem}{ending}"
 
 
 def score_header(columns=SCORE_COLUMNS) -> str:
@@ -58,11 +86,11 @@ def git_commit() -> str:
 
 
 def write_results(stem: str, table: str, data) -> None:
-    """Print `table` and write it and `data` (JSON-ready) under RESULTS."""
+    """Print `table` and write it and `data` (JSON-ready) to the results files of `stem`."""
     print(table)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{stem}.md").write_text(table + "\n")
-    (RESULTS / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n")
+    results_file(stem, ".md").parent.mkdir(parents=True, exist_ok=True)
+    results_file(stem, ".md").write_text(table + "\n")
+    results_file(stem, ".json").write_text(json.dumps(data, indent=2) + "\n")
 
 
 def save_figure(figure, path: Path, dpi: int = 120) -> None:

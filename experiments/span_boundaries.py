@@ -3,7 +3,7 @@ labels `prepare_document` saves by cutting tokens there), and the sentence stati
 the prepared data, on PhysioNet (all patients) and MEDDOCAN (train + dev).
 
 Run `python experiments/span_boundaries.py`; it prints a Markdown report and writes it to
-experiments/results/span_boundaries.md, the numbers to span_boundaries.json beside it.
+experiments/results/quality/span_boundaries.md, the numbers to span_boundaries.json beside it.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from deidpool.corpus.prepare import prepare_document, prepare_text
 from deidpool.corpus.sentences import split_sentences
 from deidpool.corpus.tagging import decode, encode
 from deidpool.corpus.tokenize import Token, tokenize
+from results_files import results_file
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-RESULTS = Path(__file__).resolve().parent / "results"
 EXAMPLES = 10
 LONG = 100  # sentences with more tokens than this are reported as long
 
@@ -124,9 +124,9 @@ def main() -> None:
                for name, documents in load().items()}
     text = report(results)
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "span_boundaries.md").write_text(text)
-    (RESULTS / "span_boundaries.json").write_text(json.dumps(results, indent=2) + "\n")
+    results_file("span_boundaries", ".md").parent.mkdir(parents=True, exist_ok=True)
+    results_file("span_boundaries", ".md").write_text(text)
+    results_file("span_boundaries", ".json").write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Non-private and pseudonymization baselines (issue: the models): trains each configuration,
-tests it, and writes experiments/results/<results name>.{md,json} and <results name>_f1_vs_n.png
+tests it, and writes experiments/results/quality/<results name>.{md,json} and <results name>_f1_vs_n.png
 (default name: baselines).
 
 PhysioNet: train on provider + site_a + site_b + site_c minus a fixed 10% of their patients
@@ -32,11 +32,10 @@ from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, sco
 from deidpool.corpus.prepare import prepare_document  # noqa: E402
 from deidpool.representer.embeddings import load_embeddings, save_fasttext, train_fasttext  # noqa: E402
 from deidpool.representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
-from results_files import SCORE_COLUMNS, git_commit, over_seeds, save_figure, score_header  # noqa: E402
+from results_files import SCORE_COLUMNS, git_commit, over_seeds, results_file, save_figure, score_header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
-RESULTS = ROOT / "experiments" / "results"
 RUNS = ROOT / "runs" / "baselines"
 NEIGHBOURS = (2, 5, 10, 20, 50, 100)
 SCORED = ("token_official_hipaa", "token_hipaa", "token_all", "entity_strict")
@@ -198,10 +197,10 @@ def main() -> None:
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"reference corpora not found at {DATA} (they live in ../shared/data beside the repository)")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    results_file, table_file, plot_file = (RESULTS / f"{args.results_name}{suffix}"
-                                           for suffix in (".json", ".md", "_f1_vs_n.png"))
-    results = json.loads(results_file.read_text()) if results_file.exists() else []
+    stored, table_file, plot_file = (results_file(args.results_name, ending)
+                                     for ending in (".json", ".md", "_f1_vs_n.png"))
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    results = json.loads(stored.read_text()) if stored.exists() else []
     data = {}
     done = {r["key"] for r in results}
     if args.report_only:
@@ -217,7 +216,7 @@ def main() -> None:
             continue
         data.setdefault("physionet", load_data("physionet"))
         results[index] = add_pattern_scores(result, data["physionet"][2], RUNS / args.results_name)
-        results_file.write_text(json.dumps(results, indent=2) + "\n")
+        stored.write_text(json.dumps(results, indent=2) + "\n")
     if args.rescore_patterns:
         table_file.write_text(table(results) + "\n")
         plot(results, plot_file)
@@ -228,7 +227,7 @@ def main() -> None:
         data.setdefault(config["corpus"], load_data(config["corpus"]))
         print(f"== {config['key']}", flush=True)
         results.append(run(config, data[config["corpus"]], args.max_epochs, args.patience, RUNS / args.results_name))
-        results_file.write_text(json.dumps(results, indent=2) + "\n")
+        stored.write_text(json.dumps(results, indent=2) + "\n")
         table_file.write_text(table(results) + "\n")
         plot(results, plot_file)
         print(table(results), flush=True)

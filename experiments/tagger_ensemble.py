@@ -2,7 +2,7 @@
 each configuration's seed runs decoded as one (representer/ensemble.py: mean unary scores under
 the mean CRF transitions), beside each seed alone, on PhysioNet `test` (with and without the
 English pattern layer, overall and per i2b2 category) and MEDDOCAN dev; writes
-experiments/results/<results name>_ensemble.{md,json}.
+experiments/results/quality/<results name>_ensemble.{md,json}.
 
     python experiments/tagger_ensemble.py [--results-name baselines_f1_stopping]
 """
@@ -18,8 +18,8 @@ from deidpool.corpus.metrics import evaluate_corpus, format_score, score_row
 from deidpool.representer.ensemble import TaggerEnsemble
 from deidpool.representer.tagger_runs import load_tagger_run, predict_documents
 from pattern_layer import scores as category_scores
-from results_files import SCORE_COLUMNS, git_commit, over_seeds, score_header, write_results
-from tagger_baselines import DATA, RESULTS, RUNS, SCORED, load_data, run_folder
+from results_files import SCORE_COLUMNS, git_commit, over_seeds, results_file, score_header, write_results
+from tagger_baselines import DATA, RUNS, SCORED, load_data, run_folder
 
 
 def main() -> None:
@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"reference corpora not found at {DATA} (they live in ../shared/data beside the repository)")
-    rows = json.loads((RESULTS / f"{args.results_name}.json").read_text())
+    rows = json.loads(results_file(args.results_name, ".json").read_text())
     results = []
     for corpus, name in dict.fromkeys((r["corpus"], r["name"]) for r in rows):
         seeds = [r for r in rows if (r["corpus"], r["name"]) == (corpus, name)]

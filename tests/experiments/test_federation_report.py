@@ -7,6 +7,7 @@ import json
 import pytest
 
 import federation
+import results_files
 from deidpool.corpus.metrics import PRIMARY, Counts
 
 NOTES = 60
@@ -100,7 +101,7 @@ def test_the_report_keeps_the_seeds_stored_in_its_results_file_and_unfinished_ru
 
 def test_a_meddocan_report_names_source_types_and_writes_its_tables(tmp_path, monkeypatch):
     monkeypatch.setattr(federation, "REPO", tmp_path)
-    monkeypatch.setattr(federation, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path / "results")
     counts = {"raw": per_note(10, 0, 0), "raw-provider": per_note(8, 0, 2), "pseudo": per_note(9, 0, 1),
               "provider-only": per_note(8, 0, 2), "pooled-2": per_note(9, 0, 1), "pooled-no-c": per_note(9, 0, 1),
               "pooled": per_note(10, 0, 0, every=4), **SITE_RAW}
@@ -110,19 +111,19 @@ def test_a_meddocan_report_names_source_types_and_writes_its_tables(tmp_path, mo
         (tmp_path / "runs" / "federation_meddocan" / f"seed-{seed}").mkdir(parents=True)
         (tmp_path / "runs" / "federation_meddocan" / f"seed-{seed}" / "rows.json").write_text(json.dumps(made))
     federation.report([0, 1], "federation_meddocan", "meddocan")
-    text = (tmp_path / "results" / "federation_meddocan.md").read_text()
+    text = (tmp_path / "results" / "federation" / "federation_meddocan.md").read_text()
     assert "entity strict F1 (source types)" in text and "(i2b2 types)" not in text
     assert "Test notes: `shared/data/meddocan/dev/xml` (meddocan)" in text
     assert "| non-private, site_b's own notes only (raw text) | test |" in text
     assert "- Site's view (with the pattern layer): " in text
-    stored = json.loads((tmp_path / "results" / "federation_meddocan.json").read_text())
+    stored = json.loads((tmp_path / "results" / "federation" / "federation_meddocan.json").read_text())
     assert stored["corpus"] == "meddocan" and set(stored["paired"]) == {"token_official_hipaa", "entity_strict"}
-    assert (tmp_path / "results" / "federation_meddocan_growth.png").exists()
+    assert (tmp_path / "results" / "federation" / "federation_meddocan_growth.png").exists()
 
 
 def test_seeds_run_with_other_budgets_or_test_notes_are_reported_apart(tmp_path, monkeypatch):
     monkeypatch.setattr(federation, "REPO", tmp_path)
-    monkeypatch.setattr(federation, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path / "results")
     for seed, test in ((0, ["shared/data/meddocan/dev/xml", "meddocan", None]), (1, ["other", "brat", None])):
         made = rows({name: per_note(9, 0, 1) for name in federation.POOLS})
         made["budget"]["test"] = test

@@ -117,24 +117,26 @@ def test_table_gives_mean_and_sd_and_says_how_many_each_cell_rests_on():
     assert "2 broken" in raw and "| - |" in raw  # no bound for a raw export
 
 
-def test_main_writes_the_table_and_plot_and_names_a_missing_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(privacy_table, "RESULTS", tmp_path)
+def test_main_reads_each_file_from_its_group_and_writes_the_table_and_plot_and_names_a_missing_file(
+        tmp_path, monkeypatch):
     monkeypatch.setattr(results_files, "RESULTS", tmp_path)
-    files = {"reps": representer_rows(), "audits": audit_file(REFERENCE, audit(0.5)),
-             "taggers": tagger_file(REFERENCE, "groups", 100, [0.8]), "base": baseline_rows()}
+    files = {"adversarial_reps": representer_rows(), "audit_reps": audit_file(REFERENCE, audit(0.5)),
+             "export_schemes_reps": tagger_file(REFERENCE, "groups", 100, [0.8]), "baselines_reps": baseline_rows()}
     for name, data in files.items():
-        (tmp_path / f"{name}.json").write_text(json.dumps(data))
-    arguments = ["--representers", "reps", "--audits", "audits", "--taggers", "taggers", "--baselines", "base",
-                 "--results-name", "out"]
+        results_files.results_file(name, ".json").parent.mkdir(exist_ok=True)
+        results_files.results_file(name, ".json").write_text(json.dumps(data))
+    arguments = ["--representers", "adversarial_reps", "--audits", "audit_reps", "--taggers", "export_schemes_reps",
+                 "--baselines", "baselines_reps", "--results-name", "privacy_table_reps"]
     monkeypatch.setattr("sys.argv", ["privacy_table.py", *arguments])
     privacy_table.main()
-    text = (tmp_path / "out.md").read_text()
+    text = (tmp_path / "privacy" / "privacy_table_reps.md").read_text()
     assert "| paper representer, groups export N=100 | 1 / 1 / 1 | 0.8000 |" in text
     assert "the largest of 3 target rates on 176 held-out pairs each is itself expected at 0.532, not 0.5" in text
-    assert json.loads((tmp_path / "out.json").read_text())["sources"]["taggers"] == ["taggers"]
-    assert (tmp_path / "out_pareto.png").stat().st_size > 0
-    monkeypatch.setattr("sys.argv", ["privacy_table.py", *arguments[:-2], "--taggers", "absent"])
-    with pytest.raises(SystemExit, match="absent.json: no such results file"):
+    stored = json.loads((tmp_path / "privacy" / "privacy_table_reps.json").read_text())
+    assert stored["sources"]["taggers"] == ["export_schemes_reps"]
+    assert (tmp_path / "privacy" / "privacy_table_reps_pareto.png").stat().st_size > 0
+    monkeypatch.setattr("sys.argv", ["privacy_table.py", *arguments[:-2], "--taggers", "export_schemes_absent"])
+    with pytest.raises(SystemExit, match="privacy/export_schemes_absent.json: no such results file"):
         privacy_table.main()
 
 

@@ -8,6 +8,7 @@ import json
 
 import federation
 import representation_diagnosis as diagnosis
+import results_files
 
 NOTES = 40
 
@@ -20,7 +21,7 @@ def rows(name: str, tp: int, fn: int) -> dict:
 
 
 def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monkeypatch):
-    monkeypatch.setattr(diagnosis, "RESULTS", tmp_path)
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path)
     seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1)}
     other = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1),
              **rows("tagger 256 units", 8, 2)}  # one seed only: left out
@@ -32,7 +33,7 @@ def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monk
     gain = 100 * (federation.f1([[9, 0, 1]]) - federation.f1([[8, 0, 2]]))
     assert table[0].startswith(f"| 3 export draws - raw text | alone | {gap:+.1f} [{gap:+.1f}, {gap:+.1f}]")
     assert table[1].startswith(f"| 3 export draws - default | alone | {gain:+.1f} [")
-    stored = json.loads((tmp_path / "federation_meddocan_diagnosis.json").read_text())
+    stored = json.loads((tmp_path / "federation" / "federation_meddocan_diagnosis.json").read_text())
     titles = {row["comparison"] for row in stored["paired"]["entity_strict"]}
     assert titles == {f"{diagnosis.DEFAULT} - raw text", "3 export draws - raw text", "3 export draws - default"}
 

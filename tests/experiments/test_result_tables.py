@@ -12,10 +12,11 @@ import classic_baselines
 import export_schemes
 import federation
 import noise_lookup
+import results_files
 import tagger_baselines
 import tagger_ensemble
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY
-from results_files import SCORE_COLUMNS, over_seeds, score_header
+from results_files import SCORE_COLUMNS, over_seeds, results_file, score_header
 
 OFFICIAL = COLUMN_TITLES[PRIMARY]  # "token HIPAA F1 (official i2b2 2014 tokenization)"
 PROJECT = COLUMN_TITLES["token_hipaa_f1"]  # "token HIPAA F1 (project tokenizer)"
@@ -133,10 +134,12 @@ def test_export_schemes_table_reports_seeds_patterns_and_the_ensemble(tmp_path):
 
 
 def test_classic_baselines_table_reports_the_official_f1_of_its_own_and_cited_rows(tmp_path, monkeypatch):
-    monkeypatch.setattr(classic_baselines, "RESULTS", tmp_path)
-    (tmp_path / "baselines.json").write_text(json.dumps([baseline_row(0, 0.8, 0.5), baseline_row(1, 0.9, 0.6)]))
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path)
+    for stem in ("baselines", "adversarial_smoke"):
+        results_file(stem, ".json").parent.mkdir(parents=True, exist_ok=True)
+    results_file("baselines", ".json").write_text(json.dumps([baseline_row(0, 0.8, 0.5), baseline_row(1, 0.9, 0.6)]))
     old = {k: v for k, v in scores(0.7, 0.4).items() if not k.startswith("token_official")}  # scored before
-    (tmp_path / "adversarial_smoke.json").write_text(json.dumps([{"name": "three-phase N=100", "train_seconds": 60,
+    results_file("adversarial_smoke", ".json").write_text(json.dumps([{"name": "three-phase N=100", "train_seconds": 60,
                                                                   "budget": {"max_epochs": 1}, "retrained": old}]))
     own = {"key": "physionet/crf", "corpus": "physionet", "kind": "crf", "name": classic_baselines.NAMES["crf"],
            "note": "c2=0.1", "val_f1": 0.7, "train_seconds": 60.0, "test_notes": 10, "predict_seconds": 1.0,
@@ -184,13 +187,13 @@ def federation_seed(official: dict[str, float]) -> dict:
 
 def test_federation_report_and_its_targets_use_the_official_f1(tmp_path, monkeypatch):
     monkeypatch.setattr(federation, "REPO", tmp_path)
-    monkeypatch.setattr(federation, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path / "results")
     for seed, pooled in ((0, 0.8), (1, 0.9)):
         (tmp_path / "runs" / "federation" / f"seed-{seed}").mkdir(parents=True)
         rows = federation_seed({"pooled": pooled, "provider-only": 0.7, "raw": 0.9})
         (tmp_path / "runs" / "federation" / f"seed-{seed}" / "rows.json").write_text(json.dumps(rows))
     federation.report([0, 1], "federation", "physionet")
-    text = (tmp_path / "results" / "federation.md").read_text()
+    text = results_file("federation", ".md").read_text()
     lines = [line for line in text.splitlines() if line.startswith("| tagger") or line.startswith("| pooled: ")]
     assert lines[0] == "| tagger | scored on | " + score_header(SCORE_COLUMNS) + " |"
     assert column([lines[0], "", lines[1]], OFFICIAL) == ["0.8500 ± 0.0707"]
@@ -200,7 +203,7 @@ def test_federation_report_and_its_targets_use_the_official_f1(tmp_path, monkeyp
 
 def test_federation_refuses_seeds_scored_before_the_official_measure(tmp_path, monkeypatch):
     monkeypatch.setattr(federation, "REPO", tmp_path)
-    monkeypatch.setattr(federation, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path / "results")
     rows = federation_seed({})
     for key in rows["pooled@test"].copy():
         if key.startswith("token_official"):
