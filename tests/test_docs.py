@@ -1,5 +1,6 @@
-"""The front door's pages: every relative link in README.md and docs/ resolves (file and, for
-Markdown pages, heading anchor), and the README stays a page a newcomer reads in five minutes."""
+"""The front door's pages: every relative link in README.md, docs/ and the results' pages
+(experiments/results/**/*.md) resolves (file and, for Markdown pages, heading anchor), and the
+README stays a page a newcomer reads in five minutes."""
 
 import re
 from pathlib import Path
@@ -7,7 +8,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+         *sorted((REPO / "experiments" / "results").rglob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
 
