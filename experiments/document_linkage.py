@@ -4,7 +4,7 @@ pseudonymization schemes at N = 10, 100 and 500 (3 seeds of draws), beside the r
 pseudonymization, the upper reference), the PHI tags alone (which categories a sentence holds,
 shared in the clear) and the non-PHI words every export carries whatever N (the PHI-free
 reference). Documents are PhysioNet notes; a patient's notes share PHI, so the
-patient is scored as a unit too. Writes experiments/results/document_linkage.md and .json.
+patient is scored as a unit too. Writes experiments/results/privacy/document_linkage.md and .json.
 
     python experiments/document_linkage.py
 """

@@ -11,7 +11,7 @@ retraining vary the tagger's initialisation and the export's draws.
 
 Each scheme is also scored merged with the pattern layer (`client deidentify --patterns`) and
 as the seed ensemble of its retrained taggers (representer/ensemble.py). Retrained taggers go to
-<run>/<results name>/<scheme>_seed<k> (a rerun resumes them). Writes results/<results name>.{md,json}.
+<run>/<results name>/<scheme>_seed<k> (a rerun resumes them). Writes results/privacy/<results name>.{md,json}.
 """
 
 from __future__ import annotations

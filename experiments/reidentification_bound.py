@@ -3,7 +3,7 @@ of PhysioNet's `test` split and of all its training splits, per PHI category, fo
 and 500 with GloVe: the best attacker's success at naming an original PHI token from an exactly
 recovered surrogate, under a uniform, a word-frequency and the export's own (empirical) prior
 (the training splits pooled as one export). Writes
-experiments/results/reidentification_bound.md and .json (reidentification_bound_groups.* with
+experiments/results/privacy/reidentification_bound.md and .json (reidentification_bound_groups.* with
 `--pseudonymization groups`)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 on PhysioNet `test` with no representer at all, on the raw text (bare) and on its pseudonymized
 copy as `client export` would make it (export path), for N in {10, 100, 500}, both
 pseudonymization schemes, three seeds of five draws each.
-Writes experiments/results/shared_text_lookup.{md,json}.
+Writes experiments/results/privacy/shared_text_lookup.{md,json}.
 
     python experiments/shared_text_lookup.py
 

@@ -7,7 +7,7 @@ representer, on the bare path and the export path, under both pseudonymization s
 
     python experiments/whitebox_lookup.py [--runs RUN ...] [--neighbours 100] [--seeds 0 1 2]
 
-Writes results/whitebox_lookup.{md,json}.
+Writes results/privacy/whitebox_lookup.{md,json}.
 """
 
 from __future__ import annotations
