@@ -31,7 +31,7 @@ def test_the_report_gives_each_scheme_and_the_paired_differences():
     assert "--limit 5 --results-name pseudonymization_utility_x" in text
     assert "| surrogates | alone | 0.9474 ± 0.0000 |" in text
     strict = {row["comparison"]: row for row in paired["entity_strict"] if not row["patterns"]}
-    assert list(strict) == ["groups, N = 100 - raw text", "groups, N = 500 - raw text", "surrogates - raw text",
+    assert list(strict) == ["groups, N = 100 - raw text", "surrogates - raw text", "groups, N = 500 - raw text",
                             "surrogates - groups, N = 100"]
     gain = strict["surrogates - groups, N = 100"]
     assert round(gain["mean"]["difference"], 2) == round(100 * (18 / 19 - 16 / 18), 2)

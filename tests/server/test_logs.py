@@ -70,7 +70,7 @@ def test_text_lines_mask_credentials_too(captured_log):
     logging.getLogger("deidpool.server.test").info("retrying with basic %s", token)
     logging.getLogger("some.library").info("not shown: other libraries log from WARNING")
     (line,) = log.getvalue().splitlines()
-    assert line.endswith("INFO server.test retrying with basic [masked]") and token not in line
+    assert line.endswith("INFO deidpool.server.test retrying with basic [masked]") and token not in line
 
 
 def test_an_unknown_format_is_refused():
