@@ -23,7 +23,7 @@ ones (`SPANISH_PATTERNS`, for MEDDOCAN's clinical cases: dates, phone vs fax by 
 e-mail, NHC/NASS/NºCol/episode numbers, patients' ages, postal codes after "CP", sex after "Sexo:")
 with MEDDOCAN's source types; given a pipeline's labels, each is renamed to the label of its i2b2
 type there (`tag_set_label`), so pattern spans score and render beside the pipeline's. Measured
-in experiments/results/spanish_patterns.md: every default Spanish pattern has precision >= 0.97
+in experiments/results/quality/spanish_patterns.md: every default Spanish pattern has precision >= 0.97
 on MEDDOCAN `dev` (>= 0.87 on train, where they were written), and merged with a raw-text tagger
 they add 0.7 entity-strict F1 points on `dev` where the English layer cost 6.7.
 
@@ -38,7 +38,7 @@ so no character either source marks is left in the clear (a tagger's "8/20" of "
 grows to the whole date), labelled like its longest member (the span that covers most of the
 characters), a pattern span winning ties, since its label is fixed by the form it matched.
 
-Measured (experiments/results/pattern_layer.md): on the PhysioNet training splits, where the
+Measured (experiments/results/quality/pattern_layer.md): on the PhysioNet training splits, where the
 patterns were written, every default pattern has precision >= 0.87 (all but date_year >= 0.97;
 the name patterns >= 0.967), the name patterns together finding 0.64 of the PATIENT tokens and
 0.81 of the DOCTOR tokens at token precision 0.99; on `test` the default set alone reaches
