@@ -49,6 +49,7 @@ import os
 import platform
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -615,6 +616,17 @@ def plot(per_seed: dict, corpus: Corpus, path: Path) -> None:
     save_figure(figure, path, dpi=100)
 
 
+def run_seeds(run: Callable, args) -> dict[int, object]:
+    """`run(seed, args)` of every seed of `args.seeds` within `args.time_budget` seconds of
+    training; when it runs out, exit RESUMABLE_EXIT_STATUS (a rerun resumes where it stopped)."""
+    try:
+        with time_budget(args.time_budget):
+            return {seed: run(seed, args) for seed in args.seeds}
+    except TimeBudgetExhausted as stopped:
+        print(f"resumable: {stopped}", flush=True)
+        sys.exit(RESUMABLE_EXIT_STATUS)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", choices=CORPORA, default="physionet")
@@ -647,13 +659,7 @@ def main() -> None:
     if not args.report_only:
         if not corpus.notes.exists():
             raise SystemExit(f"{corpus.notes} is absent: the benchmark needs the shared {args.corpus} corpus")
-        try:
-            with time_budget(args.time_budget):
-                for seed in args.seeds:
-                    run_seed(seed, args)
-        except TimeBudgetExhausted as stopped:
-            print(f"resumable: {stopped}", flush=True)
-            sys.exit(RESUMABLE_EXIT_STATUS)
+        run_seeds(run_seed, args)
     report(args.seeds, args.results_name, args.corpus)
 
 

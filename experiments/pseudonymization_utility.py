@@ -23,13 +23,11 @@ import argparse
 import json
 import os
 import platform
-import sys
 from datetime import date
 from pathlib import Path
 
 import federation
 from deidpool.corpus.metrics import COLUMN_TITLES
-from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import git_commit, over_seeds, results_file, spread
 
 REPO = federation.REPO
@@ -170,13 +168,7 @@ def main() -> None:
     if not args.report_only:
         if not federation.CORPORA[args.corpus].notes.exists():
             raise SystemExit(f"{federation.CORPORA[args.corpus].notes} is absent: the shared {args.corpus} corpus")
-        try:
-            with time_budget(args.time_budget):
-                for seed in args.seeds:
-                    run_seed(seed, args)
-        except TimeBudgetExhausted as stopped:
-            print(f"resumable: {stopped}", flush=True)
-            sys.exit(RESUMABLE_EXIT_STATUS)
+        federation.run_seeds(run_seed, args)
     report(args.seeds, args.results_name, args.corpus)
 
 

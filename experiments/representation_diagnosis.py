@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -39,7 +38,6 @@ import federation
 from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.client.export import DEFAULT_NEIGHBOURS
 from deidpool.corpus.metrics import COLUMN_TITLES
-from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import git_commit, results_file
 
 REPO = federation.REPO
@@ -197,17 +195,9 @@ def main() -> None:
     args = parser.parse_args()
     args.federation = args.federation or ("federation_reference" if args.corpus == "physionet"
                                           else f"federation_{args.corpus}")
-    per_seed = {}
-    try:
-        with time_budget(args.time_budget):
-            for seed in args.seeds:
-                if args.report_only:
-                    args.variants = []
-                per_seed[seed] = run_seed(seed, args)
-    except TimeBudgetExhausted as stopped:
-        print(f"resumable: {stopped}", flush=True)
-        sys.exit(RESUMABLE_EXIT_STATUS)
-    print(report(per_seed, args))
+    if args.report_only:
+        args.variants = []
+    print(report(federation.run_seeds(run_seed, args), args))
 
 
 if __name__ == "__main__":
