@@ -57,8 +57,9 @@ the block; for other tokens every token of the pattern (under the frequency prio
 of more than 10 ** ENUMERATED_WIDTH tokens all but the export's own at `FREQUENCY_FLOOR`). N
 plays no part.
 
-Tokens with a single candidate (punctuation, anything when N = 1) stay in the export as they
-are: they are counted as not hidden and left out of the success statistics.
+Tokens with a single candidate (punctuation, anything when N = 1; under "surrogates" the
+function words a span keeps, shape "kept") stay in the export as they are: they are counted as
+not hidden and left out of the success statistics.
 `reidentification_bound`'s report never names a token (it is computed over gold PHI). The
 first bound of an embedding and N computes its neighbour table (GloVe, N = 100: about a
 minute), the first of an embedding and language the wordfreq frequencies of its rows (a
@@ -360,9 +361,10 @@ def number_blocks(width: int, category: str, frequency: _Frequency, enumerated_w
 def _surrogate_success(occurrences: Counter, pseudonymizer: Pseudonymizer,
                        frequency: _Frequency) -> dict[tuple, dict[str, float] | None]:
     """Success of each (word, category, shape) token under "surrogates" (module docstring), class
-    by class; None for punctuation (shape None)."""
+    by class; None for a token exported as it is (punctuation: shape None; a kept function word)."""
     result: dict[tuple, dict[str, float] | None] = {token: None for token in occurrences}
-    for tokens in _classes((token for token in occurrences if token[2] is not None), lambda token: token[2]):
+    hidden = (token for token in occurrences if token[2] is not None and token[2][0] != "kept")
+    for tokens in _classes(hidden, lambda token: token[2]):
         counts = Counter()
         for token in tokens:
             counts[token[0].casefold()] += occurrences[token]

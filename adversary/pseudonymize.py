@@ -275,7 +275,7 @@ class Pseudonymizer:
         if self.scheme == "surrogates":
             from deidpool.adversary.surrogates import token_shape
 
-            return token_shape([word], 0, category)
+            return token_shape([word], 0, category, self.language)
         candidates = self.candidates(word, category)
         return candidates if isinstance(candidates, NumberCandidates) else frozenset(candidates)
 
@@ -317,7 +317,7 @@ class Pseudonymizer:
         tokens = []
         for span in phi_spans(tags):
             category, span_words = tag_category(tags[span.start]), words[span.start:span.stop]
-            tokens += [(words[i], category, token_shape(span_words, i - span.start, category))
+            tokens += [(words[i], category, token_shape(span_words, i - span.start, category, self.language))
                        for i in span if i in wanted]
         return tokens
 

@@ -5,7 +5,9 @@ prior's best guess within the originals of that shape (`deidpool.adversary.bound
 
 A gold span (consecutive tokens of one label, `phi_spans`) is replaced as a whole, each token by
 its kind (`token_kind`):
-- words (two letters or more) are filled in order by the words of values of the span's type,
+- the language's `FUNCTION_WORDS`, in lower case between two tokens of the span with a letter or
+  a digit, stay as they are ("3 de marzo de 2018" -> "<number> de <month> de <year>");
+- the other words (two letters or more) are filled in order by the words of values of the span's type,
   drawn uniformly from a pool (`pool`: names, streets, cities, hospitals, professions, months
   and weekdays... of the language's Faker locale, made once with a fixed seed), one value after
   another until every word position has one; each takes the casing shape of the word it replaces
@@ -14,9 +16,9 @@ its kind (`token_kind`):
 - other tokens (a single letter, letters mixed with digits) keep their character classes: each
   letter becomes a random letter of its case, each digit a random digit, other characters stay.
 A drawn word, number or token equal to the original (case-insensitive) is drawn again (a word:
-the span's words all together, so the span stays one value), so that no PHI token is ever
-exported as it is; this tells an attacker only that the original was not the surrogate. Draws
-come from the caller's `random.Random` alone.
+the span's words all together, so the span stays one value), so that no PHI token but a kept
+function word is exported as it is; this tells an attacker only that the original was not the
+surrogate. Draws come from the caller's `random.Random` alone.
 """
 
 from __future__ import annotations
@@ -38,6 +40,18 @@ from deidpool.corpus.tokenize import tokenize
 LOCALES = {"en": "en_US", "es": "es_ES"}
 POOL_DRAWS = 2000  # Faker values made for a pool (its distinct ones are kept)
 POOL_SEED = 0
+
+FUNCTION_WORDS = {"es": frozenset({"de", "del", "la", "las", "el", "los", "y", "al", "en"}),
+                  "en": frozenset({"of", "the", "and", "at", "on", "in"})}
+"""The words kept inside a span (`span_kinds`): prepositions, articles and conjunctions that join
+the parts of a date, address or name ("3 de marzo de 2018", "Calle de la Princesa", "María de
+los Ángeles", "Bank of America"). They name no one and tell nothing of the original beyond its
+structure (a day, month and year; a street type and name), and a tagger trained on surrogates
+sees them inside spans as real text has them. Only in lower case and between two tokens with a
+letter or a digit: capitalized or in capitals they may be an abbreviation ("IN", Indiana) or a
+name's first word ("De la Cruz"), next to punctuation a piece of an e-mail address
+("maria_en_correa"). The single letters "a" and "e" are left out: in MEDDOCAN they are also
+ordinals and abbreviations ("Cra. 8 a", "M. a Teresa")."""
 
 _HOSPITALS = {"en": ("{} Hospital", "{} Medical Center", "{} Clinic", "{} General Hospital", "Saint {} Hospital"),
               "es": ("Hospital {}", "Clínica {}", "Centro de Salud {}", "Hospital Universitario {}",
@@ -177,16 +191,29 @@ def phi_spans(tags: Sequence[str]) -> list[range]:
     return spans
 
 
-def token_shape(words: Sequence[str], position: int, label: str | None) -> tuple | None:
-    """What the draw for `words[position]` (in a span of `words`, tag label `label`) depends
-    on besides the label and the language, and its position: (kind, ..., position in the span,
-    span length), None for punctuation. A word: its word index and casing shape; a number: its
-    block; another token: its character classes. Originals of one shape draw alike."""
-    word, kind = words[position], token_kind(words[position])
+def span_kinds(words: Sequence[str], language: str) -> list[str | None]:
+    """Each token's kind in a span of `words` as its draw treats it: "kept" for one of the
+    language's FUNCTION_WORDS as written (lower case) between two tokens with a letter or a digit
+    (it joins two parts of the span), else its `token_kind`."""
+    kinds = [token_kind(word) for word in words]
+    return ["kept" if word in FUNCTION_WORDS[language] and 0 < i < len(words) - 1 and kinds[i - 1] and kinds[i + 1]
+            else kinds[i] for i, word in enumerate(words)]
+
+
+def token_shape(words: Sequence[str], position: int, label: str | None, language: str) -> tuple | None:
+    """What the draw for `words[position]` (in a span of `words`, tag label `label`, in
+    `language`) depends on besides the label and the language, and its position: (kind, ...,
+    position in the span, span length), None for punctuation. A kept function word: itself
+    ("kept", exported as it is); another word: its index among the words filled from the pool and
+    its casing shape; a number: its block; another token: its character classes. Originals of one
+    shape draw alike."""
+    kinds = span_kinds(words, language)
+    word, kind = words[position], kinds[position]
     where = (position, len(words))
+    if kind == "kept":
+        return ("kept", word, *where)
     if kind == "word":
-        index = sum(token_kind(w) == "word" for w in words[:position])
-        return ("word", index, same_casing("ab", word), *where)
+        return ("word", kinds[:position].count("word"), same_casing("ab", word), *where)
     if kind == "number":
         block = number_block(word, label)
         return ("number", block.width, block.values.start, block.values.stop, *where)
@@ -195,11 +222,11 @@ def token_shape(words: Sequence[str], position: int, label: str | None) -> tuple
 
 def span_surrogates(words: Sequence[str], label: str | None, language: str, rng: random.Random) -> list[str]:
     """The surrogates of the tokens `words` of one span of tag label `label` (module docstring)."""
-    kinds = [token_kind(word) for word in words]
+    kinds = span_kinds(words, check_language(language))
     result = list(words)
     positions = [i for i, kind in enumerate(kinds) if kind == "word"]
     if positions:
-        values = pool(check_language(language), generator_kind(label))
+        values = pool(language, generator_kind(label))
         while True:
             drawn: list[str] = []
             while len(drawn) < len(positions):

@@ -2,7 +2,8 @@
 pseudonymizer (GloVe, N = 100 as `client export` uses, every scheme; `deidpool pseudonymize`
 draws the same way) keeps no alphanumeric gold PHI token as it is: under the embedding schemes
 each has candidates other than itself, and a draw gives the original back no more often than
-chance; under "surrogates" (in the corpus's language) no draw gives it back."""
+chance; under "surrogates" (in the corpus's language) no draw gives it back but the function
+words a span keeps (`FUNCTION_WORDS`), counted."""
 
 import random
 from collections import Counter
@@ -10,11 +11,13 @@ from collections import Counter
 import pytest
 
 from deidpool.adversary.pseudonymize import Pseudonymizer, tag_category
+from deidpool.adversary.surrogates import FUNCTION_WORDS
 from deidpool.corpus.formats import read_corpus
 from deidpool.corpus.prepare import prepare_document
 from deidpool.representer.embeddings import Embeddings, load_embeddings
 
 NEIGHBOURS = 100  # client.export.DEFAULT_NEIGHBOURS (not imported: client.export loads TensorFlow)
+KEPT_FUNCTION_WORDS = {"physionet": 0, "meddocan": 1398}  # at most, under "surrogates" (of 2,047 and 38,954)
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +43,15 @@ def test_no_alphanumeric_gold_phi_token_is_kept(corpus, pseudonymizers, request)
     sentences = [sentence for document in documents(corpus, request) for sentence in prepare_document(document)]
     phi = [(i, j) for i, sentence in enumerate(sentences) for j, (token, tag) in
            enumerate(zip(sentence.tokens, sentence.tags)) if tag != "O" and any(c.isalnum() for c in token.text)]
-    surrogates = Pseudonymizer(pseudonymizers["groups"].embeddings, NEIGHBOURS, "surrogates",
-                               language="es" if corpus == "meddocan" else "en")
+    language = "es" if corpus == "meddocan" else "en"
+    surrogates = Pseudonymizer(pseudonymizers["groups"].embeddings, NEIGHBOURS, "surrogates", language=language)
     drawn = surrogates.labeled_sentences(sentences, random.Random(0))
-    same = [drawn[i].tokens[j].text for i, j in phi
-            if drawn[i].tokens[j].text.lower() == sentences[i].tokens[j].text.lower()]
-    print(f"{corpus}, surrogates: {len(same)} of {len(phi)} alphanumeric PHI tokens drawn as themselves")
-    assert not same
+    same = Counter(drawn[i].tokens[j].text for i, j in phi
+                   if drawn[i].tokens[j].text.lower() == sentences[i].tokens[j].text.lower())
+    print(f"{corpus}, surrogates: {same.total()} of {len(phi)} alphanumeric PHI tokens exported as they are, "
+          f"all kept function words: {dict(same.most_common())}")
+    assert set(same) <= FUNCTION_WORDS[language], same
+    assert same.total() <= KEPT_FUNCTION_WORDS[corpus]
     for scheme, pseudonymizer in pseudonymizers.items():
         drawn = pseudonymizer.labeled_sentences(sentences, random.Random(0))  # as `client export` draws
         kept, same, chance = Counter(), 0, 0.0

@@ -1,5 +1,6 @@
 """Tests of the "surrogates" scheme (adversary.surrogates): draws that depend on a token's type,
-language and shape only, coherent spans, no token kept, and its re-identification bound."""
+language and shape only, coherent spans, no token kept but listed function words, and its
+re-identification bound."""
 
 import random
 
@@ -67,6 +68,52 @@ def test_a_span_gets_one_value_in_order_and_keeps_its_tokens_and_tags(spanish):
         assert words[7] in number_block("12") and words[7] != "12"
 
 
+def date(day: str, month: str, year: str) -> tuple[list[str], list[str]]:
+    """The tokens and tags of a Spanish date "<day> de <month> de <year>"."""
+    return [day, "de", month, "de", year], ["B-FECHAS"] + ["I-FECHAS"] * 4
+
+
+def test_function_words_inside_a_span_are_kept_and_the_other_words_drawn(spanish, english):
+    words, tags = date("3", "marzo", "2018")
+    for seed in range(30):
+        drawn = spanish.replaced(words, tags, random.Random(seed))
+        assert drawn[1] == drawn[3] == "de" and drawn[2] in SPANISH_DATES - {"marzo"}
+        assert drawn[0] in number_block("3") and drawn[4] in number_block("2018", "FECHAS") and drawn[4] != "2018"
+    street = spanish.replaced(["Calle", "de", "la", "Princesa"], ["B-CALLE"] + ["I-CALLE"] * 3, random.Random(0))
+    assert street[1:3] == ["de", "la"] and street[3].lower() != "princesa"
+    # only in lower case, between two tokens with a letter or a digit, and in the span's language
+    for words, replaced in ((["De", "la", "Cruz"], 0), (["Ana", "Y", "Pérez"], 1), (["de", "Madrid"], 0),
+                            (["Madrid", "de"], 1), (["M", ".", "la", "Teresa"], 2)):
+        tags = ["B-NOMBRE_SUJETO_ASISTENCIA"] + ["I-NOMBRE_SUJETO_ASISTENCIA"] * (len(words) - 1)
+        assert spanish.replaced(words, tags, random.Random(1))[replaced].lower() != words[replaced].lower()
+    assert spanish.replaced(["De", "la", "Cruz"], ["B-CALLE", "I-CALLE", "I-CALLE"], random.Random(1))[1] == "la"
+    assert english.replaced(["Ana", "de", "Smith"], ["B-PATIENT", "I-PATIENT", "I-PATIENT"],
+                            random.Random(0))[1] != "de"
+
+
+def test_originals_of_one_shape_and_kept_words_draw_alike(spanish):
+    first, second = date("14", "marzo", "2018"), date("20", "julio", "2011")
+    shapes = [[token_shape(words, i, "FECHAS", "es") for i in range(5)] for words, _ in (first, second)]
+    assert shapes[0] == shapes[1] and shapes[0][1] == ("kept", "de", 1, 5)
+    alike = 0
+    for seed in range(50):
+        drawn = [spanish.replaced(words, tags, random.Random(seed)) for words, tags in (first, second)]
+        if not {w.lower() for w in drawn[0] + drawn[1]} & {"14", "20", "marzo", "julio", "2018", "2011"}:
+            assert drawn[0] == drawn[1]  # else one of them was drawn again
+            alike += 1
+    assert alike > 25
+
+
+def test_the_bound_counts_kept_words_as_not_hidden_apart_from_the_others(spanish):
+    tokens = spanish.phi_tokens(*date("3", "marzo", "2018"))
+    report = reidentification_bound(tokens, spanish, language="es")
+    assert (report["overall"]["hidden"], report["overall"]["not_hidden"]) == (3, 2)
+    others = [token for token in tokens if token[2][0] != "kept"]
+    assert token_success(tokens, spanish, language="es") == {
+        **token_success(others, spanish, language="es"), ("de", "FECHAS", ("kept", "de", 1, 5)): None,
+        ("de", "FECHAS", ("kept", "de", 3, 5)): None}
+
+
 def test_spans_of_bio_and_bioes_tags():
     assert phi_spans(["O", "B-A", "I-A", "B-A", "I-B", "O", "I-A", "E-A", "S-A", "I-A"]) == [
         range(1, 3), range(3, 4), range(4, 5), range(6, 8), range(8, 9), range(9, 10)]
@@ -121,8 +168,8 @@ def test_the_empirical_bound_is_the_share_of_the_most_frequent_original(spanish)
 
 
 def test_the_bound_of_numbers_and_patterns_under_the_uniform_prior(english):
-    tokens = [("14", "DATE", token_shape(["14"], 0, "DATE")), ("J", "PATIENT", token_shape(["J"], 0, "PATIENT")),
-              (".", "PATIENT", None)]
+    tokens = [("14", "DATE", token_shape(["14"], 0, "DATE", "en")),
+              ("J", "PATIENT", token_shape(["J"], 0, "PATIENT", "en")), (".", "PATIENT", None)]
     found = token_success(tokens, english)
     assert found[tokens[0]]["uniform"] == pytest.approx(1 / (len(number_block("14")) - 1))
     assert found[tokens[1]]["uniform"] == pytest.approx(1 / 25)
