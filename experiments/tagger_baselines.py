@@ -7,8 +7,15 @@ PhysioNet: train on provider + site_a + site_b + site_c minus a fixed 10% of the
 Results are appended run by run to the JSON file, so an interrupted script resumes where it
 stopped; `--only NAME` runs a single configuration.
 
+`--cv K` cross-validates the PhysioNet configurations by patient instead (default name:
+baselines_cv<K>): every patient of splits.json is in one of K folds (deidpool.corpus.folds), and
+each fold is tested by a tagger trained on the others minus 10% of their patients (validation).
+The report pools every fold's test notes (each note tested once by a tagger that never saw its
+patient) and gives the spread of the folds' F1, alone and with the pattern layer, the layer's
+gain on each fold and each default pattern's precision on the test folds.
+
     python experiments/tagger_baselines.py [--max-epochs 15] [--patience 3] [--seeds 0 1] [--results-name NAME]
-        [--only TEXT] [--report-only | --rescore-patterns]
+        [--only TEXT] [--report-only | --rescore-patterns] [--cv K [--limit NOTES_PER_PATIENT]]
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import json
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import matplotlib
@@ -26,19 +34,41 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
-from deidpool.client.patterns import with_patterns  # noqa: E402
+from deidpool.client.patterns import DEFAULT_PATTERNS, with_patterns  # noqa: E402
+from deidpool.corpus.document import Document, Span  # noqa: E402
+from deidpool.corpus.folds import fold_split  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
-from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  # noqa: E402
+from deidpool.corpus.formats.physionet import patient  # noqa: E402
+from deidpool.corpus.metrics import (  # noqa: E402
+    COLUMN_TITLES,
+    PRIMARY,
+    Counts,
+    document_counts,
+    evaluate_corpus,
+    f1_difference_interval,
+    format_score,
+    score_row,
+)
 from deidpool.corpus.prepare import prepare_document  # noqa: E402
 from deidpool.representer.embeddings import load_embeddings, save_fasttext, train_fasttext  # noqa: E402
 from deidpool.representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
-from results_files import SCORE_COLUMNS, git_commit, over_seeds, results_file, save_figure, score_header  # noqa: E402
+from pattern_layer import pattern_scores as each_pattern  # noqa: E402
+from results_files import (  # noqa: E402
+    SCORE_COLUMNS,
+    git_commit,
+    over_seeds,
+    results_file,
+    save_figure,
+    score_header,
+    spread,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 RUNS = ROOT / "runs" / "baselines"
 NEIGHBOURS = (2, 5, 10, 20, 50, 100)
 SCORED = ("token_official_hipaa", "token_hipaa", "token_all", "entity_strict")
+FOLD_SEED = 0  # of the cross-validation folds (deidpool.corpus.folds.assign_folds)
 
 
 def configurations(seeds: list[int]) -> list[dict]:
@@ -61,21 +91,45 @@ def configurations(seeds: list[int]) -> list[dict]:
     return rows
 
 
+def cv_configurations(seeds: list[int], k: int) -> list[dict]:
+    """The PhysioNet configurations, each once per fold (key `<key>/fold<i>`)."""
+    return [{**config, "key": f"{config['key']}/fold{fold}", "fold": fold, "folds": k, "fold_seed": FOLD_SEED}
+            for config in configurations(seeds) if config["corpus"] == "physionet" for fold in range(k)]
+
+
 def load_data(corpus: str):
     """(train, valid, test) documents of a corpus."""
     if corpus == "physionet":
         path = DATA / "physionet-deid"
         pool = [d for split in ("provider", "site_a", "site_b", "site_c")
                 for d in read_corpus(path, "physionet", split=split)]
-        train, valid = split_documents(pool, 0.1, seed=0, group=lambda d: d.id.split("-")[0])
-        return train, valid, read_corpus(path, "physionet", split="test")
+        return *split_documents(pool, 0.1, seed=0, group=patient), read_corpus(path, "physionet", split="test")
     train, valid = split_documents(read_corpus(DATA / "meddocan" / "train" / "brat", "brat"), 0.1, seed=0)
     return train, valid, read_corpus(DATA / "meddocan" / "dev" / "brat", "brat")
 
 
-def fasttext_for(corpus: str, train) -> Path:
-    """FastText trained with gensim on the training notes' tokens (cached in runs/)."""
-    path = RUNS / f"fasttext-{corpus}.bin"
+def cv_documents(limit: int | None = None) -> tuple[list[Document], set[str]]:
+    """Every PhysioNet note (all patients of all splits), or the first `limit` notes of each
+    patient (a smoke run), and the ids of those of the `test` split."""
+    path, kept = DATA / "physionet-deid", Counter()
+    documents = []
+    for document in read_corpus(path, "physionet"):
+        kept[patient(document)] += 1
+        if limit is None or kept[patient(document)] <= limit:
+            documents.append(document)
+    return documents, {d.id for d in read_corpus(path, "physionet", split="test")}
+
+
+def cv_data(documents: list[Document], fold: int, k: int):
+    """(train, valid, test) of fold `fold` of `k` by patient: test on the fold, train on the
+    others minus 10% of their patients (validation)."""
+    pool, test = fold_split(documents, fold, k, FOLD_SEED, group=patient)
+    return *split_documents(pool, 0.1, seed=0, group=patient), test
+
+
+def fasttext_for(corpus: str, train, folder: Path = RUNS) -> Path:
+    """FastText trained with gensim on the training notes' tokens (cached in `folder`)."""
+    path = folder / f"fasttext-{corpus}.bin"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         sentences = [[t.text for t in s.tokens] for d in train for s in prepare_document(d)]
@@ -105,8 +159,12 @@ def add_pattern_scores(result: dict, test, runs: Path) -> dict:
 
 
 def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
+    """Train `config` on `data` (train, valid, test) and score it on test; a fold's result keeps the
+    predicted spans of its test notes (`stored_predictions`) for the cross-validated report."""
     train, valid, test = data
-    spec = "glove" if config["embeddings"] == "glove" else f"fasttext:{fasttext_for(config['corpus'], train)}"
+    # a fold's FastText sees that fold's training notes only, cached with the fold's runs
+    corpus, folder = (f"physionet-fold{config['fold']}", runs) if "fold" in config else (config["corpus"], RUNS)
+    spec = "glove" if config["embeddings"] == "glove" else f"fasttext:{fasttext_for(corpus, train, folder)}"
     vectors = load_embeddings(spec)
     run_dir = run_folder(runs, config)
     started = time.perf_counter()
@@ -129,7 +187,26 @@ def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
             "epoch_seconds": round(statistics.median(h["seconds"] for h in history), 1),
             "test_sentences": sum(len(prepare_document(d)) for d in test),
             "predict_seconds": round(predict_seconds, 2),
-            **score_row(scores, SCORED), **pattern_scores(config, test, predicted)}
+            **score_row(scores, SCORED), **pattern_scores(config, test, predicted),
+            **({"predicted": stored_predictions(predicted)} if "fold" in config else {})}
+
+
+def stored_predictions(predicted) -> dict[str, list]:
+    """{note id: [[start, end, source type], ...]} of predicted notes."""
+    return {d.id: [[s.start, s.end, s.source_type] for s in d.spans] for d in predicted}
+
+
+def fold_predictions(result: dict, gold: dict[str, Document]) -> list[Document]:
+    """The test notes of a fold's result with the predicted spans stored in it."""
+    return [Document(i, gold[i].text, tuple(Span(s, e, label, gold[i].text[s:e]) for s, e, label in spans))
+            for i, spans in result["predicted"].items()]
+
+
+def provenance(results: list[dict]) -> str:
+    """"Commits <hashes>; <epoch budgets>" of the results."""
+    commits = sorted({r.get("commit", "unknown") for r in results})
+    budgets = sorted({f"{r['max_epochs']} epochs max, patience {r['patience']}" for r in results if "patience" in r})
+    return f"Commits {', '.join(commits)}; {'; '.join(budgets) or 'budget not recorded'}"
 
 
 def table(results: list[dict]) -> str:
@@ -138,9 +215,7 @@ def table(results: list[dict]) -> str:
     groups: dict[tuple, list[dict]] = {}
     for result in results:
         groups.setdefault((result["corpus"], result["name"]), []).append(result)
-    commits = sorted({r.get("commit", "unknown") for r in results})
-    budgets = sorted({f"{r['max_epochs']} epochs max, patience {r['patience']}" for r in results if "patience" in r})
-    lines = [f"Commits {', '.join(commits)}; {'; '.join(budgets) or 'budget not recorded'}; command: "
+    lines = [f"{provenance(results)}; command: "
              "`python experiments/tagger_baselines.py` (its options in the JSON rows). Scores on the `test` split "
              "(PhysioNet) or dev (MEDDOCAN), mean ± sd over seeds; the interval column lists each seed's 95% "
              "bootstrap interval over notes.", "",
@@ -159,6 +234,105 @@ def table(results: list[dict]) -> str:
             lines.append(f"| {corpus} | {name} + patterns | {len(rows)} | "
                          + " | ".join(over_seeds(merged, c) for c in SCORE_COLUMNS) + training + " | - |")
     return "\n".join(lines)
+
+
+def cv_summary(rows: list[dict], gold: dict[str, Document]) -> dict:
+    """One configuration's fold results: its scores pooled over every fold's test notes, alone and
+    merged with the current pattern layer (`with_patterns`), each fold's official token
+    HIPAA F1 of both, and the paired bootstrap interval over notes of the layer's pooled gain."""
+    rows = sorted(rows, key=lambda r: r["fold"])
+    alone = [fold_predictions(r, gold) for r in rows]
+    merged = [[with_patterns(d) for d in fold] for fold in alone]
+    tested = [[gold[d.id] for d in fold] for fold in alone]
+    every_note = [d for fold in tested for d in fold]
+
+    def fold_f1(predicted) -> list[float]:
+        return [sum(document_counts(t, p), Counts()).as_dict()["f1"] for t, p in zip(tested, predicted)]
+
+    pooled_alone, pooled_merged = ([d for fold in predicted for d in fold] for predicted in (alone, merged))
+    gain = f1_difference_interval([(document_counts(every_note, pooled_merged),
+                                    document_counts(every_note, pooled_alone))])
+    return {"folds": [r["fold"] for r in rows],
+            "pooled": score_row(evaluate_corpus(every_note, pooled_alone), SCORED),
+            "pooled_patterns": score_row(evaluate_corpus(every_note, pooled_merged), SCORED),
+            "fold_f1": fold_f1(alone), "fold_f1_patterns": fold_f1(merged), "gain_interval": list(gain)}
+
+
+def cv_table(results: list[dict], documents: list[Document], unseen: set[str]) -> str:
+    """The cross-validated report of fold results (`run` on `cv_configurations`): per
+    configuration its pooled scores and fold spread alone and with the pattern layer, the layer's
+    gain on every fold, the folds' sizes, and each default pattern's precision on the test folds
+    (on all of them, on the worst fold, and on the notes of `unseen` ids, those of the `test` split,
+    which no pattern was written from). `documents`: the gold notes the folds were drawn from."""
+    gold = {d.id: d for d in documents}
+    by_configuration: dict[str, list[dict]] = {}
+    for result in results:
+        by_configuration.setdefault(result["key"].rpartition("/")[0], []).append(result)
+    summaries = {f"{rows[0]['name']}, seed {rows[0]['seed']}": cv_summary(rows, gold)
+                 for rows in by_configuration.values()}
+    k = results[0]["folds"]
+    smoke = [r["limit"] for r in results if "limit" in r]
+    lines = [f"# Cross-validated baselines: PhysioNet, {k} folds by patient", "",
+             f"{provenance(results)}; command: `python experiments/tagger_baselines.py --cv {k}` (its options in the "
+             f"JSON rows){f'; SMOKE RUN: at most {smoke[0]} notes per patient' if smoke else ''}. Every patient of "
+             f"splits.json is in one fold (deidpool.corpus.folds, seed {results[0]['fold_seed']}, balanced by note "
+             "count); each fold is tested by a tagger trained on the other folds minus 10% of their patients "
+             "(validation, early stopping). Pooled: scores over the test notes of all folds together (every note "
+             "tested once), the interval the 95% bootstrap interval over notes; per fold: mean ± sd of the folds' "
+             f"{COLUMN_TITLES[PRIMARY]}.", "",
+             f"| configuration | folds | {score_header()} | F1 per fold (mean ± sd) |",
+             "|---|---:|" + "---:|" * (len(SCORE_COLUMNS) + 1)]
+    for name, summary in summaries.items():
+        for label, pooled, per_fold in ((name, summary["pooled"], summary["fold_f1"]),
+                                        (f"{name} + patterns", summary["pooled_patterns"],
+                                         summary["fold_f1_patterns"])):
+            lines.append(f"| {label} | {len(summary['folds'])}/{k} | "
+                         + " | ".join(format_score(pooled[c]) for c in SCORE_COLUMNS) + f" | {spread(per_fold, 4)} |")
+    lines += ["", f"## Gain of the pattern layer ({COLUMN_TITLES[PRIMARY]})", "",
+              "| configuration | pooled gain | 95% paired bootstrap CI over notes | gain per fold | "
+              "positive on every fold |", "|---|---:|---:|---|---|"]
+    for name, summary in summaries.items():
+        gains = [m - a for m, a in zip(summary["fold_f1_patterns"], summary["fold_f1"])]
+        pooled = summary["pooled_patterns"][PRIMARY] - summary["pooled"][PRIMARY]
+        lines.append(f"| {name} | {pooled:+.4f} | {format_score(summary['gain_interval'])} | "
+                     + " ".join(f"{fold}: {gain:+.4f}" for fold, gain in zip(summary["folds"], gains))
+                     + f" | {'yes' if all(g > 0 for g in gains) else 'NO'} |")
+    folds = {r["fold"]: [gold[i] for i in r["predicted"]] for r in results}
+    lines += ["", "## Folds", "", "| fold | patients | notes | gold PHI spans |", "|---:|---:|---:|---:|"]
+    lines += [f"| {fold} | {len({patient(d) for d in notes})} | {len(notes)} | {sum(len(d.spans) for d in notes)} |"
+              for fold, notes in sorted(folds.items())]
+    lines += pattern_lines(sorted(folds.items()), unseen)
+    return "\n".join(lines)
+
+
+def pattern_lines(folds: list[tuple[int, list[Document]]], unseen: set[str]) -> list[str]:
+    """The table of each default pattern's spans and precision (pattern_layer.pattern_scores: the
+    share of its spans that overlap a gold PHI span) on the test notes of `folds`."""
+    every_note = [d for _, notes in folds for d in notes]
+    overall = each_pattern(every_note)
+    per_fold = [each_pattern(notes) for _, notes in folds]
+    on_test = each_pattern([d for d in every_note if d.id in unseen])
+    lines = ["", "## Each default pattern on the test folds", "",
+             "A pattern span that overlaps no gold PHI span (of any type) is a false positive. All folds: every "
+             "note, including those of the provider and site splits the patterns were written on; `test` split: "
+             "only the notes of its patients, which no pattern was written from.", "",
+             "| pattern | label | spans | precision, all folds | lowest fold precision (fold, its spans) | "
+             "spans, `test` split | precision, `test` split |", "|---|---|---:|---:|---:|---:|---:|"]
+
+    def cell(value):
+        return "n/a" if value is None else format_score(value)
+
+    default = {p.name for p in DEFAULT_PATTERNS}
+    for index, row in enumerate(overall):
+        if row["pattern"] not in default:
+            continue
+        precision, fold, spans = min(((scores[index]["precision"], fold, scores[index]["spans"])
+                                      for (fold, _), scores in zip(folds, per_fold) if scores[index]["spans"]),
+                                     default=(None, None, 0))
+        lowest = f"{format_score(precision)} (fold {fold}, {spans} spans)" if spans else "n/a"
+        lines.append(f"| {row['pattern']} | {row['label']} | {row['spans']} | {cell(row['precision'])} | {lowest} | "
+                     f"{on_test[index]['spans']} | {cell(on_test[index]['precision'])} |")
+    return lines
 
 
 def plot(results: list[dict], path: Path) -> None:
@@ -191,16 +365,29 @@ def main() -> None:
     parser.add_argument("--rescore-patterns", action="store_true",
                         help="score every saved PhysioNet tagger merged with the current pattern layer again (after "
                              "the patterns changed), rewrite the table and plot, train nothing")
-    parser.add_argument("--results-name", default="baselines",
+    parser.add_argument("--results-name",
                         help="results/<name>.{md,json} and <name>_f1_vs_n.png, runs in runs/baselines/<name> "
-                             "(a rerun with another name starts afresh)")
+                             "(a rerun with another name starts afresh; default: baselines, with --cv "
+                             "baselines_cv<K>[_limit<NOTES>])")
+    parser.add_argument("--cv", type=int, metavar="K",
+                        help="cross-validate the PhysioNet configurations over K folds by patient instead")
+    parser.add_argument("--limit", type=int, metavar="NOTES",
+                        help="with --cv: only the first NOTES notes of each patient (a smoke run)")
     args = parser.parse_args()
+    if args.limit and not args.cv:
+        parser.error("--limit needs --cv")
+    if args.cv and args.rescore_patterns:
+        parser.error("the cross-validated report scores the pattern layer afresh each time: use --report-only")
     if not DATA.exists():
         sys.exit(f"reference corpora not found at {DATA} (they live in ../shared/data beside the repository)")
-    stored, table_file, plot_file = (results_file(args.results_name, ending)
-                                     for ending in (".json", ".md", "_f1_vs_n.png"))
+    name = args.results_name or (f"baselines_cv{args.cv}{f'_limit{args.limit}' if args.limit else ''}"
+                                 if args.cv else "baselines")
+    stored, table_file, plot_file = (results_file(name, ending) for ending in (".json", ".md", "_f1_vs_n.png"))
     stored.parent.mkdir(parents=True, exist_ok=True)
     results = json.loads(stored.read_text()) if stored.exists() else []
+    if args.cv:
+        cross_validate(args, name, results)
+        return
     data = {}
     done = {r["key"] for r in results}
     if args.report_only:
@@ -211,11 +398,11 @@ def main() -> None:
         if (result["corpus"] != "physionet" or ("patterns" in result and not args.rescore_patterns)
                 or (args.only and args.only not in result["key"])):
             continue
-        if not run_folder(RUNS / args.results_name, result).exists():
+        if not run_folder(RUNS / name, result).exists():
             print(f"no saved tagger for {result['key']}: its scores with the pattern layer stay missing")
             continue
         data.setdefault("physionet", load_data("physionet"))
-        results[index] = add_pattern_scores(result, data["physionet"][2], RUNS / args.results_name)
+        results[index] = add_pattern_scores(result, data["physionet"][2], RUNS / name)
         stored.write_text(json.dumps(results, indent=2) + "\n")
     if args.rescore_patterns:
         table_file.write_text(table(results) + "\n")
@@ -226,11 +413,38 @@ def main() -> None:
             continue
         data.setdefault(config["corpus"], load_data(config["corpus"]))
         print(f"== {config['key']}", flush=True)
-        results.append(run(config, data[config["corpus"]], args.max_epochs, args.patience, RUNS / args.results_name))
+        results.append(run(config, data[config["corpus"]], args.max_epochs, args.patience, RUNS / name))
         stored.write_text(json.dumps(results, indent=2) + "\n")
         table_file.write_text(table(results) + "\n")
         plot(results, plot_file)
         print(table(results), flush=True)
+
+
+def cross_validate(args: argparse.Namespace, name: str, results: list[dict]) -> None:
+    """--cv: train and test every selected PhysioNet configuration on each fold not in `results`,
+    appending the fold's result to results/<name>.json and rewriting the report after each."""
+    stored, table_file = results_file(name, ".json"), results_file(name, ".md")
+    documents, unseen = cv_documents(args.limit)
+
+    def report() -> None:
+        text = cv_table(results, documents, unseen)
+        table_file.write_text(text + "\n")
+        print(text, flush=True)
+
+    if args.report_only:
+        if results:
+            report()
+        return
+    done = {r["key"] for r in results}
+    for config in cv_configurations(args.seeds, args.cv):
+        if config["key"] in done or (args.only and args.only not in config["key"]):
+            continue
+        print(f"== {config['key']}", flush=True)
+        config = {**config, **({"limit": args.limit} if args.limit else {})}
+        results.append(run(config, cv_data(documents, config["fold"], args.cv), args.max_epochs, args.patience,
+                           RUNS / name))
+        stored.write_text(json.dumps(results, indent=2) + "\n")
+        report()
 
 
 if __name__ == "__main__":

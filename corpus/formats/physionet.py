@@ -42,6 +42,11 @@ def read(path: Path, *, strict: bool = False, split: str | None = None, overlaps
             yield document.validate(phrase_file, overlaps=overlaps)
 
 
+def patient(document: Document) -> str:
+    """The patient of a note this module read (its id is `<patient>-<note>`)."""
+    return document.id.rpartition("-")[0]
+
+
 def _phrase_file(text_file: Path) -> Path:
     return text_file.with_name(f"{text_file.stem}-phi.phrase")
 
