@@ -2,6 +2,7 @@
 the repository's top-level folders under it), in a built wheel and in this editable install."""
 
 import importlib.util
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,9 +16,16 @@ FOLDERS = ("adversary", "baselines", "client", "contribution", "corpus", "repres
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+    """The wheel built from a copy of the tracked files (a build/ folder left in the checkout
+    would lend the wheel files the package list misses)."""
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=300)
+                            "-w", str(out), str(source)], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
     (path,) = out.glob("deidpool-*.whl")
     return path
