@@ -88,20 +88,21 @@ def run_seed(seed: int, args) -> dict:
 
 
 def finished_seeds(seeds: list[int], runs: Path, stored: Path) -> dict[int, dict]:
-    """The seeds the results file `stored` holds and the finished ones among `seeds` under `runs`
-    (their run folders' rows win)."""
+    """The seeds the results file `stored` holds and those among `seeds` under `runs` whose raw-text
+    tagger and at least one other are done (their run folders' rows win)."""
     per_seed = {int(seed): rows for seed, rows in
                 (json.loads(stored.read_text())["seeds"] if stored.exists() else {}).items()}
     for seed in seeds:
         cache = runs / f"seed-{seed}" / "rows.json"
-        if cache.exists() and all(f"{name}@test" in (rows := json.loads(cache.read_text())) for name in TAGGERS):
+        if cache.exists() and sum(f"{name}@test" in (rows := json.loads(cache.read_text())) for name in TAGGERS) > 1 \
+                and "raw@test" in rows:
             per_seed[seed] = rows
     return per_seed
 
 
 def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str) -> tuple[str, dict]:
-    """The report of the finished seeds `per_seed` (their rows.json) as Markdown, and the paired
-    rows by measure."""
+    """The report of the seeds `per_seed` (their rows.json) as Markdown, and the paired rows by
+    measure: the taggers every seed has (a comparison with one missing is left out)."""
     corpus = federation.CORPORA[corpus_name]
     done = sorted(per_seed)
     budget = per_seed[done[0]]["budget"]
@@ -119,7 +120,7 @@ def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str) 
              f"{limit} --results-name {results_name}`.\n",
              "| training notes | tagger | " + " | ".join(titles) + " | epochs |",
              "|---|---|" + "---|" * (len(keys) + 1)]
-    for name in TAGGERS:
+    for name in (name for name in TAGGERS if all(f"{name}@test" in per_seed[seed] for seed in done)):
         for suffix in ("", federation.PATTERNS):
             rows = [per_seed[seed][f"{name}{suffix}@test"] for seed in done]
             epochs = spread([row["epochs"] for row in rows], 1)
