@@ -152,11 +152,7 @@ def run_seed(seed: int, args) -> dict:
     corpus = CORPORA[args.corpus]
     folder = REPO / "runs" / args.results_name / f"seed-{seed}"
     cache = folder / "rows.json"
-    rows: dict[str, dict] = json.loads(cache.read_text()) if cache.exists() else {}
-    budget = {key: getattr(args, key) for key in BUDGET}
-    if rows.get("budget", budget) != budget:
-        raise SystemExit(f"{cache} was run with {rows['budget']}, not {budget}: use another --results-name")
-    rows["budget"] = budget
+    rows = stored_rows(cache, {key: getattr(args, key) for key in BUDGET})
     rows.setdefault(PATTERN_LAYER, corpus.language if len(rows) == 1 else "en")
 
     def keep(new_rows: dict) -> None:
@@ -216,6 +212,15 @@ def layered_rows(corpus: Corpus, folder: Path, documents: dict, rows: dict, vect
             fresh[f"{name}{PATTERNS}@site_c"] = {**score_row(evaluate_corpus(documents["site_c"], layered,
                                                                              corpus.entity_key)), **kept}
     return fresh
+
+
+def stored_rows(cache: Path, budget: dict) -> dict[str, dict]:
+    """The rows a seed's rows.json `cache` holds (none yet: only `budget`), refused when they were
+    run with another budget."""
+    rows = json.loads(cache.read_text()) if cache.exists() else {}
+    if rows.get("budget", budget) != budget:
+        raise SystemExit(f"{cache} was run with {rows['budget']}, not {budget}: use another --results-name")
+    return {**rows, "budget": budget}
 
 
 def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documents: dict, provider_split: tuple,

@@ -58,11 +58,7 @@ def run_seed(seed: int, args) -> dict:
     corpus = federation.CORPORA[args.corpus]
     folder = REPO / "runs" / args.results_name / f"seed-{seed}"
     cache = folder / "rows.json"
-    rows: dict[str, dict] = json.loads(cache.read_text()) if cache.exists() else {}
-    budget = {key: getattr(args, key) for key in BUDGET}
-    if rows.get("budget", budget) != budget:
-        raise SystemExit(f"{cache} was run with {rows['budget']}, not {budget}: use another --results-name")
-    rows["budget"] = budget
+    rows = federation.stored_rows(cache, {key: getattr(args, key) for key in BUDGET})
     if all(f"{name}@test" in rows for name in TAGGERS):
         return rows
     documents = {party: read_corpus(corpus.notes, corpus.fmt, split=party)[:args.limit] for party in federation.PARTIES}
