@@ -68,6 +68,16 @@ def attack_result(final: dict, trials: int) -> dict:
             "verdict": BROKEN if any(h["verdict"] == BROKEN for h in heads.values()) else CHANCE}
 
 
+def two_way_lookup(result: dict) -> dict:
+    """A lookup attack's result judged on both directions (`both_rate`: each candidate the true one
+    half the time, over twice the trials), its one-way rate kept as `original_rate`. The one-way test
+    always hands the original's export, so an attacker's preference for one kind of candidate
+    whatever the export (a real PHI word against a drawn one) moves it either way without the
+    export revealing anything; in both directions that preference cancels and only what the
+    export reveals moves the rate from 0.5."""
+    return {**result, "original_rate": result["rate"], **chance_verdict(result["both_rate"], 2 * result["trials"])}
+
+
 def overall_verdict(adversaries: list[str], lookup: str, floor: str, controls: dict[str, bool]) -> tuple[str, str]:
     """The audit's verdict and why, from the verdicts of the adversary attacks on the target, of
     the lookup attack on it and of the partner-only floor, and from whether each positive
@@ -171,7 +181,7 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     for name, model in {**subjects, **({SHARED_TEXT: raw_embeddings} if export_path else {})}.items():
         result = lookup_attack(model, exported[1] if name == SHARED_TEXT else pairs_of(name)[1], seed,
                                reference=references.get(name, model), draws=held_out_draws)
-        lookup[name] = {**result, **chance_verdict(result["rate"], result["trials"])}
+        lookup[name] = two_way_lookup(result)
     inverters = {"epochs": epochs * passes, "units": units, "seed": seed, "progress": progress, **settings}
     inversion = {name: inversion_attack(model, *pairs_of(name), label=name,
                                         checkpoint=out_dir / "inversion" / f"{name}.npz", **inverters)
@@ -208,7 +218,7 @@ def hidden_phi(pairs: PairSource) -> list[tuple]:
 
 
 def _rate(result: dict, key: str) -> str:
-    """A lookup rate of the report; audits from before the both-directions test lack it."""
+    """A one-way lookup rate of the report; audits judged before the two-way verdict lack it."""
     return f"{result[key]:.3f}" if key in result else "-"
 
 
@@ -249,14 +259,14 @@ def format_report(report: dict) -> str:
               "chance: above it, fake partners are recognisable by themselves and the adversaries' results say "
               "nothing about the representer.", "",
               "## Lookup attack A2 (fresh representation closer to its own stored one)", "",
-              "The verdict reads the rate on the original's export. Handed the fake sentence's export instead, "
-              "the same lookup shows what of the rate is a preference for one candidate whatever the export "
-              "(the two then sum to 1); both directions together are the two-candidate test with each candidate "
-              "the true one half the time.", "",
-              "| representation | rate | 95% CI | verdict | fake's export | both directions |",
+              "The verdict reads both directions together: the two-candidate test with each candidate the true "
+              "one half the time. Handed only the original's export (or only the fake sentence's), the lookup's "
+              "rate also moves with a preference for one kind of candidate whatever the export (the two "
+              "one-way rates then sum to 1), which reveals nothing about the export.", "",
+              "| representation | both directions | 95% CI | verdict | original's export | fake's export |",
               "|---|---|---|---|---|---|"]
-    lines += [f"| {name} | {r['rate']:.3f} | {interval(r)} | {r['verdict']} | {_rate(r, 'fake_rate')} "
-              f"| {_rate(r, 'both_rate')} |" for name, r in report["lookup"].items()]
+    lines += [f"| {name} | {r['rate']:.3f} | {interval(r)} | {r['verdict']} | {_rate(r, 'original_rate')} "
+              f"| {_rate(r, 'fake_rate')} |" for name, r in report["lookup"].items()]
     if SHARED_TEXT in report["lookup"]:
         lines += ["", f"{SHARED_TEXT}: the lookup on the pseudonymized text itself (no representer), a reference "
                   "that is not part of the verdict: what pseudonymization alone leaves to a two-candidate test, "

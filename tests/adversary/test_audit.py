@@ -22,6 +22,7 @@ from deidpool.adversary.audit import (
     overall_verdict,
     raw_embeddings,
     run_audit,
+    two_way_lookup,
 )
 from deidpool.adversary.inversion import vocabulary_ranks
 from deidpool.adversary.lookup import lookup_attack, one_fake_per_sentence
@@ -160,6 +161,19 @@ def test_the_lookup_in_both_directions_cancels_a_preference_the_export_does_not_
     assert result["both_rate"] == pytest.approx(0.5)
 
 
+def test_the_audit_judges_the_lookup_in_both_directions():
+    """A preference alone (seed 0 of the MEDDOCAN federation: 0.400 on the original's export, 0.613
+    on the fake's) breaks no export; a rate above 0.5 both ways does, and so does one below it."""
+    preference = two_way_lookup({"sentences": 500, "trials": 1000, "rate": 0.400, "fake_rate": 0.613,
+                                 "both_rate": 0.5065})
+    assert chance_verdict(0.400, 1000)["verdict"] == BROKEN  # what the one-way rate said
+    assert preference["verdict"] == CHANCE and preference["trials"] == 2000
+    assert preference["rate"] == 0.5065 and preference["original_rate"] == 0.400
+    for both in (0.56, 0.44):
+        leak = two_way_lookup({"sentences": 500, "trials": 1000, "rate": both, "fake_rate": both, "both_rate": both})
+        assert leak["verdict"] == BROKEN
+
+
 def test_the_lookup_hands_over_the_fake_sentences_export_on_the_export_path(embeddings):
     sentences = [s for d in toy_documents(20, seed=5) for s in prepare_document(d)]
     pairs = PairSource(sentences, Pseudonymizer(embeddings, 3), export_path=True)
@@ -224,7 +238,8 @@ def test_audit_report_files_and_structure(audited):
     hidden = report["inversion"]["target"]["tokens"]
     assert hidden == report["held_out_sentences"]  # one hidden name or city per toy sentence
     assert report["held_out_draws"] == 3 and report["held_out_pairs"] == 3 * hidden
-    assert all(result["trials"] == report["held_out_pairs"] for result in report["lookup"].values())
+    # judged in both directions: twice the held-out pairs
+    assert all(result["trials"] == 2 * report["held_out_pairs"] for result in report["lookup"].values())
     for result in [*report["inversion"].values(), *report["inversion_baselines"].values()]:
         assert result["tokens"] == hidden and 0 <= result["top1"] <= result["top10"] <= 1
     history = json.loads((report_dir / "history.json").read_text())
