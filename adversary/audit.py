@@ -60,6 +60,12 @@ def best_accuracy(record: dict) -> float:
     return max(head_accuracies(record, "accuracy").values())
 
 
+def control_broken(record: dict) -> bool:
+    """Whether an epoch's record of an attack on a positive control has an output at
+    CONTROL_THRESHOLD or above: the control is broken, its attack shown strong, and trains no more."""
+    return max(head_accuracies(record).values()) >= CONTROL_THRESHOLD
+
+
 def attack_result(final: dict, trials: int) -> dict:
     """An adversary attack from its last epoch's validation metrics: every output it has
     judged by `chance_verdict`; the attack is broken when any output is."""
@@ -123,7 +129,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     representations) with the representer's noise off (`attacker_reference`); only what is
     shared carries noise.
 
-    Attacks, each for `epochs` epochs of `passes` fresh draws of pairs (None: `automatic_passes`):
+    Attacks, each for `epochs` epochs of `passes` fresh draws of pairs (None: `automatic_passes`;
+    an attack on a positive control stops after the first epoch that breaks it, `control_broken`):
     fresh T1/T2 of the POOLED design (adversary.models; the stronger one: the paper's design
     reaches 0.67 where it reaches 0.86 on the demo's P1 control), and the trained `adversary`,
     continued, when given, on the target and on the
@@ -166,12 +173,13 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
         run_dir = out_dir / "attacks" / name.replace("/", "-")
         procedure = AdversaryTraining(subjects[subject], attacker, passes, reference=references[subject],
                                       held_out_draws=held_out_draws, **settings)
+        control = subject != "target" and name != FLOOR
         run_training(procedure, *pairs_of(name), run_dir, max_epochs=epochs, patience=epochs, seed=seed,
-                     progress=progress)
+                     progress=progress, stop_when=control_broken if control else None)
         records = json.loads((run_dir / "history.json").read_text())
         history[name] = [{"epoch": r["epoch"], **{key[len("val_"):]: value for key, value in r.items()
                                                    if key.startswith("val_accuracy")}} for r in records]
-        results[name] = attack_result(records[-1], trials)
+        results[name] = {**attack_result(records[-1], trials), "epochs": len(records)}
     targets = [result["verdict"] for name, result in results.items() if name.startswith("target/")]
     controls = {name: result["accuracy"] >= CONTROL_THRESHOLD for name, result in results.items()
                 if not name.startswith("target/") and name != FLOOR}
@@ -244,13 +252,14 @@ def format_report(report: dict) -> str:
              f"{report['held_out_pairs']} held-out pairs ({report.get('held_out_draws', 1)} draws over the held-out "
              "sentences). A result is consistent with chance when the 95% "
              f"Wilson interval holds 0.5 and the rate is at most {report['chance_bound']}; positive controls "
-             f"must reach {report['control_threshold']}.", "",
+             f"must reach {report['control_threshold']} (their attacks stop after the first epoch that does).", "",
              "## Adversaries (held-out accuracy after the last epoch)", "",
              "| attack | output | accuracy | 95% CI | verdict |", "|---|---|---|---|---|"]
     for name, result in report["attacks"].items():
         for head, value in result["heads"].items():
             lines.append(f"| {name} | {head} | {value['rate']:.3f} | {interval(value)} | {value['verdict']} |")
-    controls = [f"{name}: {'succeeded' if r['control_succeeded'] else 'FAILED'} (best {r['accuracy']:.3f})"
+    controls = [f"{name}: {'succeeded' if r['control_succeeded'] else 'FAILED'} (best {r['accuracy']:.3f}"
+                + (f" after epoch {r['epochs']})" if "epochs" in r else ")")
                 for name, r in report["attacks"].items() if "control_succeeded" in r]
     lines += ["", "Positive controls: " + "; ".join(controls) + ".", "",
               f"Partner-only floor ({FLOOR}, the embeddings of the partner text the target shares alone, no "

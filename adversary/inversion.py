@@ -131,7 +131,7 @@ def _estimates(inputs, weights, train: PairSource, test: PairSource, *, epochs: 
     dim = test.pseudonymizer.embeddings.dim
     inverter = Inverter(dim, units)
     test_data = _as_sentences(test)
-    batches = inference_batches(test_data, batch_size)
+    batches = inference_batches(test_data)  # the estimates, in batches of INFERENCE_BATCH_SIZE (no gradient)
 
     def forward(batch):
         return inverter({"representation": inputs(_with_shared(batch, dim)), "mask": batch["mask"]})

@@ -80,9 +80,10 @@ class PairSource:
         self.positions = [phi for phi in positions if phi]  # replaceable PHI positions per sentence
         self.lengths = np.array([len(sentence.tokens) for sentence in self.sentences], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
-        tokens = [token for sentence in self.sentences for token in sentence.tokens]
-        self.features = pseudonymizer.embeddings.sentence_matrix(tokens)
+        self.tokens = [token for sentence in self.sentences for token in sentence.tokens]
+        self.features = pseudonymizer.embeddings.sentence_matrix(self.tokens)
         self.phi = [[i for i, tag in enumerate(sentence.tags) if tag != "O"] for sentence in self.sentences]
+        self._held_out: dict[tuple, tf.data.Dataset] = {}
 
     def __len__(self):
         return len(self.sentences)
@@ -156,10 +157,14 @@ class PairSource:
 
     def _pseudonymized(self, sentences: list[list[str]], rng: random.Random) -> np.ndarray:
         """Embeddings of the sentences (word lists, one per sentence of this source) with every
-        PHI token replaced by a fresh pseudonym, as `client export` replaces it."""
+        PHI token replaced by a fresh pseudonym, as `client export` replaces it. A word's vector
+        does not depend on its context: only the words that differ from the source's are looked up."""
         words = [word for sentence, source in zip(sentences, self.sentences)
                  for word in self.pseudonymizer.replaced(sentence, source.tags, rng)]
-        return self.pseudonymizer.embeddings.sentence_matrix(words)
+        changed = [row for row, (word, token) in enumerate(zip(words, self.tokens)) if word != token.text]
+        matrix = self.features.copy()
+        matrix[changed] = self.pseudonymizer.embeddings.sentence_matrix([words[row] for row in changed])
+        return matrix
 
     def epoch(self, seed: int, epoch: int, batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
         """The training batches of one epoch: fresh pairs, bucketed and shuffled by (`seed`, `epoch`)."""
@@ -167,8 +172,13 @@ class PairSource:
 
     def held_out(self, seed: int, batch_size: int = BATCH_SIZE, draws: int = 1) -> tf.data.Dataset:
         """A fixed evaluation set (`draws` draws of `seed`, epochs 0, 1, ..., in length order): the
-        same batches for the same `seed`. Build it from sentences kept out of training."""
-        return pair_batches(concatenated([self.draw(seed, epoch) for epoch in range(draws)]), batch_size)
+        same batches for the same `seed`, drawn once and kept (every epoch's validation reads it).
+        Build it from sentences kept out of training."""
+        key = (seed, batch_size, draws)
+        if key not in self._held_out:
+            self._held_out[key] = pair_batches(concatenated([self.draw(seed, epoch) for epoch in range(draws)]),
+                                               batch_size)
+        return self._held_out[key]
 
 
 def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,

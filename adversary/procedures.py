@@ -19,7 +19,13 @@ from deidpool.adversary.gradient_reversal import GradientReversal
 from deidpool.adversary.models import DEFAULT_UNITS, PAPER, CombinedAdversary, adversary_step, train_adversary_step
 from deidpool.adversary.pairs import PairSource
 from deidpool.adversary.pseudonymize import Pseudonymizer
-from deidpool.representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
+from deidpool.representer.dataset import (
+    BATCH_SIZE,
+    INFERENCE_BATCH_SIZE,
+    SentenceData,
+    inference_batches,
+    training_batches,
+)
 from deidpool.representer.representation import (
     OUTPUT_NOISE_FLOOR,
     OUTPUT_NOISE_STDDEV,
@@ -134,8 +140,9 @@ class _Procedure(TrainingProcedure):
         return {"learning_rate": self.learning_rate, "clipnorm": self.clipnorm, "batch_size": self.batch_size, **extra}
 
     def _adversary_metrics(self, pairs: PairSource) -> dict[str, float]:
-        """Adversary metrics on the held-out pairs of `pairs` (`held_out_draws` draws of them), averaged over pairs."""
-        batches = pairs.held_out(seed=0, batch_size=self.batch_size, draws=self.held_out_draws)
+        """Adversary metrics on the held-out pairs of `pairs` (`held_out_draws` draws of them), averaged over pairs
+        (in batches of INFERENCE_BATCH_SIZE: no gradient, so batch size changes nothing but the speed)."""
+        batches = pairs.held_out(seed=0, batch_size=INFERENCE_BATCH_SIZE, draws=self.held_out_draws)
         step = self._step(self._adversary_validation_step, batches.element_spec)
         totals, count = {}, 0
         for batch in batches:

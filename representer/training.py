@@ -94,10 +94,12 @@ class TrainingProcedure(abc.ABC):
 
 def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path, *, max_epochs: int,
                  patience: int, seed: int = 0, config: dict | None = None, progress: bool = True,
-                 on_epoch: Callable[[dict], None] | None = None) -> dict:
+                 on_epoch: Callable[[dict], None] | None = None,
+                 stop_when: Callable[[dict], bool] | None = None) -> dict:
     """Train epoch by epoch with early stopping on the procedure's `monitor` (and its learning
     rates decayed on plateaus, if it says so), resuming from the checkpoint in `run_dir` if
-    there is one; returns the final metrics.
+    there is one; returns the final metrics. Training also ends after the first epoch whose
+    record `stop_when(record)` holds (e.g. an audit's positive control once broken).
 
     After every epoch the model and optimizer variables (random seed states included), the
     best weights, the history and the early-stopping state go to run_dir/checkpoints in one
@@ -140,7 +142,11 @@ def run_training(procedure: TrainingProcedure, train, valid, run_dir: str | Path
     what = procedure.name if procedure.name == run_dir.name else f"{procedure.name} {run_dir.name}"  # adversary p2
     bar = progress_bar(total=max_epochs, initial=len(state["history"]), desc=what, unit="epoch", disable=not progress)
     longest = max((r["seconds"] for r in state["history"]), default=0.0)
-    while len(state["history"]) < max_epochs and state["wait"] < patience:
+
+    def stopped() -> bool:
+        return stop_when is not None and bool(state["history"]) and stop_when(state["history"][-1])
+
+    while len(state["history"]) < max_epochs and state["wait"] < patience and not stopped():
         if gathered(procedure.strategy, [_over_budget(longest)]).any():
             raise TimeBudgetExhausted(f"{procedure.name}: stopped after epoch {len(state['history'])} of at most "
                                       f"{max_epochs} to stay within the time budget; rerun to resume")

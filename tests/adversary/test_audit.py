@@ -130,10 +130,10 @@ def test_lookup_attack_wins_on_raw_embeddings_and_not_on_pure_noise(embeddings):
     result = lookup_attack(raw_embeddings, pairs)
     assert result["rate"] == result["fake_rate"] == result["both_rate"] == 1.0
 
-    rng = np.random.default_rng(0)
+    tf.random.set_seed(0)
 
     def noise(inputs, training=False):
-        return tf.constant(rng.normal(size=inputs["embeddings"].shape), tf.float32)
+        return tf.random.normal(tf.shape(inputs["embeddings"]))
 
     many = pair_source(toy_documents(300, seed=2), embeddings)
     result = lookup_attack(noise, many, draws=3)
@@ -243,7 +243,12 @@ def test_audit_report_files_and_structure(audited):
     for result in [*report["inversion"].values(), *report["inversion_baselines"].values()]:
         assert result["tokens"] == hidden and 0 <= result["top1"] <= result["top10"] <= 1
     history = json.loads((report_dir / "history.json").read_text())
-    assert set(history) == set(report["attacks"]) and all(len(records) == 3 for records in history.values())
+    assert set(history) == set(report["attacks"])
+    assert all(len(history[name]) == report["attacks"][name]["epochs"] for name in history)
+    assert all(len(history[name]) == 3 for name in ("target/fresh", "target/continued", FLOOR))
+    # the positive control's attack stops after its first epoch at the threshold
+    raw = [max(value for key, value in record.items() if key != "epoch") for record in history["raw/fresh"]]
+    assert raw[-1] >= report["control_threshold"] > max(raw[:-1], default=0.0)
     assert set(history[FLOOR][0]) == {"epoch", "accuracy"}
     assert set(history["raw/fresh"][0]) == {"epoch", "accuracy", "accuracy_t1", "accuracy_t2"}
     target = [r["verdict"] for name, r in report["attacks"].items() if name.startswith("target")]
@@ -262,6 +267,8 @@ def test_audit_report_files_and_structure(audited):
     assert report["passes"] == 2 and ("3 epochs of attack training (2 draws of pairs each; fresh attackers and the "
                                       "floor of the pooled design") in markdown
     assert "| raw/fresh | t2 |" in markdown and f"| {FLOOR} | combined |" in markdown
+    assert f"raw/fresh: succeeded (best {report['attacks']['raw/fresh']['accuracy']:.3f} after epoch {len(raw)})" \
+        in markdown
     assert f"{3 * hidden} held-out pairs (3 draws over the held-out sentences)" in markdown
     symmetry = report["fake_symmetry"]  # the CLI's default scheme is groups: every fake within its group
     assert symmetry["fakes"] > 0 and symmetry["same_candidates"] == symmetry["fakes"]

@@ -114,6 +114,20 @@ def test_on_epoch_sees_each_new_epoch_once_it_is_checkpointed(tmp_path):
     assert seen == [(1, True, True), (2, True, True), (3, True, True)]
 
 
+def test_stop_when_ends_training_after_the_first_epoch_it_holds_for_also_on_resume(tmp_path):
+    def broken(record):
+        return record["val_loss"] < 2.5
+
+    losses = [3.0, 2.0, 1.0, 0.5]
+    metrics = run_training(ScriptedProcedure(losses), None, None, tmp_path, max_epochs=4, patience=4, progress=False,
+                           stop_when=broken)
+    assert metrics["epochs"] == 2 and metrics["best_epoch"] == 2 and not metrics["stopped_early"]
+    rerun = ScriptedProcedure(losses)
+    assert run_training(rerun, None, None, tmp_path, max_epochs=4, patience=4, progress=False,
+                        stop_when=broken) == metrics
+    assert len(json.loads((tmp_path / "history.json").read_text())) == 2
+
+
 def test_a_run_dir_refuses_another_config_and_unknown_monitors(tmp_path):
     run_training(ScriptedProcedure([1.0]), None, None, tmp_path, max_epochs=1, patience=1, progress=False)
     with pytest.raises(ValueError, match="patience"):
