@@ -76,7 +76,8 @@ def main() -> None:
              f"Command: `python experiments/bench_demo.py {' '.join(extra)}`. Data: {summary['data']}.\n",
              f"Wall time **{wall:.0f} s** (target <= {TARGET_SECONDS} s: "
              f"{'met' if wall <= TARGET_SECONDS else 'MISSED'}) at a float32 matmul rate of {rates[0]:.0f} GFLOP/s "
-             f"before and {rates[1]:.0f} after (the machine's slow state: about 150-200); peak RSS {peak:.0f} MB (demo process, GNU time); "
+             f"before and {rates[1]:.0f} after (the machine's slow state: below about 200); "
+             f"peak RSS {peak:.0f} MB (demo process, GNU time); "
              + ", ".join(f"{process} {mb:.0f} MB" for process, mb in summary["peak_memory_mb"].items())
              + " (VmHWM of each process, read by the demo).\n",
              "| stage | seconds |", "|---|---|",
