@@ -69,7 +69,7 @@ def hidden_tokens(pairs: PairSource) -> tuple[np.ndarray, list[str]]:
             [tag_category(tag) for _, tag in hidden])
 
 
-def _scores(ranks: np.ndarray) -> dict:
+def rank_scores(ranks: np.ndarray) -> dict:
     """`tokens` scored, `top1` and `top10`: the share whose true word was the best guess, or
     among the TOP best (None without tokens)."""
     count = len(ranks)
@@ -87,7 +87,7 @@ def frequency_baseline(train: PairSource, test: PairSource) -> dict:
     guesses = {name: {row: rank for rank, (row, _) in enumerate(count.most_common(TOP))}
                for name, count in counts.items()}
     rows, categories = hidden_tokens(test)
-    return _scores(np.array([guesses.get(name, {}).get(row, TOP) for row, name in zip(rows, categories)], np.int64))
+    return rank_scores(np.array([guesses.get(name, {}).get(row, TOP) for row, name in zip(rows, categories)], np.int64))
 
 
 def _as_sentences(pairs: PairSource, draw: int = 0) -> SentenceData:
@@ -106,7 +106,7 @@ def _with_shared(batch, dim: int) -> dict:
     return {**batch, "features": batch["features"][..., :dim], "shared": batch["features"][..., -dim:]}
 
 
-def _in_vocabulary(batch):
+def in_vocabulary(batch):
     """Loss weights (B, T): 1 at real in-vocabulary tokens (non-zero embeddings)."""
     known = ops.any(ops.not_equal(batch["features"], 0), axis=-1)
     return ops.cast(batch["mask"], "float32") * ops.cast(known, "float32")
@@ -117,9 +117,10 @@ def _hidden(batch):
     return ops.cast(batch["tags"], "float32")
 
 
-def _estimates(inputs, weights, train: PairSource, test: PairSource, *, epochs: int, units: int, seed: int = 0,
-               learning_rate: float = 0.002, clipnorm: float = 1.0, batch_size: int = BATCH_SIZE,
-               progress: bool = True, label: str = "", checkpoint: Path | None = None) -> np.ndarray:
+def inverter_estimates(inputs, weights, train: PairSource, test: PairSource, *, epochs: int, units: int,
+                       seed: int = 0, learning_rate: float = 0.002, clipnorm: float = 1.0,
+                       batch_size: int = BATCH_SIZE, progress: bool = True, label: str = "",
+                       checkpoint: Path | None = None) -> np.ndarray:
     """Train an `Inverter` for `epochs` epochs over the sentences of `train` to map `inputs(batch)`
     back to the batch's embeddings, on the mean cosine distance weighted by `weights(batch)`;
     return its estimates for the tokens of `test`, (tokens, D) in token order. On the export
@@ -191,7 +192,7 @@ def _ranked(estimates: np.ndarray, test: PairSource) -> dict:
     for every hidden PHI token."""
     rows, _ = hidden_tokens(test)
     vocabulary = test.pseudonymizer.embeddings.kv.get_normed_vectors()
-    return _scores(vocabulary_ranks(estimates[hidden_mask(test)], rows, vocabulary))
+    return rank_scores(vocabulary_ranks(estimates[hidden_mask(test)], rows, vocabulary))
 
 
 def inversion_attack(representer, train: PairSource, test: PairSource, **options) -> dict:
@@ -206,7 +207,7 @@ def inversion_attack(representer, train: PairSource, test: PairSource, **options
     def represented(batch):
         return represent(representer, batch["shared"], batch["mask"])
 
-    return _ranked(_estimates(represented, _in_vocabulary, train, test, **options), test)
+    return _ranked(inverter_estimates(represented, in_vocabulary, train, test, **options), test)
 
 
 def context_only_inversion(train: PairSource, test: PairSource, **options) -> dict:
@@ -216,4 +217,4 @@ def context_only_inversion(train: PairSource, test: PairSource, **options) -> di
     def context(batch):
         return batch["features"] * (1 - _hidden(batch))[..., None]
 
-    return _ranked(_estimates(context, _hidden, train, test, **options), test)
+    return _ranked(inverter_estimates(context, _hidden, train, test, **options), test)

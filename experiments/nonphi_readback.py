@@ -49,11 +49,11 @@ configure_threads()
 
 from deidpool.adversary.audit import attacker_reference  # noqa: E402
 from deidpool.adversary.inversion import (  # noqa: E402
-    _estimates,
-    _in_vocabulary,
-    _scores,
     context_only_inversion,
     frequency_baseline,
+    in_vocabulary,
+    inverter_estimates,
+    rank_scores,
     vocabulary_ranks,
 )
 from deidpool.adversary.procedures import represent  # noqa: E402
@@ -160,8 +160,8 @@ def inversion_readback(representer, train: ExportedNotes, test: ExportedNotes, s
                f"content words seen >= {FREQUENT} times": ("content", content & frequent),
                f"content words seen < {FREQUENT} times": ("content", content & ~frequent)}
     progress(f"inverter: {options['epochs']} epochs on {len(train)} sentences of the attacker's notes")
-    estimates = _estimates(lambda batch: represent(representer, batch["shared"], batch["mask"]), _in_vocabulary,
-                           train, test, seed=seed, progress=show_progress, label="export", **options)
+    estimates = inverter_estimates(lambda batch: represent(representer, batch["shared"], batch["mask"]), in_vocabulary,
+                                   train, test, seed=seed, progress=show_progress, label="export", **options)
     scored = kinds["test"]["nonphi"] & known
     ranks = np.full(len(test.words), -1)
     ranks[scored] = vocabulary_ranks(estimates[scored], test.rows[scored],
@@ -171,7 +171,7 @@ def inversion_readback(representer, train: ExportedNotes, test: ExportedNotes, s
         guess = frequency_baseline(train.scoring(kinds["train"][kind] & kinds["train"]["known"]),
                                    test.scoring(mask & known))
         rows.append({"tokens": name, "scored": int(np.sum(mask)), "in_vocabulary": int(np.sum(mask & known)),
-                     "inverter": _scores(ranks[mask & known]), "frequency": guess})
+                     "inverter": rank_scores(ranks[mask & known]), "frequency": guess})
     probe_rows = []
     for kind in ("nonphi", "content"):
         progress(f"context-only inverter on probes of the {kind} tokens")
@@ -179,7 +179,7 @@ def inversion_readback(representer, train: ExportedNotes, test: ExportedNotes, s
         context = context_only_inversion(train.scoring(hidden["train"]), test.scoring(hidden["test"]), seed=seed,
                                          progress=show_progress, label=f"context-only {kind}", **options)
         probe_rows.append({"tokens": "non-PHI" if kind == "nonphi" else "content words",
-                           "inverter": _scores(ranks[hidden["test"]]), "context_only": context})
+                           "inverter": rank_scores(ranks[hidden["test"]]), "context_only": context})
     named = Counter(word.lower() for word, rank, keep in zip(test.words, ranks, content & known) if keep and rank == 0)
     return {"rows": rows, "probes": probe_rows, "read_back": named.most_common(EXAMPLES),
             "read_back_types": len(named),

@@ -91,6 +91,11 @@ def category(span: Span) -> str:
     return PHI_TYPES[span.source_type].category if span.source_type in PHI_TYPES else span.source_type
 
 
+def covering(spans: tuple[Span, ...], token) -> Span | None:
+    """The first of `spans` that overlaps `token`'s characters, if any."""
+    return next((span for span in spans if span.start < token.end and token.start < span.end), None)
+
+
 def count_note(document: Document, dropped: tuple[Span, ...], found: tuple[Span, ...], labels: list[str],
                flagged: Flagged, counts: dict) -> None:
     """Add to `counts` the missed, caught (per category) and falsely flagged tokens of `document`
@@ -101,11 +106,11 @@ def count_note(document: Document, dropped: tuple[Span, ...], found: tuple[Span,
         for token, gold, tag in zip(sentence.tokens, sentence.tags, tags):
             if gold != "O" or not any(c.isalnum() for c in token.text):
                 continue
-            miss = next((span for span in dropped if span.start < token.end and token.start < span.end), None)
+            miss = covering(dropped, token)
             if miss is not None:
                 counts["missed"][category(miss)] += 1
                 counts["caught"][category(miss)] += tag != "O"
-            elif tag != "O" and not any(span.start < token.end and token.start < span.end for span in full):
+            elif tag != "O" and covering(full, token) is None:
                 counts["false_flags"] += 1
 
 

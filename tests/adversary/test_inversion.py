@@ -94,7 +94,7 @@ def test_the_context_only_inverter_does_not_see_the_hidden_tokens(pseudonymizer)
 
 def test_an_inversion_stopped_by_its_time_budget_resumes_to_the_same_estimates(pseudonymizer, tmp_path, monkeypatch):
     """On the export path too: every epoch's fresh pseudonymization is a function of the epoch."""
-    from deidpool.adversary.inversion import _estimates, _in_vocabulary
+    from deidpool.adversary.inversion import in_vocabulary, inverter_estimates
     from deidpool.representer import training as training_module
     from deidpool.representer.training import TimeBudgetExhausted, time_budget
 
@@ -107,7 +107,7 @@ def test_an_inversion_stopped_by_its_time_budget_resumes_to_the_same_estimates(p
         return batch["shared"]
 
     keras.utils.set_random_seed(0)
-    whole = _estimates(raw, _in_vocabulary, train, test, **options)
+    whole = inverter_estimates(raw, in_vocabulary, train, test, **options)
     clock = type("Clock", (), {"now": 0.0})()
 
     def perf_counter():  # an epoch's two readings are 5 s apart; each advances the clock
@@ -121,7 +121,7 @@ def test_an_inversion_stopped_by_its_time_budget_resumes_to_the_same_estimates(p
     while True:
         try:
             with time_budget(12):  # one 5 s epoch fits, the next one would end past the deadline
-                chunked = _estimates(raw, _in_vocabulary, train, test, checkpoint=checkpoint, **options)
+                chunked = inverter_estimates(raw, in_vocabulary, train, test, checkpoint=checkpoint, **options)
             break
         except TimeBudgetExhausted:
             stops += 1
