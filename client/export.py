@@ -4,9 +4,9 @@ shuffle across all documents, then encrypt and sign; memory stays bounded by the
 and the shuffle's memory budget (and the notes the safety net flags, kept for its review folder).
 
 Pseudonymize-then-represent (METHOD.md): no PHI token reaches the representer. Each is
-replaced under the export's scheme (by default a draw from its group of near embedding
-neighbours, numbers by plausible surrogates of the same shape and range; or a realistic
-surrogate of its type that does not depend on it), fresh for every occurrence and every
+replaced under the export's scheme (by default a realistic surrogate of its type and shape
+that does not depend on it; or a draw from its group of near embedding neighbours, numbers by
+plausible surrogates of the same shape and range), fresh for every occurrence and every
 export, from the operating system's randomness; whatever the representer leaks, it leaks a surrogate. Labels
 can miss PHI: a safety net (`deidpool.client.safety_net`) flags tokens no gold span covers that its
 finders take for PHI, and they are pseudonymized too."""
@@ -53,7 +53,7 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     """Write the contribution of `documents` to `out` and return its header.
 
     `embeddings` are the bundle's (from `bundle.load_embeddings`). Every gold PHI token is
-    pseudonymized among `neighbours` = N under `scheme` ("neighbours", "groups" or "surrogates", see
+    pseudonymized among `neighbours` = N under `scheme` ("surrogates", the default, "neighbours" or "groups", see
     `deidpool.adversary.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing
     but under "surrogates", where N does not apply), drawing from `rng` (default: the operating
     system's randomness; pass one only in tests). The header also gets the re-identification bound

@@ -2,11 +2,11 @@
 reads back from the vectors an export shares.
 
 The test notes are exported as `client export` computes the vectors: every gold PHI token
-pseudonymized under the export's default scheme (`groups`, N = 100; the safety net off, so the
-few non-PHI tokens it would flag stay as they are), the copy embedded and represented by the
-run's representer with its noise on. Scored: the tokens outside gold PHI with a letter or a digit
-("non-PHI"), and among them the content words (not in spaCy's stop-word list of the notes'
-language: reading back "de", "el", "y" is trivial).
+pseudonymized under the export's default scheme (`surrogates`; `groups`, N = 100 in the results
+of 2026-11-26; the safety net off, so the few non-PHI tokens it would flag stay as they are), the
+copy embedded and represented by the run's representer with its noise on. Scored: the tokens
+outside gold PHI with a letter or a digit ("non-PHI"), and among them the content words (not in
+spaCy's stop-word list of the notes' language: reading back "de", "el", "y" is trivial).
 
 (a) Inversion: adversary.inversion's `Inverter`, trained on the representer's noisy outputs of
 exports of the attacker's own notes (a fresh pseudonymization every epoch; loss on every token),
@@ -255,11 +255,13 @@ def _share(value) -> str:
 def table(result: dict) -> str:
     """The results page: what was measured, attack (a)'s and (b)'s tables."""
     inversion, candidates, counts = result["inversion"], result["candidates"], result["token_counts"]
+    scheme = result["pseudonymization"] if result["pseudonymization"] == "surrogates" else \
+        f"{result['pseudonymization']}, N = {result['neighbours']}"
     lines = [f"# The non-PHI text an export reveals ({result['notes']['test']})", "",
              f"{result['date']}, commit {result['commit']}; command `{result['command']}` ({result['seconds']:.0f} s). "
              f"Representer: `{result['representer']}` (noise on, as exported); embeddings `{result['embeddings']}`. "
-             f"Exported as `client export` computes the vectors: gold PHI pseudonymized ({result['pseudonymization']}, "
-             f"N = {result['neighbours']}; safety net off). The attacker knows the public representer and trains on "
+             f"Exported as `client export` computes the vectors: gold PHI pseudonymized ({scheme}; safety net off). "
+             f"The attacker knows the public representer and trains on "
              f"exports of its own notes ({result['notes']['train']}). Scored: the {counts['nonphi']:,} test tokens "
              f"outside gold PHI with a letter or a digit, {counts['content']:,} of them content words (not among "
              f"spaCy's {counts['stop_words']} {result['language']} stop words); "

@@ -6,15 +6,15 @@ raw or with every gold PHI token pseudonymized under each scheme, scored on the 
         --results-name pseudonymization_utility_physionet_smoke      # a check that everything runs
     python experiments/pseudonymization_utility.py --corpus meddocan --seeds 0 1 2 --report-only
 
-Taggers (`TAGGERS`): raw text, "groups" at N = 100 and N = 500 (the export default's scheme) and
-"surrogates" (realistic values of each PHI type in the corpus's language, drawn whatever the
-original), each on the same split of the parties' notes (federation.CORPORA, its embeddings:
-GloVe, or the provider's FastText on MEDDOCAN) and with federation.py's tagger configuration and
-budget (--tagger-epochs, --patience). The report gives each F1 per seed and the paired differences
-scheme - raw and surrogates - groups N = 100 with their paired bootstrap intervals, on the
-corpus's headline and other measure, alone and merged with the pattern layer. Runs live in
-runs/<results name>/seed-S (each tagger kept in the seed's rows.json when done; a rerun resumes);
-the tables go to experiments/results/privacy/<results name>.md and .json.
+Taggers (`TAGGERS`): raw text, "groups" at N = 100 and N = 500 (the export default's scheme until
+these results made it "surrogates") and "surrogates" (realistic values of each PHI type in the
+corpus's language, drawn whatever the original), each on the same split of the parties' notes
+(federation.CORPORA, its embeddings: GloVe, or the provider's FastText on MEDDOCAN) and with
+federation.py's tagger configuration and budget (--tagger-epochs, --patience). The report gives
+each F1 per seed and the paired differences scheme - raw and surrogates - groups N = 100 with their
+paired bootstrap intervals, on the corpus's headline and other measure, alone and merged with
+the pattern layer. Runs live in runs/<results name>/seed-S (each tagger kept in the seed's
+rows.json when done; a rerun resumes); the tables go to experiments/results/privacy/<results name>.md and .json.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ Variants that keep the representer (`VARIANTS`):
                           product option: noiseless vectors are what the lookup attack reads exactly)
   3 export draws          every party exports its notes three times (fresh surrogates and noise each
                           time), the server pools all draws: augmentation the server can ask for
-  no pseudonymization at export   N = 1: the gold PHI tokens reach the representer as they are (an
-                          ablation: it splits the loss into what pseudonymization and what the
-                          representation costs)
+  no pseudonymization at export   groups at N = 1 (surrogates ignore N): the gold PHI tokens reach
+                          the representer as they are (an ablation: it splits the loss into what
+                          pseudonymization and what the representation costs)
   tagger 256 units        the pooled tagger with 256 LSTM units per direction (default 128)
   representer after P1    the representer before adversarial training (P1 only)
 Variants that retrain the representer (epoch selection by validation F1, other representation sizes)
@@ -35,7 +35,6 @@ from datetime import date
 from pathlib import Path
 
 import federation
-from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.client.export import DEFAULT_NEIGHBOURS
 from deidpool.corpus.metrics import COLUMN_TITLES
 from results_files import git_commit, results_file
@@ -50,13 +49,13 @@ class Variant:
     draws: int = 1  # exports per party, pooled together
     units: int = 128  # the pooled tagger's LSTM units per direction
     neighbours: int = DEFAULT_NEIGHBOURS  # the export's N (1: no pseudonymization)
-    scheme: str = EXPORT_SCHEME  # the export's pseudonymization scheme
+    scheme: str | None = None  # the export's pseudonymization scheme (None: the federation seed's own, `seed_scheme`)
     representer: str = "representer.keras"  # the run's model file the bundle carries
 
 
 VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Variant(draws=3),
             "tagger 256 units": Variant(units=256), "representer after P1": Variant(representer="representer_p1.keras"),
-            "no pseudonymization at export": Variant(neighbours=1)}
+            "no pseudonymization at export": Variant(neighbours=1, scheme="groups")}
 DEFAULT = "default (the federation's pooled tagger)"
 
 
@@ -82,6 +81,15 @@ def variant_bundle(seed_dir: Path, variant: Variant, out: Path) -> Path:
     return bundle
 
 
+def seed_scheme(seed_dir: Path) -> str:
+    """The pseudonymization scheme the federation seed exported with (its provider contribution's
+    header): the default every variant is compared with, whatever the export default is now."""
+    from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES, read_header
+
+    recorded = read_header(seed_dir / "contributions" / "provider.dpc").pseudonymization
+    return next(name for name, value in PSEUDONYMIZATION_SCHEMES.items() if value == recorded)
+
+
 def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str, variant: Variant, documents: dict,
                  embeddings: tuple, args) -> dict:
     """Export every party's notes as `variant` says, train the server's tagger on all of them
@@ -100,7 +108,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     server_key = keys.load_private_key(key_dir / "server-encryption.key", keys.ENCRYPTION)
     tags = list(bundle.tags)
     provider_split = split_documents(documents["provider"], 0.1, seed)
-    contributions = []
+    contributions, scheme = [], variant.scheme or seed_scheme(seed_dir)
     for party in federation.PARTIES:
         notes = [*provider_split[0], *provider_split[1]] if party == "provider" else documents[party]
         for draw in range(variant.draws):
@@ -108,7 +116,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
             if not path.exists():
                 federation.progress(f"seed {seed}, {name}: {party} exports its notes (draw {draw + 1})")
                 export_contribution(notes, bundle, vectors, path, institution=party, language=corpus.language,
-                                    noise=variant.noise, neighbours=variant.neighbours, scheme=variant.scheme,
+                                    noise=variant.noise, neighbours=variant.neighbours, scheme=scheme,
                                     server_key=server_key.public_key(), progress=False,
                                     signing_key=keys.load_private_key(key_dir / party / "institution.key",
                                                                       keys.SIGNING))

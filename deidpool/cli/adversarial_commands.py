@@ -122,14 +122,17 @@ def audit(
     held_out_split: str | None = typer.Option(None, "--held-out-split", help="Held-out documents: this named split."),
     held_out_fraction: float = typer.Option(0.2, "--held-out-fraction", min=0.01, max=0.5,
                                             help="Without --held-out-split: this share of the documents (by --seed)."),
-    neighbours: int = _NEIGHBOURS,
+    neighbours: int = typer.Option(100, "--neighbours", "-n", min=2,
+                                   help="N of --pseudonymization neighbours or groups: fake pairs replace a PHI "
+                                        "token by one of its N nearest embedding neighbours (not used by "
+                                        "surrogates, the default)."),
     path: str = typer.Option("export", "--path", help="export: attack what `client export` shares (PHI "
-                                                      "pseudonymized among N before the representer; the verdict "
+                                                      "pseudonymized before the representer; the verdict "
                                                       "the server's publish gate reads); representer: the bare "
                                                       "deidpool.representer."),
     pseudonymization: str = typer.Option(EXPORT_SCHEME, "--pseudonymization",
-                                         help="How pairs and exports are pseudonymized: neighbours, groups or "
-                                              "surrogates (as `client export --pseudonymization`)."),
+                                         help="How pairs and exports are pseudonymized: surrogates (the default), "
+                                              "neighbours or groups (as `client export --pseudonymization`)."),
     language: str = typer.Option("en", "--language", help="Language of the notes: surrogates' language and the "
                                                           "bound's frequency prior (en or es; as `client export`)."),
     epochs: int = typer.Option(20, "--epochs", min=1, help="Epochs of attack training."),

@@ -151,15 +151,18 @@ def export(
     dtype: str = typer.Option("float16", "--dtype", help="Vector precision: float16 or float32."),
     embeddings: str | None = typer.Option(None, "--embeddings", help=_EMBEDDINGS_HELP),
     neighbours: int = typer.Option(100, "--neighbours", "-n", min=1,
-                                   help="Pseudonymize every PHI token among its N nearest embedding neighbours "
-                                        "before the representer runs (recorded in the header; servers set a minimum; "
-                                        "not used by surrogates)."),
+                                   help="Under --pseudonymization neighbours or groups: pseudonymize every PHI token "
+                                        "among its N nearest embedding neighbours before the representer runs "
+                                        "(recorded in the header; servers set a minimum); not used by surrogates, "
+                                        "the default."),
     pseudonymization: str = typer.Option(EXPORT_SCHEME, "--pseudonymization",
-                                         help="neighbours: a PHI word becomes one of its N nearest neighbours; "
-                                              "groups: one of its group of N to 2N - 1 words, shared by all of them "
-                                              "(a surrogate then says nothing about which group member it replaced); "
-                                              "surrogates: a realistic value of its PHI type and shape in --language, "
-                                              "whatever the original (the bound is then the attacker's prior)."),
+                                         help="surrogates (the default): a PHI token becomes a realistic value of its "
+                                              "PHI type and shape in --language, whatever the original (the bound is "
+                                              "then the attacker's prior; taggers retrained on such exports score "
+                                              "higher than under groups, docs/privacy.md); neighbours: a PHI word "
+                                              "becomes one of its N nearest neighbours; groups: one of its group of N "
+                                              "to 2N - 1 words, shared by all of them (a surrogate then says nothing "
+                                              "about which group member it replaced)."),
     language: str = typer.Option("en", "--language", help="Language of the notes, for the frequency prior of the "
                                                           "re-identification bound (wordfreq code: en, es, ...) and "
                                                           "of surrogates (en or es)."),
@@ -175,9 +178,9 @@ def export(
 ) -> None:
     """Export labeled notes as an encrypted, signed contribution of noisy vectors, tags and casing.
 
-    Every gold PHI token is first replaced by a random one of its N nearest embedding neighbours
-    (numbers by plausible surrogates), so the vectors are computed from pseudonymized text; the
-    header records N and the re-identification bound of the export. The safety net
+    Every gold PHI token is first replaced (by default by a realistic surrogate of its PHI type
+    and shape; see --pseudonymization), so the vectors are computed from pseudonymized text; the
+    header records the scheme, N and the re-identification bound of the export. The safety net
     (--safety-net) pseudonymizes the unlabeled tokens it takes for PHI too and lists them for
     review."""
     start_tensorflow()

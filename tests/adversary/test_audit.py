@@ -262,6 +262,7 @@ def test_audit_report_files_and_structure(audited):
     config = json.loads((report_dir / "config.json").read_text())
     assert config["epochs"] == 3 and config["passes"] == 2 and config["representer"].endswith("representer.keras")
     assert config["held_out_draws"] == 3 and config["held_out_pairs"] == 3 * hidden
+    assert config["pseudonymization"] == "surrogates"
     assert config["attacker_design"] == report["attacker_design"] == POOLED
     markdown = (report_dir / "report.md").read_text()
     assert report["passes"] == 2 and ("3 epochs of attack training (2 draws of pairs each; fresh attackers and the "
@@ -270,7 +271,8 @@ def test_audit_report_files_and_structure(audited):
     assert f"raw/fresh: succeeded (best {report['attacks']['raw/fresh']['accuracy']:.3f} after epoch {len(raw)})" \
         in markdown
     assert f"{3 * hidden} held-out pairs (3 draws over the held-out sentences)" in markdown
-    symmetry = report["fake_symmetry"]  # the CLI's default scheme is groups: every fake within its group
+    # the CLI's default scheme is surrogates: every fake has its original's shape, which the surrogates draw from
+    symmetry = report["fake_symmetry"]
     assert symmetry["fakes"] > 0 and symmetry["same_candidates"] == symmetry["fakes"]
     assert "are identically distributed: every pair attack's expected rate on the target is exactly 0.5" in markdown
     assert report["verdict_reason"] in markdown and "baseline: context-only" in markdown

@@ -1,5 +1,6 @@
 """Fixtures of the client tests: loaded keys, notes on disk, the verified tiny pipeline and its
-word vectors (the keys, documents and pipeline bundle themselves are in tests/conftest.py)."""
+word vectors (the keys, documents and pipeline bundle themselves are in tests/conftest.py), and a
+stand-in pseudonymizer."""
 
 from pathlib import Path
 from types import SimpleNamespace
@@ -36,3 +37,10 @@ def pipeline(pipeline_path, loaded_keys):
 @pytest.fixture(scope="session")
 def embeddings(pipeline):
     return pipeline.load_embeddings()
+
+
+def every_phi_token_replaced(self, words, tags, rng, only=None):
+    """A stand-in for `Pseudonymizer.replaced`, whatever the scheme: every PHI token (tag not "O"; or
+    only positions `only`) becomes "SURROGATE"."""
+    positions = set(only) if only is not None else {i for i, tag in enumerate(tags) if tag != "O"}
+    return ["SURROGATE" if i in positions else word for i, word in enumerate(words)]

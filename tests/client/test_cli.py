@@ -62,6 +62,7 @@ def test_export_inspect_and_upload(exported, key_files):
     result = _run("client", "inspect", exported, "--key", key_files.institution.public)
     assert result.exit_code == 0, result.output
     assert '"institution": "site-a"' in result.output and "signature: valid" in result.output
+    assert '"pseudonymization": "type-surrogates+number-blocks/1"' in result.output  # the default scheme
     wrong = _run("client", "inspect", exported, "--key", key_files.provider.public)
     assert wrong.exit_code == 2 and "signature does not verify" in wrong.output
     received = []

@@ -17,6 +17,7 @@ from deidpool.corpus.errors import CorpusError
 from deidpool.corpus.prepare import prepare_document
 
 from ..conftest import REPR_SIZE, TAGS
+from .conftest import every_phi_token_replaced
 
 
 def _export(documents, pipeline, embeddings, loaded_keys, out, **options):
@@ -129,13 +130,14 @@ def test_the_representer_is_loaded_once_per_bundle(exports, tmp_path, monkeypatc
 
 def test_no_phi_token_reaches_the_representer_without_the_pseudonymizer(tmp_path, monkeypatch, documents, pipeline,
                                                                          embeddings, loaded_keys):
-    """Every gold PHI token is replaced before anything is embedded, and nothing else is."""
+    """Every gold PHI token is replaced before anything is embedded, and nothing else is (every
+    scheme replaces through `Pseudonymizer.replaced`)."""
     from deidpool.adversary.pseudonymize import Pseudonymizer
     from deidpool.client import export as export_module
 
     embedded = []
     original_from_sentences = export_module.SentenceData.from_sentences
-    monkeypatch.setattr(Pseudonymizer, "pseudonym", lambda self, word, rng, category=None: "SURROGATE")
+    monkeypatch.setattr(Pseudonymizer, "replaced", every_phi_token_replaced)
     monkeypatch.setattr(export_module.SentenceData, "from_sentences",
                         lambda sentences, *args: (embedded.extend(sentences)
                                                   or original_from_sentences(sentences, *args)))
@@ -159,14 +161,20 @@ def test_header_records_n_and_the_bound_of_the_exported_phi(tmp_path, documents,
     assert "DATE" in bound["categories"]
 
 
-def test_the_groups_scheme_is_the_default_recorded_and_bounded(tmp_path, documents, pipeline, embeddings,
-                                                              loaded_keys):
-    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=3)
+def test_surrogates_are_the_default_and_groups_is_recorded_and_bounded_when_asked(tmp_path, documents, pipeline,
+                                                                                embeddings, loaded_keys):
+    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc")
+    assert header.pseudonymization == "type-surrogates+number-blocks/1"
+    bound = header.reidentification_bound  # N is recorded but does not apply
+    assert bound["scheme"] == "surrogates" and bound["overall"]["hidden"] > 0
+    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc", neighbours=3,
+                     scheme="groups")
     assert header.pseudonymization == "embedding-groups+number-blocks/1"
-    assert header.reidentification_bound["overall"]["hidden"] > 0
+    bound = header.reidentification_bound
+    assert (bound["scheme"], bound["neighbours"]) == ("groups", 3) and bound["overall"]["hidden"] > 0
     with pytest.raises(ValueError, match="unknown pseudonymization scheme 'clusters'"):
-        _export(documents[:2], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc", scheme="clusters")
-    assert not (tmp_path / "b.dpc").exists()
+        _export(documents[:2], pipeline, embeddings, loaded_keys, tmp_path / "c.dpc", scheme="clusters")
+    assert not (tmp_path / "c.dpc").exists()
 
 
 def test_the_surrogates_scheme_is_recorded_and_bounded_and_keeps_no_phi_token(

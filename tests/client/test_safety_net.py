@@ -21,6 +21,8 @@ from deidpool.corpus.document import Document, Span
 from deidpool.corpus.formats import read_corpus, write_corpus
 from deidpool.corpus.prepare import prepare_document
 
+from .conftest import every_phi_token_replaced
+
 TEXT = "Seen by Dr. Przybylo on 03/14/2093 at the clinic. Patient John Smith is stable, Retterer called."
 FLAGGED = ["Przybylo", "03", "14", "2093"]  # by the pattern layer: a name after "Dr." and a date
 UNLABELED = FLAGGED + ["Retterer"]  # a bare surname: only a tagger finds it
@@ -42,7 +44,7 @@ def embedded(monkeypatch):
     """The sentences that reach the representer, every pseudonym "SURROGATE"."""
     seen = []
     original = export_module.SentenceData.from_sentences
-    monkeypatch.setattr(Pseudonymizer, "pseudonym", lambda self, word, rng, category=None: "SURROGATE")
+    monkeypatch.setattr(Pseudonymizer, "replaced", every_phi_token_replaced)
     monkeypatch.setattr(export_module.SentenceData, "from_sentences",
                         lambda sentences, *args: seen.extend(sentences) or original(sentences, *args))
     return seen

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from deidpool.adversary.pairs import PairSource
 from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.runs import sentences
+from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.adversary.verdicts import HELD_OUT_DRAWS
 from deidpool.cli import app
 from deidpool.corpus import Document, Span
@@ -81,7 +82,7 @@ def test_the_audit_judges_on_the_auditors_held_out_notes(demo):
     out, summary, _ = demo
     config = json.loads((out / "provider" / "audit" / "config.json").read_text())
     audit_notes = demo_documents(None, None, DemoSettings.tiny())["audit"]
-    pseudonymizer = Pseudonymizer(load_embeddings(DemoSettings.tiny().embeddings), 100)
+    pseudonymizer = Pseudonymizer(load_embeddings(DemoSettings.tiny().embeddings), 100, EXPORT_SCHEME)
     [facts] = [stage["details"] for stage in summary["stages"] if stage["name"] == STAGES[2]]
     report = json.loads((out / "provider" / "audit" / "metrics.json").read_text())
     assert 0 < report["held_out_sentences"] == len(PairSource(sentences(audit_notes), pseudonymizer))

@@ -6,6 +6,8 @@ import argparse
 import dataclasses
 import json
 
+import numpy as np
+
 import federation
 import representation_diagnosis as diagnosis
 import results_files
@@ -43,5 +45,25 @@ def test_every_variant_changes_one_thing_against_the_default():
     for name, variant in diagnosis.VARIANTS.items():
         changed = [field.name for field in dataclasses.fields(variant)
                    if getattr(variant, field.name) != getattr(default, field.name)]
-        assert len(changed) == 1, name
+        if name == "no pseudonymization at export":  # N = 1 under groups (surrogates ignore N)
+            assert changed == ["neighbours", "scheme"] and (variant.neighbours, variant.scheme) == (1, "groups")
+        else:
+            assert len(changed) == 1, name
         assert diagnosis.folder_name(name) == name.replace(" ", "-")
+
+
+def test_the_default_variant_exports_under_the_federation_seed_s_own_scheme(tmp_path):
+    """A federation seed exported under groups is diagnosed under groups, whatever the export default."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+    from deidpool.contribution.container import write_contribution
+    from deidpool.contribution.records import encode_sentence
+
+    (tmp_path / "contributions").mkdir()
+    write_contribution(tmp_path / "contributions" / "provider.dpc",
+                       [encode_sentence(np.zeros((2, 4)), np.zeros(2, int), np.zeros(2, int))],
+                       institution="provider", representer_id="rep-test", dim=4, neighbours=100,
+                       pseudonymization="groups", signing_key=Ed25519PrivateKey.generate(),
+                       server_key=X25519PrivateKey.generate().public_key())
+    assert diagnosis.Variant().scheme is None and diagnosis.seed_scheme(tmp_path) == "groups"
