@@ -66,22 +66,29 @@ def control_broken(record: dict) -> bool:
     return max(head_accuracies(record).values()) >= CONTROL_THRESHOLD
 
 
-def attack_result(final: dict, trials: int) -> dict:
+def attack_result(final: dict, trials: int, tests: int = 1) -> dict:
     """An adversary attack from its last epoch's validation metrics: every output it has
-    judged by `chance_verdict`; the attack is broken when any output is."""
-    heads = {head: chance_verdict(rate, trials) for head, rate in head_accuracies(final).items()}
+    judged by `chance_verdict` as one of the `tests` outputs the audit's verdict reads; the attack
+    is broken when any output is."""
+    heads = {head: chance_verdict(rate, trials, tests) for head, rate in head_accuracies(final).items()}
     return {"accuracy": max(h["rate"] for h in heads.values()), "heads": heads,
             "verdict": BROKEN if any(h["verdict"] == BROKEN for h in heads.values()) else CHANCE}
 
 
-def two_way_lookup(result: dict) -> dict:
+def two_way_lookup(result: dict, tests: int = 1) -> dict:
     """A lookup attack's result judged on both directions (`both_rate`: each candidate the true one
     half the time, over twice the trials), its one-way rate kept as `original_rate`. The one-way test
     always hands the original's export, so an attacker's preference for one kind of candidate
     whatever the export (a real PHI word against a drawn one) moves it either way without the
     export revealing anything; in both directions that preference cancels and only what the
-    export reveals moves the rate from 0.5."""
-    return {**result, "original_rate": result["rate"], **chance_verdict(result["both_rate"], 2 * result["trials"])}
+    export reveals moves the rate from 0.5. `tests` as for `attack_result`."""
+    return {**result, "original_rate": result["rate"],
+            **chance_verdict(result["both_rate"], 2 * result["trials"], tests)}
+
+
+def judged(name: str) -> bool:
+    """Whether the verdict reads the attack `name`: the target's and the floor's, not the controls'."""
+    return name.startswith("target/") or name == FLOOR
 
 
 def overall_verdict(adversaries: list[str], lookup: str, floor: str, controls: dict[str, bool]) -> tuple[str, str]:
@@ -109,8 +116,9 @@ def overall_verdict(adversaries: list[str], lookup: str, floor: str, controls: d
 
 def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | Path, *, epochs: int,
               adversary=None, p1_representer=None, units: int = DEFAULT_UNITS, seed: int = 0,
-              passes: int | None = None, export_path: bool = False, held_out_draws: int = HELD_OUT_DRAWS,
-              config: dict | None = None, progress: bool = True, **settings) -> dict:
+              passes: int | None = None, inversion_epochs: int | None = None, export_path: bool = False,
+              held_out_draws: int = HELD_OUT_DRAWS, config: dict | None = None, progress: bool = True,
+              **settings) -> dict:
     """Attack the frozen `representer` with pairs from `train`, judged on held-out pairs from
     `test` (sentences not used in attack training), and write the report to `out_dir`.
 
@@ -136,7 +144,9 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     continued, when given, on the target and on the
     positive controls (raw embeddings, `p1_representer` when given), and the partner-only floor
     `FLOOR`; the inversion attack A1 (scored on the hidden PHI tokens, beside its two baselines)
-    and the lookup attack A2 on the target and the controls. On the export path the report's
+    and the lookup attack A2 on the target and the controls; every inversion trains for
+    `inversion_epochs` epochs (None: `epochs` x `passes`, as many draws as an adversary sees).
+    On the export path the report's
     "bound" is `reidentification_bound` of the hidden PHI tokens of `test` (those the inversion
     is scored on), under `test`'s pseudonymizer (the frequency prior in its language). out_dir gets config.json,
     metrics.json (the report), history.json (held-out accuracies per epoch), report.md,
@@ -147,9 +157,12 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     out_dir = Path(out_dir)
     if passes is None:
         passes = automatic_passes(len(train), settings.get("batch_size", BATCH_SIZE))
+    if inversion_epochs is None:
+        inversion_epochs = epochs * passes
     embedding_dim = test.pseudonymizer.embeddings.dim
     trials = len(test) * held_out_draws
-    _write_config(out_dir, {"epochs": epochs, "passes": passes, "units": units, "attacker_design": POOLED, "seed": seed,
+    _write_config(out_dir, {"epochs": epochs, "passes": passes, "inversion_epochs": inversion_epochs, "units": units,
+                            "attacker_design": POOLED, "seed": seed,
                             "neighbours": test.pseudonymizer.neighbours, "export_path": export_path,
                             "train_pairs": len(train), "held_out_pairs": trials, "held_out_draws": held_out_draws,
                             **settings, **(config or {})})
@@ -168,29 +181,33 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     if adversary is not None:
         attacks["target/continued"] = ("target", adversary)
     attacks[FLOOR] = ("raw", build_adversary(embedding_dim, embedding_dim, units, kind=PartnerOnlyProbe, design=POOLED))
-    history, results = {}, {}
+    history, finals = {}, {}
     for name, (subject, attacker) in attacks.items():
         run_dir = out_dir / "attacks" / name.replace("/", "-")
         procedure = AdversaryTraining(subjects[subject], attacker, passes, reference=references[subject],
                                       held_out_draws=held_out_draws, **settings)
-        control = subject != "target" and name != FLOOR
         run_training(procedure, *pairs_of(name), run_dir, max_epochs=epochs, patience=epochs, seed=seed,
-                     progress=progress, stop_when=control_broken if control else None)
+                     progress=progress, stop_when=None if judged(name) else control_broken)
         records = json.loads((run_dir / "history.json").read_text())
         history[name] = [{"epoch": r["epoch"], **{key[len("val_"):]: value for key, value in r.items()
                                                    if key.startswith("val_accuracy")}} for r in records]
-        results[name] = {**attack_result(records[-1], trials), "epochs": len(records)}
+        finals[name] = records
+    # every output the verdict reads is one test of a family (adversary.verdicts.family_z): the
+    # heads of the attacks on the target and of the floor, and the lookup on the target
+    tests = sum(len(head_accuracies(records[-1])) for name, records in finals.items() if judged(name)) + 1
+    results = {name: {**attack_result(records[-1], trials, tests), "epochs": len(records)}
+               for name, records in finals.items()}
     targets = [result["verdict"] for name, result in results.items() if name.startswith("target/")]
     controls = {name: result["accuracy"] >= CONTROL_THRESHOLD for name, result in results.items()
-                if not name.startswith("target/") and name != FLOOR}
+                if not judged(name)}
     for name, succeeded in controls.items():
         results[name]["control_succeeded"] = succeeded
     lookup = {}
     for name, model in {**subjects, **({SHARED_TEXT: raw_embeddings} if export_path else {})}.items():
         result = lookup_attack(model, exported[1] if name == SHARED_TEXT else pairs_of(name)[1], seed,
                                reference=references.get(name, model), draws=held_out_draws)
-        lookup[name] = two_way_lookup(result)
-    inverters = {"epochs": epochs * passes, "units": units, "seed": seed, "progress": progress, **settings}
+        lookup[name] = two_way_lookup(result, tests)
+    inverters = {"epochs": inversion_epochs, "units": units, "seed": seed, "progress": progress, **settings}
     inversion = {name: inversion_attack(model, *pairs_of(name), label=name,
                                         checkpoint=out_dir / "inversion" / f"{name}.npz", **inverters)
                  for name, model in subjects.items()}
@@ -200,10 +217,11 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
                                                         **inverters)}
     verdict, reason = overall_verdict(targets, lookup["target"]["verdict"], results[FLOOR]["verdict"], controls)
     report = {"verdict": verdict, "verdict_reason": reason, "path": EXPORT_PATH if export_path else BARE_PATH,
-              "epochs": epochs, "passes": passes, "attacker_design": POOLED,
+              "epochs": epochs, "passes": passes, "inversion_epochs": inversion_epochs, "attacker_design": POOLED,
               "neighbours": test.pseudonymizer.neighbours,
               "held_out_pairs": trials, "held_out_sentences": len(test), "held_out_draws": held_out_draws,
-              "chance_bound": CHANCE_BOUND, "control_threshold": CONTROL_THRESHOLD, "attacks": results,
+              "judged_outputs": tests, "chance_bound": CHANCE_BOUND, "control_threshold": CONTROL_THRESHOLD,
+              "attacks": results,
               "lookup": lookup, "inversion": inversion, "inversion_baselines": baselines,
               "one_over_n": 1 / test.pseudonymizer.neighbours}
     if export_path:  # the bare path pseudonymizes nothing
@@ -240,6 +258,7 @@ def format_report(report: dict) -> str:
         return f"[{result['ci'][0]:.3f}, {result['ci'][1]:.3f}]"
 
     floor = report["attacks"][FLOOR]
+    confidence = f"{floor['heads']['combined'].get('confidence', 0.95):.2%}".replace(".00%", "%")
     path = ("the export path: the target's attacks read representations of freshly pseudonymized copies "
             "and must recover the original" if report.get("path") == EXPORT_PATH else "the bare representer")
     lines = [f"# Privacy audit: {report['verdict']}", "", f"Why: {report['verdict_reason']}.", "",
@@ -250,11 +269,14 @@ def format_report(report: dict) -> str:
              f"and the floor of the {report.get('attacker_design', 'paper')} design, adversary.models), "
              f"N = {report['neighbours']}, "
              f"{report['held_out_pairs']} held-out pairs ({report.get('held_out_draws', 1)} draws over the held-out "
-             "sentences). A result is consistent with chance when the 95% "
-             f"Wilson interval holds 0.5 and the rate is at most {report['chance_bound']}; positive controls "
+             f"sentences). A result is consistent with chance when its {confidence} Wilson interval holds 0.5 "
+             f"and the rate is at most {report['chance_bound']}"
+             + (f" (the confidence of one of the {report['judged_outputs']} outputs the verdict reads, Bonferroni: "
+                "a representer at chance reads broken in at most 5% of audits)" if "judged_outputs" in report else "")
+             + "; positive controls "
              f"must reach {report['control_threshold']} (their attacks stop after the first epoch that does).", "",
              "## Adversaries (held-out accuracy after the last epoch)", "",
-             "| attack | output | accuracy | 95% CI | verdict |", "|---|---|---|---|---|"]
+             f"| attack | output | accuracy | {confidence} CI | verdict |", "|---|---|---|---|---|"]
     for name, result in report["attacks"].items():
         for head, value in result["heads"].items():
             lines.append(f"| {name} | {head} | {value['rate']:.3f} | {interval(value)} | {value['verdict']} |")
@@ -272,7 +294,7 @@ def format_report(report: dict) -> str:
               "one half the time. Handed only the original's export (or only the fake sentence's), the lookup's "
               "rate also moves with a preference for one kind of candidate whatever the export (the two "
               "one-way rates then sum to 1), which reveals nothing about the export.", "",
-              "| representation | both directions | 95% CI | verdict | original's export | fake's export |",
+              f"| representation | both directions | {confidence} CI | verdict | original's export | fake's export |",
               "|---|---|---|---|---|---|"]
     lines += [f"| {name} | {r['rate']:.3f} | {interval(r)} | {r['verdict']} | {_rate(r, 'original_rate')} "
               f"| {_rate(r, 'fake_rate')} |" for name, r in report["lookup"].items()]
@@ -286,7 +308,8 @@ def format_report(report: dict) -> str:
               "punctuation or words without a vector of their own (no vocabulary row to rank). The two baselines "
               "look at no representation: frequency guesses the most frequent hidden training PHI words of the "
               "token's category, context-only is the inverter on raw embeddings with the hidden tokens zeroed. "
-              "They, not 1/N, are the level an inversion must beat.", "",
+              "They, not 1/N, are the level an inversion must beat. Every inverter trained "
+              f"{report.get('inversion_epochs', report['epochs'] * report['passes'])} epochs.", "",
               "| inverter | hidden PHI tokens | top-1 | top-10 |", "|---|---|---|---|"]
     rows = {**report["inversion"], **{f"baseline: {name}": r for name, r in report["inversion_baselines"].items()}}
     lines += [f"| {name} | {r['tokens']} | {_share(r['top1'])} | {_share(r['top10'])} |" for name, r in rows.items()]

@@ -117,8 +117,9 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
               adversary: Path | None = None,
               p1_representer: Path | None = None, embeddings: str | None = None,
               loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
-              passes: int | None = None, export_path: bool = True, held_out_draws: int = HELD_OUT_DRAWS,
-              learning_rate: float = 0.01, data: dict | None = None, progress: bool = True) -> dict:
+              passes: int | None = None, inversion_epochs: int | None = None, export_path: bool = True,
+              held_out_draws: int = HELD_OUT_DRAWS, learning_rate: float = 0.01, data: dict | None = None,
+              progress: bool = True) -> dict:
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
     with pairs from `kept`, judged on `held_out` (see `deidpool.adversary.audit.run_audit`; by default
     on the export path, pseudonymized among `neighbours` under `scheme` in the notes' `language`); returns
@@ -149,5 +150,6 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
               "p1_representer": p1_file and str(p1_file), "embeddings": spec, "pseudonymization": scheme,
               "language": language, "data": data or {}}
     return run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
-                     seed=seed, passes=passes, export_path=export_path, held_out_draws=held_out_draws, config=config,
+                     seed=seed, passes=passes, inversion_epochs=inversion_epochs, export_path=export_path,
+                     held_out_draws=held_out_draws, config=config,
                      learning_rate=learning_rate, progress=progress)

@@ -5,9 +5,11 @@ and what a report's path names. No ML framework: the server and result tables re
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 Z_95 = 1.959963984540054
 CHANCE_BOUND = 0.55  # highest accuracy still read as chance
+FAMILY_ERROR = 0.05  # how often an audit may read a representer at chance as broken, over all the outputs it judges
 CONTROL_THRESHOLD = 0.8  # accuracy an attack must reach on a positive control
 HELD_OUT_DRAWS = 5  # draws of the held-out pairs every target output is judged on (adversary.audit.run_audit)
 CHANCE, BROKEN, INCONCLUSIVE = "consistent with chance", "broken", "inconclusive"
@@ -25,10 +27,22 @@ def wilson_interval(successes: float, trials: int, z: float = Z_95) -> tuple[flo
     return (0.0 if p == 0 else centre - half), (1.0 if p == 1 else centre + half)
 
 
-def chance_verdict(rate: float, trials: int) -> dict:
-    """`rate` on `trials` with its Wilson interval; "consistent with chance" when the interval
+def family_z(tests: int) -> float:
+    """The z of the two-sided interval at confidence 1 - FAMILY_ERROR / `tests` (Bonferroni): an audit
+    that judges `tests` outputs on such intervals reads a representer at chance as beating it in at
+    most FAMILY_ERROR of audits, however the outputs correlate (as long as each interval holds its
+    level). With a 95% interval for each of 8 independent outputs it would in about one audit of three."""
+    if tests < 1:
+        raise ValueError("a verdict judges at least one output")
+    return NormalDist().inv_cdf(1 - FAMILY_ERROR / (2 * tests))
+
+
+def chance_verdict(rate: float, trials: int, tests: int = 1) -> dict:
+    """`rate` on `trials` with its Wilson interval at confidence 1 - FAMILY_ERROR / `tests` (one of
+    the `tests` outputs a verdict reads, `family_z`); "consistent with chance" when the interval
     holds 0.5 and the rate is at most CHANCE_BOUND, else "broken" (a rate well below 0.5
     breaks it too: its answers flipped would be right)."""
-    low, high = wilson_interval(rate * trials, trials)
+    low, high = wilson_interval(rate * trials, trials, family_z(tests))
     verdict = CHANCE if low <= 0.5 <= high and rate <= CHANCE_BOUND else BROKEN
-    return {"rate": rate, "trials": trials, "ci": [low, high], "verdict": verdict}
+    return {"rate": rate, "trials": trials, "ci": [low, high], "confidence": 1 - FAMILY_ERROR / tests,
+            "verdict": verdict}

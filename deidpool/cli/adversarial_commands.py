@@ -147,6 +147,9 @@ def audit(
     passes: int | None = typer.Option(None, "--passes", min=1, help="Fresh draws of the training pairs per attack "
                                                                     "epoch (default: enough for 180 optimizer steps; "
                                                                     "a corpus with few PHI sentences needs many)."),
+    inversion_epochs: int | None = typer.Option(None, "--inversion-epochs", min=1,
+                                                help="Epochs of every inversion attack (default: epochs x passes, "
+                                                     "as many draws as an adversary sees)."),
     held_out_draws: int = typer.Option(HELD_OUT_DRAWS, "--held-out-draws", min=1,
                                        help="Draws of pairs of the held-out sentences every attack is judged on "
                                             "(more draws: a rate nearer the truth; 1 as audits before 2026-11-24 "
@@ -172,7 +175,8 @@ def audit(
         report = audit_run(representer, kept, held_out, out, neighbours=neighbours, scheme=pseudonymization,
                            language=language, epochs=epochs, adversary=adversary,
                            p1_representer=p1_representer, embeddings=embeddings, units=units, seed=seed,
-                           passes=passes, export_path=path == "export", held_out_draws=held_out_draws,
+                           passes=passes, inversion_epochs=inversion_epochs, export_path=path == "export",
+                           held_out_draws=held_out_draws,
                            learning_rate=learning_rate, data=source)
     best = report["attacks"]["target/fresh"]
     typer.echo(f"audit of {representer} ({path} path): {report['verdict']} (fresh adversaries' best held-out accuracy "

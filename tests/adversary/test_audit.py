@@ -218,6 +218,7 @@ def audited(tmp_path_factory, embeddings):
     result = CliRunner().invoke(app, ["audit", "--representer", str(run), "--data", str(root / "notes.jsonl"),
                                       "--format", "json", "--neighbours", "2", "--epochs", "3", "--passes", "2",
                                       "--learning-rate", "0.02", "--adversary-units", "8", "--held-out-draws", "3",
+                                      "--inversion-epochs", "4",
                                       "--out", str(root / "report")])
     assert result.exit_code == 0, result.output
     return root / "report", result.output
@@ -259,7 +260,13 @@ def test_audit_report_files_and_structure(audited):
     for result in report["attacks"].values():
         for head in result["heads"].values():
             assert head["ci"][0] <= head["rate"] <= head["ci"][1] and head["trials"] == report["held_out_pairs"]
+    # one family of eight judged outputs: the target's two attacks' three heads each, the floor, the lookup
+    assert report["judged_outputs"] == 3 + 3 + 1 + 1
+    judged = [*(head for name, result in report["attacks"].items() for head in result["heads"].values()),
+              *report["lookup"].values()]
+    assert all(result["confidence"] == pytest.approx(1 - 0.05 / 8) for result in judged)
     config = json.loads((report_dir / "config.json").read_text())
+    assert report["inversion_epochs"] == config["inversion_epochs"] == 4
     assert config["epochs"] == 3 and config["passes"] == 2 and config["representer"].endswith("representer.keras")
     assert config["held_out_draws"] == 3 and config["held_out_pairs"] == 3 * hidden
     assert config["pseudonymization"] == "surrogates"
@@ -271,6 +278,8 @@ def test_audit_report_files_and_structure(audited):
     assert f"raw/fresh: succeeded (best {report['attacks']['raw/fresh']['accuracy']:.3f} after epoch {len(raw)})" \
         in markdown
     assert f"{3 * hidden} held-out pairs (3 draws over the held-out sentences)" in markdown
+    assert "its 99.38% Wilson interval holds 0.5" in markdown and "one of the 8 outputs the verdict reads" in markdown
+    assert "Every inverter trained 4 epochs." in markdown
     # the CLI's default scheme is surrogates: every fake has its original's shape, which the surrogates draw from
     symmetry = report["fake_symmetry"]
     assert symmetry["fakes"] > 0 and symmetry["same_candidates"] == symmetry["fakes"]
@@ -357,6 +366,7 @@ def test_implausible_fake_partners_make_the_audit_inconclusive(embeddings, tmp_p
     assert floor["verdict"] == BROKEN and floor["accuracy"] >= 0.8
     assert report["attacks"]["raw/fresh"]["control_succeeded"]
     assert report["lookup"]["target"]["rate"] == 0.5  # one output for every sentence: every distance ties
+    assert report["inversion_epochs"] == 3 * 2  # by default epochs x passes
     assert report["verdict"] == INCONCLUSIVE and "partner-only floor" in report["verdict_reason"]
     assert "partner-only floor" in (tmp_path / "report.md").read_text()
     assert "bound" not in report and "Re-identification bound" not in (tmp_path / "report.md").read_text()
