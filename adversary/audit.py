@@ -23,6 +23,7 @@ from deidpool.adversary.verdicts import (
     CHANCE_BOUND,
     CONTROL_THRESHOLD,
     EXPORT_PATH,
+    FAMILY_ERROR,
     HELD_OUT_DRAWS,
     INCONCLUSIVE,
     chance_verdict,
@@ -87,8 +88,9 @@ def two_way_lookup(result: dict, tests: int = 1) -> dict:
 
 
 def judged(name: str) -> bool:
-    """Whether the verdict reads the attack `name`: the target's and the floor's, not the controls'."""
-    return name.startswith("target/") or name == FLOOR
+    """Whether the verdict reads the attack `name` (an attack's, "target/fresh", or a subject's,
+    "target"): the target's and the floor's, not the controls'; they read what the target shares."""
+    return name.split("/")[0] == "target" or name == FLOOR
 
 
 def overall_verdict(adversaries: list[str], lookup: str, floor: str, controls: dict[str, bool]) -> tuple[str, str]:
@@ -173,7 +175,7 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
                 PairSource(test.sentences, test.pseudonymizer, export_path=True)) if export_path else (train, test)
 
     def pairs_of(name: str) -> tuple[PairSource, PairSource]:
-        return exported if name.startswith("target") or name == FLOOR else (train, test)
+        return exported if judged(name) else (train, test)
 
     references = {name: attacker_reference(model) for name, model in subjects.items()}
     attacks = {f"{name}/fresh": (name, build_adversary(_dim(model, embedding_dim), embedding_dim, units, design=POOLED))
@@ -272,7 +274,8 @@ def format_report(report: dict) -> str:
              f"sentences). A result is consistent with chance when its {confidence} Wilson interval holds 0.5 "
              f"and the rate is at most {report['chance_bound']}"
              + (f" (the confidence of one of the {report['judged_outputs']} outputs the verdict reads, Bonferroni: "
-                "a representer at chance reads broken in at most 5% of audits)" if "judged_outputs" in report else "")
+                f"a representer at chance reads broken in at most {FAMILY_ERROR:.0%} of audits)"
+                if "judged_outputs" in report else "")
              + "; positive controls "
              f"must reach {report['control_threshold']} (their attacks stop after the first epoch that does).", "",
              "## Adversaries (held-out accuracy after the last epoch)", "",
