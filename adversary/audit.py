@@ -27,6 +27,7 @@ from deidpool.adversary.verdicts import (
     HELD_OUT_DRAWS,
     INCONCLUSIVE,
     chance_verdict,
+    cluster_design_effect,
 )
 from deidpool.representer.dataset import BATCH_SIZE
 from deidpool.representer.noise import noise_free_copy
@@ -51,7 +52,8 @@ def attacker_reference(model):
 
 def head_accuracies(record: dict, prefix: str = "val_accuracy") -> dict[str, float]:
     """The accuracy of every output an adversary's history `record` has (`prefix` for "combined",
-    `prefix`_t1 for "t1", ...: a `CombinedAdversary` has three, a `PartnerOnlyProbe` one)."""
+    `prefix`_t1 for "t1", ...: a `CombinedAdversary` has three, a `PartnerOnlyProbe` one); another
+    `prefix` reads another metric of every output ("val_design_effect")."""
     return {key[len(prefix):].lstrip("_") or "combined": value for key, value in record.items()
             if key.startswith(prefix)}
 
@@ -69,9 +71,12 @@ def control_broken(record: dict) -> bool:
 
 def attack_result(final: dict, trials: int, tests: int = 1) -> dict:
     """An adversary attack from its last epoch's validation metrics: every output it has
-    judged by `chance_verdict` as one of the `tests` outputs the audit's verdict reads; the attack
+    judged by `chance_verdict` as one of the `tests` outputs the audit's verdict reads, on its
+    effective trials (its `val_design_effect`; 1 in a record from before it existed); the attack
     is broken when any output is."""
-    heads = {head: chance_verdict(rate, trials, tests) for head, rate in head_accuracies(final).items()}
+    effects = head_accuracies(final, "val_design_effect")
+    heads = {head: chance_verdict(rate, trials, tests, effects.get(head, 1.0))
+             for head, rate in head_accuracies(final).items()}
     return {"accuracy": max(h["rate"] for h in heads.values()), "heads": heads,
             "verdict": BROKEN if any(h["verdict"] == BROKEN for h in heads.values()) else CHANCE}
 
@@ -82,9 +87,13 @@ def two_way_lookup(result: dict, tests: int = 1) -> dict:
     always hands the original's export, so an attacker's preference for one kind of candidate
     whatever the export (a real PHI word against a drawn one) moves it either way without the
     export revealing anything; in both directions that preference cancels and only what the
-    export reveals moves the rate from 0.5. `tests` as for `attack_result`."""
-    return {**result, "original_rate": result["rate"],
-            **chance_verdict(result["both_rate"], 2 * result["trials"], tests)}
+    export reveals moves the rate from 0.5. Judged on the effective trials, both directions of a
+    sentence one cluster (`sentence_successes`, left out of the result; without them, as in results
+    from before, on the raw trials). `tests` as for `attack_result`."""
+    clustered = result.get("sentence_successes")
+    effect = 1.0 if clustered is None else cluster_design_effect(clustered, [2 * result["draws"]] * len(clustered))
+    return {**{key: value for key, value in result.items() if key != "sentence_successes"},
+            "original_rate": result["rate"], **chance_verdict(result["both_rate"], 2 * result["trials"], tests, effect)}
 
 
 def judged(name: str) -> bool:
@@ -250,6 +259,12 @@ def _rate(result: dict, key: str) -> str:
     return f"{result[key]:.3f}" if key in result else "-"
 
 
+def _answers(result: dict) -> str:
+    """A verdict's answers, and its effective answers where it has them (reports from before lack them)."""
+    effective = f" ({result['effective_trials']:.0f})" if "effective_trials" in result else ""
+    return f"{result.get('trials', '-')}{effective}"
+
+
 def _dim(representer, embedding_dim: int) -> int:
     return embedding_dim if representer is raw_embeddings else int(representer.output.shape[-1])
 
@@ -260,6 +275,9 @@ def format_report(report: dict) -> str:
         return f"[{result['ci'][0]:.3f}, {result['ci'][1]:.3f}]"
 
     floor = report["attacks"][FLOOR]
+    effective = (" on its effective answers (its answers over their design effect: the variance of its rate over "
+                 "the held-out sentences, whose answers every draw repeats, against the binomial one)"
+                 if "design_effect" in floor["heads"]["combined"] else "")
     confidence = f"{floor['heads']['combined'].get('confidence', 0.95):.2%}".replace(".00%", "%")
     path = ("the export path: the target's attacks read representations of freshly pseudonymized copies "
             "and must recover the original" if report.get("path") == EXPORT_PATH else "the bare representer")
@@ -271,18 +289,20 @@ def format_report(report: dict) -> str:
              f"and the floor of the {report.get('attacker_design', 'paper')} design, adversary.models), "
              f"N = {report['neighbours']}, "
              f"{report['held_out_pairs']} held-out pairs ({report.get('held_out_draws', 1)} draws over the held-out "
-             f"sentences). A result is consistent with chance when its {confidence} Wilson interval holds 0.5 "
-             f"and the rate is at most {report['chance_bound']}"
+             f"sentences). A result is consistent with chance when its {confidence} Wilson interval{effective} "
+             f"holds 0.5 and the rate is at most {report['chance_bound']}"
              + (f" (the confidence of one of the {report['judged_outputs']} outputs the verdict reads, Bonferroni: "
                 f"a representer at chance reads broken in at most {FAMILY_ERROR:.0%} of audits)"
                 if "judged_outputs" in report else "")
              + "; positive controls "
              f"must reach {report['control_threshold']} (their attacks stop after the first epoch that does).", "",
              "## Adversaries (held-out accuracy after the last epoch)", "",
-             f"| attack | output | accuracy | {confidence} CI | verdict |", "|---|---|---|---|---|"]
+             f"| attack | output | accuracy | {confidence} CI | answers (effective) | verdict |",
+             "|---|---|---|---|---|---|"]
     for name, result in report["attacks"].items():
         for head, value in result["heads"].items():
-            lines.append(f"| {name} | {head} | {value['rate']:.3f} | {interval(value)} | {value['verdict']} |")
+            lines.append(f"| {name} | {head} | {value['rate']:.3f} | {interval(value)} | {_answers(value)} "
+                         f"| {value['verdict']} |")
     controls = [f"{name}: {'succeeded' if r['control_succeeded'] else 'FAILED'} (best {r['accuracy']:.3f}"
                 + (f" after epoch {r['epochs']})" if "epochs" in r else ")")
                 for name, r in report["attacks"].items() if "control_succeeded" in r]
@@ -297,10 +317,10 @@ def format_report(report: dict) -> str:
               "one half the time. Handed only the original's export (or only the fake sentence's), the lookup's "
               "rate also moves with a preference for one kind of candidate whatever the export (the two "
               "one-way rates then sum to 1), which reveals nothing about the export.", "",
-              f"| representation | both directions | {confidence} CI | verdict | original's export | fake's export |",
-              "|---|---|---|---|---|---|"]
-    lines += [f"| {name} | {r['rate']:.3f} | {interval(r)} | {r['verdict']} | {_rate(r, 'original_rate')} "
-              f"| {_rate(r, 'fake_rate')} |" for name, r in report["lookup"].items()]
+              f"| representation | both directions | {confidence} CI | answers (effective) | verdict "
+              "| original's export | fake's export |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {name} | {r['rate']:.3f} | {interval(r)} | {_answers(r)} | {r['verdict']} "
+              f"| {_rate(r, 'original_rate')} | {_rate(r, 'fake_rate')} |" for name, r in report["lookup"].items()]
     if SHARED_TEXT in report["lookup"]:
         lines += ["", f"{SHARED_TEXT}: the lookup on the pseudonymized text itself (no representer), a reference "
                   "that is not part of the verdict: what pseudonymization alone leaves to a two-candidate test, "

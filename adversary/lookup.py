@@ -32,7 +32,7 @@ def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
         taken |= draw.labels == 0
         if taken.all():
             return Pairs(pairs.features, partner, pairs.lengths, np.zeros(len(pairs), np.float32), replaced,
-                         shared, shared_partner)
+                         np.arange(len(pairs)), shared, shared_partner)
 
 
 def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int = INFERENCE_BATCH_SIZE,
@@ -42,7 +42,7 @@ def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int
     distances are summed squared Euclidean distances over the tokens; a tie counts half.
 
     The stored representations are of the sentences as the attacker knows them; the fresh one
-    is an export's (of the pseudonymized copy on the export path). Returns `sentences`,
+    is an export's (of the pseudonymized copy on the export path). Returns `sentences`, `draws`,
     `trials` (sentences x draws), `successes` (how often the fresh representation was closer to
     the stored one of its own sentence) and `rate` = successes / trials.
 
@@ -50,9 +50,11 @@ def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int
     mean of the two: the two-candidate test with each candidate the true one half the time. An
     attacker's preference for one candidate whatever the export (a real PHI word lies nearer its
     neighbours than a drawn one) raises `rate` and lowers `fake_rate` alike; only what the
-    export reveals raises `both_rate` above 0.5. The representations are computed by one compiled
-    function per call, in batches of `batch_size` (which changes nothing but the speed)."""
-    successes = fake_successes = 0.0
+    export reveals raises `both_rate` above 0.5. `sentence_successes` are the successes of both
+    directions per sentence of `pairs` (of 2 x `draws` answers each, clustered by sentence:
+    `deidpool.adversary.verdicts.cluster_design_effect`). The representations are computed by one
+    compiled function per call, in batches of `batch_size` (which changes nothing but the speed)."""
+    successes, fake_successes = np.zeros(len(pairs)), np.zeros(len(pairs))
     tests = concatenated([one_fake_per_sentence(pairs, seed * draws + draw) for draw in range(draws)])
     batches = pair_batches(tests, batch_size)
 
@@ -65,15 +67,16 @@ def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int
 
     for batch in batches:
         stored, stored_fake, fresh, fresh_fake = (values.numpy() for values in represented(batch))
-        weight = batch["mask"].numpy()[..., None]
-        successes += _closer(fresh, stored, stored_fake, weight)
-        fake_successes += _closer(fresh_fake, stored_fake, stored, weight)
-    trials = len(tests)
-    return {"sentences": len(pairs), "trials": trials, "successes": successes, "rate": successes / trials,
-            "fake_rate": fake_successes / trials, "both_rate": (successes + fake_successes) / (2 * trials)}
+        weight, sentence = batch["mask"].numpy()[..., None], batch["sentence"].numpy()
+        successes += np.bincount(sentence, _closer(fresh, stored, stored_fake, weight), len(pairs))
+        fake_successes += np.bincount(sentence, _closer(fresh_fake, stored_fake, stored, weight), len(pairs))
+    trials, right, fake_right = len(tests), float(successes.sum()), float(fake_successes.sum())
+    return {"sentences": len(pairs), "draws": draws, "trials": trials, "successes": right, "rate": right / trials,
+            "fake_rate": fake_right / trials, "both_rate": (right + fake_right) / (2 * trials),
+            "sentence_successes": (successes + fake_successes).tolist()}
 
 
-def _closer(fresh, own, other, weight) -> float:
-    """How many of the fresh representations lie closer to `own` than to `other` (ties half)."""
+def _closer(fresh, own, other, weight) -> np.ndarray:
+    """Per fresh representation, 1 when it lies closer to `own` than to `other`, 0.5 on a tie, else 0."""
     own, other = (np.sum((fresh - stored) ** 2 * weight, axis=(1, 2)) for stored in (own, other))
-    return float(np.sum(own < other) + 0.5 * np.sum(own == other))
+    return (own < other) + 0.5 * (own == other)

@@ -171,6 +171,19 @@ def adversary_outputs(adversary, representer, batch, training=False, reference=N
                       "mask": mask}, training=training)
 
 
+def metric_name(metric: str, output: str) -> str:
+    """The name of `output`'s `metric` (`accuracy`, `loss`, ...): the combined output's plain, a
+    single adversary's with its name ("accuracy_t1")."""
+    return metric if output == "combined" else f"{metric}_{output}"
+
+
+def adversary_answers(outputs, labels) -> dict:
+    """Whether each output answered each pair right, (B,) float32 1 or 0 per output name."""
+    labels = ops.cast(labels, "float32")
+    return {name: ops.cast(ops.equal(ops.cast(probability, "float32") > 0.5, labels > 0.5), "float32")
+            for name, probability in outputs.items()}
+
+
 def adversary_metrics(outputs, labels):
     """Scalars from adversary outputs and labels (1 real, 0 fake): `loss` = L_adv, the binary
     cross-entropy of each single adversary averaged over them (of the one output of a
@@ -186,13 +199,11 @@ def adversary_metrics(outputs, labels):
     every output is a coin flip; taken on the batch mean, an accurate but over-confident
     adversary (BCE well above log 2 on its few mistakes, near 0 elsewhere) can score zero."""
     labels = ops.cast(labels, "float32")
-    metrics, penalties = {}, []
+    metrics, penalties, answers = {}, [], adversary_answers(outputs, labels)
     for name in outputs:
-        suffix = "" if name == "combined" else f"_{name}"
-        probability = ops.cast(outputs[name], "float32")
-        crossentropy = ops.binary_crossentropy(labels, probability)
-        metrics["loss" + suffix] = ops.mean(crossentropy)
-        metrics["accuracy" + suffix] = ops.mean(ops.cast(ops.equal(probability > 0.5, labels > 0.5), "float32"))
+        crossentropy = ops.binary_crossentropy(labels, ops.cast(outputs[name], "float32"))
+        metrics[metric_name("loss", name)] = ops.mean(crossentropy)
+        metrics[metric_name("accuracy", name)] = ops.mean(answers[name])
         if name != "combined" or len(outputs) == 1:
             penalties.append(ops.mean(ops.abs(crossentropy - LOG_2)))
     metrics["penalty"] = ops.mean(ops.stack(penalties))

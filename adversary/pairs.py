@@ -28,10 +28,11 @@ class Pairs:
 
     `original` and `partner` (tokens, D) float32 are the embeddings of the two sentences of
     each pair (equal in a real pair), `lengths` (pairs,) tokens per pair, `labels` (pairs,)
-    float32, 1 real and 0 fake, and `replaced` (pairs,) the position of the replaced token in
-    a fake pair, -1 in a real one. Pair i belongs to sentence i of its `PairSource`.
-    `shared_original` and `shared_partner` are what the representer reads for them: the same
-    arrays, or on the export path the embeddings of their pseudonymized copies (see `PairSource`).
+    float32, 1 real and 0 fake, `replaced` (pairs,) the position of the replaced token in a fake
+    pair, -1 in a real one, and `sentence` (pairs,) the number of each pair's sentence in its
+    `PairSource` (in one draw pair i is sentence i's). `shared_original` and `shared_partner` are
+    what the representer reads for them: the same arrays, or on the export path the embeddings
+    of their pseudonymized copies (see `PairSource`).
     """
 
     original: np.ndarray
@@ -39,6 +40,7 @@ class Pairs:
     lengths: np.ndarray
     labels: np.ndarray
     replaced: np.ndarray
+    sentence: np.ndarray
     shared_original: np.ndarray
     shared_partner: np.ndarray
 
@@ -148,12 +150,11 @@ class PairSource:
                         break
                 else:
                     labels[index] = 1.0
+        drawn = (self.features, partner, self.lengths, np.array(labels, dtype=np.float32), replaced, np.arange(count))
         if not self.export_path:
-            return Pairs(self.features, partner, self.lengths, np.array(labels, dtype=np.float32), replaced,
-                         self.features, partner)
+            return Pairs(*drawn, self.features, partner)
         originals = [[token.text for token in sentence.tokens] for sentence in self.sentences]
-        return Pairs(self.features, partner, self.lengths, np.array(labels, dtype=np.float32), replaced,
-                     self._pseudonymized(originals, rng), self._pseudonymized(partner_words, rng))
+        return Pairs(*drawn, self._pseudonymized(originals, rng), self._pseudonymized(partner_words, rng))
 
     def _pseudonymized(self, sentences: list[list[str]], rng: random.Random) -> np.ndarray:
         """Embeddings of the sentences (word lists, one per sentence of this source) with every
@@ -184,8 +185,9 @@ class PairSource:
 def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,
                  rng: np.random.Generator | None = None) -> tf.data.Dataset:
     """Batches of pairs of about equal length: dicts of `original`, `partner`, `shared_original`
-    and `shared_partner` (B, T, D), `mask` (B, T) bool, `label` (B,) float32 and `index` (B,)
-    pair numbers in `pairs`, where T is the longest pair of the batch.
+    and `shared_partner` (B, T, D), `mask` (B, T) bool, `label` (B,) float32, `index` (B,)
+    pair numbers in `pairs` and `sentence` (B,) their sentences' (`Pairs.sentence`), where T is
+    the longest pair of the batch.
 
     Pairs are sorted by length and cut into batches; with `rng`, ties are broken at random
     and the batches come in random order, without it the order is fixed.
@@ -200,12 +202,13 @@ def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,
         batches = [batches[i] for i in rng.permutation(len(batches))]
     rows = {name: tf.RaggedTensor.from_row_lengths(getattr(pairs, name), pairs.lengths)
             for name in ("original", "partner", "shared_original", "shared_partner")}
-    lengths, labels = tf.constant(pairs.lengths, tf.int32), tf.constant(pairs.labels)
+    lengths, labels, sentences = (tf.constant(pairs.lengths, tf.int32), tf.constant(pairs.labels),
+                                  tf.constant(pairs.sentence))
 
     def gather(indices):
         batch = {name: tf.gather(values, indices).to_tensor() for name, values in rows.items()}
         return {**batch, "mask": tf.sequence_mask(tf.gather(lengths, indices), tf.shape(batch["original"])[1]),
-                "label": tf.gather(labels, indices), "index": indices}
+                "label": tf.gather(labels, indices), "index": indices, "sentence": tf.gather(sentences, indices)}
 
     indices = tf.RaggedTensor.from_row_lengths(np.concatenate(batches), [len(batch) for batch in batches])
     return tf.data.Dataset.from_tensor_slices(indices).map(gather).prefetch(tf.data.AUTOTUNE)

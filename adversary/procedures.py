@@ -16,9 +16,20 @@ import numpy as np
 import tensorflow as tf
 
 from deidpool.adversary.gradient_reversal import GradientReversal
-from deidpool.adversary.models import DEFAULT_UNITS, PAPER, CombinedAdversary, adversary_step, train_adversary_step
+from deidpool.adversary.models import (
+    DEFAULT_UNITS,
+    PAPER,
+    CombinedAdversary,
+    adversary_answers,
+    adversary_metrics,
+    adversary_outputs,
+    adversary_step,
+    metric_name,
+    train_adversary_step,
+)
 from deidpool.adversary.pairs import PairSource
 from deidpool.adversary.pseudonymize import Pseudonymizer
+from deidpool.adversary.verdicts import cluster_design_effect
 from deidpool.representer.dataset import (
     BATCH_SIZE,
     INFERENCE_BATCH_SIZE,
@@ -113,6 +124,8 @@ def _apply(optimizer, loss, tape, variables):
 class _Procedure(TrainingProcedure):
     """Shared parts: optimizer settings, steps traced once per dataset signature, validation."""
 
+    reference = None  # what computes the original's side of a pair (see `adversary_outputs`)
+
     def __init__(self, representer, adversary, learning_rate=0.002, clipnorm=1.0, batch_size=BATCH_SIZE,
                  held_out_draws=1):
         self.representer, self.adversary = representer, adversary
@@ -141,19 +154,28 @@ class _Procedure(TrainingProcedure):
 
     def _adversary_metrics(self, pairs: PairSource) -> dict[str, float]:
         """Adversary metrics on the held-out pairs of `pairs` (`held_out_draws` draws of them), averaged over pairs
-        (in batches of INFERENCE_BATCH_SIZE: no gradient, so batch size changes nothing but the speed)."""
+        (in batches of INFERENCE_BATCH_SIZE: no gradient, so batch size changes nothing but the speed), and
+        every output's `design_effect` (`design_effect_t1`, ...): its answers clustered by held-out sentence
+        (`cluster_design_effect`), since the draws ask about the same sentences."""
         batches = pairs.held_out(seed=0, batch_size=INFERENCE_BATCH_SIZE, draws=self.held_out_draws)
         step = self._step(self._adversary_validation_step, batches.element_spec)
-        totals, count = {}, 0
+        totals, right, asked = {}, {}, np.zeros(len(pairs))
         for batch in batches:
-            size = len(batch["label"])
-            for name, value in step(batch).items():
-                totals[name] = totals.get(name, 0.0) + float(value) * size
-            count += size
-        return {name: total / count for name, total in totals.items()}
+            metrics, answers = step(batch)
+            sentence = batch["sentence"].numpy()
+            for name, value in metrics.items():
+                totals[name] = totals.get(name, 0.0) + float(value) * len(sentence)
+            for name, answer in answers.items():
+                right[name] = right.get(name, 0.0) + np.bincount(sentence, answer.numpy(), len(pairs))
+            asked += np.bincount(sentence, minlength=len(pairs))
+        return {**{name: total / asked.sum() for name, total in totals.items()},
+                **{metric_name("design_effect", name): cluster_design_effect(counts, asked)
+                   for name, counts in right.items()}}
 
     def _adversary_validation_step(self, batch):
-        return adversary_step(self.adversary, self.representer, batch)
+        """`adversary_metrics` of one batch of pairs and whether each output answered each pair right."""
+        outputs = adversary_outputs(self.adversary, self.representer, batch, reference=self.reference)
+        return adversary_metrics(outputs, batch["label"]), adversary_answers(outputs, batch["label"])
 
 
 def automatic_passes(train_pairs: int, batch_size: int = BATCH_SIZE, min_steps: int = MIN_EPOCH_STEPS) -> int:
@@ -193,9 +215,6 @@ class AdversaryTraining(_Procedure):
 
     def _train_step(self, batch):
         return train_adversary_step(self.adversary, self.representer, self.optimizer, batch, self.reference)
-
-    def _adversary_validation_step(self, batch):
-        return adversary_step(self.adversary, self.representer, batch, reference=self.reference)
 
     def train_epoch(self, train: PairSource, epoch, rng):
         seed = int(rng.integers(2**31))

@@ -1,11 +1,14 @@
 """Reading an audit (METHOD.md, Evaluation): an attack's held-out success rate with its Wilson
-interval and whether it is consistent with chance, the thresholds and verdicts every audit uses,
-and what a report's path names. No ML framework: the server and result tables read these."""
+interval (on the effective trials when its answers cluster by sentence) and whether it is
+consistent with chance, the thresholds and verdicts every audit uses, and what a report's path
+names. No ML framework: the server and result tables read these."""
 
 from __future__ import annotations
 
 import math
 from statistics import NormalDist
+
+import numpy as np
 
 Z_95 = 1.959963984540054
 CHANCE_BOUND = 0.55  # highest accuracy still read as chance
@@ -16,7 +19,7 @@ CHANCE, BROKEN, INCONCLUSIVE = "consistent with chance", "broken", "inconclusive
 EXPORT_PATH, BARE_PATH = "export", "representer"  # a report's "path": what its target attacks read
 
 
-def wilson_interval(successes: float, trials: int, z: float = Z_95) -> tuple[float, float]:
+def wilson_interval(successes: float, trials: float, z: float = Z_95) -> tuple[float, float]:
     """The Wilson score interval of a binomial proportion (95% by default)."""
     if trials <= 0:
         raise ValueError("a proportion needs at least one trial")
@@ -37,12 +40,38 @@ def family_z(tests: int) -> float:
     return NormalDist().inv_cdf(1 - FAMILY_ERROR / (2 * tests))
 
 
-def chance_verdict(rate: float, trials: int, tests: int = 1) -> dict:
+def cluster_design_effect(successes, trials) -> float:
+    """The design effect of the rate p = sum(successes) / sum(trials) = S / N pooled over clusters
+    (`successes` and `trials` per cluster; in an audit per held-out sentence, whose answers over
+    the draws are not independent): its cluster-robust variance, the ratio estimator's
+    K / (K - 1) * sum_i (s_i - p n_i)^2 / N^2 over K clusters, over the binomial p (1 - p) / N.
+    At least 1 (a reading is never narrower than the binomial one), and 1 at p = 0 or 1."""
+    successes, trials = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    if successes.ndim != 1 or successes.shape != trials.shape:
+        raise ValueError("successes and trials need one count per cluster each")
+    if len(trials) < 2:
+        raise ValueError("a cluster-robust variance needs at least two clusters")
+    if np.any(trials < 1) or np.any(successes < 0) or np.any(successes > trials):
+        raise ValueError("every cluster needs at least one trial and 0 <= successes <= trials")
+    total = trials.sum()
+    rate = successes.sum() / total
+    if rate in (0.0, 1.0):
+        return 1.0
+    clusters = len(trials)
+    robust = clusters / (clusters - 1) * np.sum((successes - rate * trials) ** 2) / total**2
+    return max(1.0, float(robust / (rate * (1 - rate) / total)))
+
+
+def chance_verdict(rate: float, trials: int, tests: int = 1, design_effect: float = 1.0) -> dict:
     """`rate` on `trials` with its Wilson interval at confidence 1 - FAMILY_ERROR / `tests` (one of
-    the `tests` outputs a verdict reads, `family_z`); "consistent with chance" when the interval
-    holds 0.5 and the rate is at most CHANCE_BOUND, else "broken" (a rate well below 0.5
-    breaks it too: its answers flipped would be right)."""
-    low, high = wilson_interval(rate * trials, trials, family_z(tests))
+    the `tests` outputs a verdict reads, `family_z`) on the effective trials, `trials` /
+    `design_effect` (`cluster_design_effect`; 1: independent trials); "consistent with chance"
+    when the interval holds 0.5 and the rate is at most CHANCE_BOUND, else "broken" (a rate well
+    below 0.5 breaks it too: its answers flipped would be right)."""
+    if design_effect < 1:
+        raise ValueError(f"a design effect is at least 1, got {design_effect}")
+    effective = trials / design_effect
+    low, high = wilson_interval(rate * effective, effective, family_z(tests))
     verdict = CHANCE if low <= 0.5 <= high and rate <= CHANCE_BOUND else BROKEN
-    return {"rate": rate, "trials": trials, "ci": [low, high], "confidence": 1 - FAMILY_ERROR / tests,
-            "verdict": verdict}
+    return {"rate": rate, "trials": trials, "effective_trials": effective, "design_effect": design_effect,
+            "ci": [low, high], "confidence": 1 - FAMILY_ERROR / tests, "verdict": verdict}

@@ -101,6 +101,15 @@ def test_chance_verdicts():
     assert set(probe["heads"]) == {"combined"} and probe["verdict"] == CHANCE and probe["accuracy"] == 0.52
 
 
+def test_an_attack_is_judged_on_each_outputs_effective_trials():
+    final = {"val_accuracy": 0.53, "val_accuracy_t1": 0.53, "val_design_effect": 2.0, "val_design_effect_t1": 1.0}
+    heads = attack_result(final, 3000, tests=8)["heads"]
+    assert heads["combined"]["effective_trials"] == 1500 and heads["combined"]["verdict"] == CHANCE
+    assert heads["t1"]["effective_trials"] == 3000 and heads["t1"]["verdict"] == BROKEN
+    old = attack_result({"val_accuracy": 0.53}, 3000, tests=8)["heads"]["combined"]  # a record from before
+    assert old["design_effect"] == 1.0 and old["verdict"] == BROKEN
+
+
 def test_a_pass_needs_successful_positive_controls():
     both = {"raw/fresh": True, "p1/fresh": True}
     assert overall_verdict([CHANCE, CHANCE], CHANCE, CHANCE, both)[0] == CHANCE
@@ -129,6 +138,7 @@ def test_lookup_attack_wins_on_raw_embeddings_and_not_on_pure_noise(embeddings):
             [fakes.replaced[index]]
     result = lookup_attack(raw_embeddings, pairs)
     assert result["rate"] == result["fake_rate"] == result["both_rate"] == 1.0
+    assert result["sentence_successes"] == [2.0] * len(pairs)  # both directions of every sentence
 
     tf.random.set_seed(0)
 
@@ -141,8 +151,12 @@ def test_lookup_attack_wins_on_raw_embeddings_and_not_on_pure_noise(embeddings):
     # pure noise carries no information: about 0.5 (4 standard deviations allowed)
     for rate in ("rate", "fake_rate"):
         assert abs(result[rate] - 0.5) < 4 * 0.5 / np.sqrt(result["trials"])
+    assert len(result["sentence_successes"]) == len(many) and result["draws"] == 3
+    assert all(0 <= count <= 6 for count in result["sentence_successes"])
+    assert sum(result["sentence_successes"]) == pytest.approx(2 * result["trials"] * result["both_rate"])
     repeated = lookup_attack(raw_embeddings, pairs, seed=2, draws=2)
     assert repeated["trials"] == 2 * len(pairs) and repeated["rate"] == 1.0
+    assert repeated["sentence_successes"] == [4.0] * len(pairs)
 
 
 def test_the_lookup_in_both_directions_cancels_a_preference_the_export_does_not_cause(embeddings):
@@ -172,6 +186,16 @@ def test_the_audit_judges_the_lookup_in_both_directions():
     for both in (0.56, 0.44):
         leak = two_way_lookup({"sentences": 500, "trials": 1000, "rate": both, "fake_rate": both, "both_rate": both})
         assert leak["verdict"] == BROKEN
+
+
+def test_the_lookup_is_judged_on_its_answers_clustered_by_sentence():
+    """Both directions of a sentence right or both wrong, in 525 of 1,000 sentences right: 0.525 on
+    2,000 answers, but on about 1,000 independent ones."""
+    result = {"sentences": 1000, "draws": 1, "trials": 1000, "rate": 0.525, "fake_rate": 0.525, "both_rate": 0.525}
+    assert two_way_lookup(result)["verdict"] == BROKEN  # read as 2,000 independent answers
+    clustered = two_way_lookup({**result, "sentence_successes": [2.0] * 525 + [0.0] * 475})
+    assert clustered["design_effect"] == pytest.approx(2.0, rel=0.01) and clustered["trials"] == 2000
+    assert clustered["verdict"] == CHANCE and "sentence_successes" not in clustered
 
 
 def test_the_lookup_hands_over_the_fake_sentences_export_on_the_export_path(embeddings):
@@ -260,6 +284,9 @@ def test_audit_report_files_and_structure(audited):
     for result in report["attacks"].values():
         for head in result["heads"].values():
             assert head["ci"][0] <= head["rate"] <= head["ci"][1] and head["trials"] == report["held_out_pairs"]
+            assert head["effective_trials"] == pytest.approx(head["trials"] / head["design_effect"])
+    assert all(result["design_effect"] >= 1 and "sentence_successes" not in result
+               for result in report["lookup"].values())
     # one family of eight judged outputs: the target's two attacks' three heads each, the floor, the lookup
     assert report["judged_outputs"] == 3 + 3 + 1 + 1
     judged = [*(head for name, result in report["attacks"].items() for head in result["heads"].values()),
@@ -275,10 +302,13 @@ def test_audit_report_files_and_structure(audited):
     assert report["passes"] == 2 and ("3 epochs of attack training (2 draws of pairs each; fresh attackers and the "
                                       "floor of the pooled design") in markdown
     assert "| raw/fresh | t2 |" in markdown and f"| {FLOOR} | combined |" in markdown
+    floor_head = report["attacks"][FLOOR]["heads"]["combined"]
+    assert f"| {3 * hidden} ({floor_head['effective_trials']:.0f}) | {floor_head['verdict']} |" in markdown
     assert f"raw/fresh: succeeded (best {report['attacks']['raw/fresh']['accuracy']:.3f} after epoch {len(raw)})" \
         in markdown
     assert f"{3 * hidden} held-out pairs (3 draws over the held-out sentences)" in markdown
-    assert "its 99.38% Wilson interval holds 0.5" in markdown and "one of the 8 outputs the verdict reads" in markdown
+    assert "its 99.38% Wilson interval on its effective answers (its answers over their design effect" in markdown
+    assert "one of the 8 outputs the verdict reads" in markdown
     assert "Every inverter trained 4 epochs." in markdown
     # the CLI's default scheme is surrogates: every fake has its original's shape, which the surrogates draw from
     symmetry = report["fake_symmetry"]

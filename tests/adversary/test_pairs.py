@@ -175,6 +175,7 @@ def test_several_held_out_draws_are_fresh_draws_of_the_same_sentences(source):
     def pairs(draws):
         batches = [{name: value.numpy() for name, value in batch.items()}
                    for batch in source.held_out(seed=3, batch_size=8, draws=draws)]
+        assert all(np.array_equal(batch["sentence"], batch["index"] % len(source)) for batch in batches)
         return {int(index): label for batch in batches for index, label in zip(batch["index"], batch["label"])}
 
     one, three = pairs(1), pairs(3)

@@ -11,6 +11,7 @@ import tensorflow as tf
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
+from deidpool.adversary import procedures
 from deidpool.adversary.models import adversary_outputs, adversary_step
 from deidpool.adversary.procedures import (
     AdversarialData,
@@ -136,6 +137,38 @@ def test_validation_reads_as_many_held_out_draws_as_asked_and_records_them_when_
     assert asked == [1, 3]
     with pytest.raises(ValueError, match="held_out_draws"):
         AdversaryTraining(representer, adversary, held_out_draws=0)
+
+
+def test_validation_counts_every_outputs_answers_per_held_out_sentence(toy, monkeypatch):
+    """The design effect of each output reads its right answers and its answers per sentence (over
+    the draws: pair k * n + i of the held-out pairs is sentence i's), counted here independently."""
+    data, (representer, _, adversary) = toy
+    clustered = []
+
+    def numbered(right, asked):
+        """Keeps the counts; the design effect it gives is their number, 1, 2, ..."""
+        clustered.append((right, asked))
+        return len(clustered)
+
+    monkeypatch.setattr(procedures, "cluster_design_effect", numbered)
+    set_deterministic(representer, True)
+    try:
+        metrics = AdversaryTraining(representer, adversary, held_out_draws=3).validate(data.pairs)
+        right, asked = {}, np.zeros(len(data.pairs))
+        for batch in data.pairs.held_out(seed=0, batch_size=5, draws=3):
+            sentence, label = batch["index"].numpy() % len(data.pairs), batch["label"].numpy() > 0.5
+            for name, output in adversary_outputs(adversary, representer, batch).items():
+                answers = (output.numpy() > 0.5) == label
+                right[name] = right.get(name, 0.0) + np.bincount(sentence, answers, len(data.pairs))
+            asked += np.bincount(sentence, minlength=len(data.pairs))
+    finally:
+        set_deterministic(representer, False)
+    assert np.all(asked == 3) and len(clustered) == 3
+    for name, key in (("combined", "design_effect"), ("t1", "design_effect_t1"), ("t2", "design_effect_t2")):
+        counts, trials = clustered[metrics[key] - 1]
+        np.testing.assert_array_equal(counts, right[name])
+        np.testing.assert_array_equal(trials, asked)
+        assert metrics[key.replace("design_effect", "accuracy")] == pytest.approx(right[name].sum() / asked.sum())
 
 
 def test_selection_f1_puts_phi_f1_in_place_of_the_deid_loss_when_picking_the_best_epoch(toy):

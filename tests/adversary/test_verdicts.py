@@ -1,9 +1,18 @@
-"""The family-wise intervals an audit's verdict reads (adversary.verdicts)."""
+"""The family-wise intervals an audit's verdict reads, on trials clustered by held-out sentence
+(adversary.verdicts)."""
 
 import numpy as np
 import pytest
 
-from deidpool.adversary.verdicts import BROKEN, CHANCE, FAMILY_ERROR, Z_95, chance_verdict, family_z
+from deidpool.adversary.verdicts import (
+    BROKEN,
+    CHANCE,
+    FAMILY_ERROR,
+    Z_95,
+    chance_verdict,
+    cluster_design_effect,
+    family_z,
+)
 
 
 def test_one_output_keeps_the_95_percent_interval():
@@ -39,3 +48,47 @@ def test_a_representer_at_chance_reads_broken_in_at_most_five_percent_of_audits(
     simulation_error = 3 * np.sqrt(FAMILY_ERROR * (1 - FAMILY_ERROR) / audits)
     assert broken_share(tests) <= FAMILY_ERROR + simulation_error
     assert broken_share(1) > 0.3  # 95% intervals on each output: 1 - 0.95 ** 8 = 0.34
+
+
+def test_the_design_effect_is_one_for_independent_answers_and_the_cluster_size_for_repeated_ones():
+    rng = np.random.default_rng(0)
+    asked = np.full(2000, 5)
+    assert cluster_design_effect(rng.binomial(5, 0.5, size=2000), asked) == pytest.approx(1.0, abs=0.1)
+    repeated = 5 * rng.binomial(1, 0.3, size=2000)  # every answer about a sentence the same
+    assert cluster_design_effect(repeated, asked) == pytest.approx(5.0, rel=0.05)
+    assert cluster_design_effect([0, 0, 0], [5, 5, 5]) == cluster_design_effect([5, 2, 1], [5, 2, 1]) == 1.0
+    assert cluster_design_effect([2, 3, 2, 3], [5, 5, 5, 5]) == 1.0  # less spread than binomial: never narrower
+    for successes, trials, message in (([1, 2], [5], "one count per cluster"), ([1], [5], "at least two clusters"),
+                                       ([1, 6], [5, 5], "0 <= successes <= trials"),
+                                       ([0, 0], [0, 5], "at least one trial")):
+        with pytest.raises(ValueError, match=message):
+            cluster_design_effect(successes, trials)
+
+
+def test_a_verdict_is_read_on_the_effective_trials():
+    plain, clustered = chance_verdict(0.53, 3000, tests=8), chance_verdict(0.53, 3000, tests=8, design_effect=2.0)
+    assert plain["effective_trials"] == 3000 and plain["design_effect"] == 1.0
+    assert clustered["trials"] == 3000 and clustered["effective_trials"] == 1500 and clustered["design_effect"] == 2.0
+    assert clustered["ci"] == pytest.approx(chance_verdict(0.53, 1500, tests=8)["ci"])
+    assert plain["verdict"] == BROKEN and clustered["verdict"] == CHANCE
+    with pytest.raises(ValueError, match="at least 1"):
+        chance_verdict(0.5, 100, design_effect=0.5)
+
+
+def test_answers_that_share_a_sentence_read_broken_too_often_unless_clustered():
+    """Audits of eight outputs on 600 held-out sentences x 5 draws, every output at chance overall
+    but each sentence's answers right with a probability of its own, 0.5 + u, u uniform in
+    [-0.4, 0.4] (a design effect of about 1.85)."""
+    rng = np.random.default_rng(0)
+    audits, tests, sentences, draws = 2000, 8, 600, 5
+    right = rng.binomial(draws, rng.uniform(0.1, 0.9, size=(audits, tests, sentences)))
+    asked, trials = np.full(sentences, draws), sentences * draws
+
+    def broken_share(clustered: bool) -> float:
+        return np.mean([any(chance_verdict(output.sum() / trials, trials, tests,
+                                           cluster_design_effect(output, asked) if clustered else 1.0)["verdict"]
+                            == BROKEN for output in audit) for audit in right])
+
+    simulation_error = 3 * np.sqrt(FAMILY_ERROR * (1 - FAMILY_ERROR) / audits)
+    assert broken_share(clustered=False) > 0.25  # 0.317 at this seed
+    assert broken_share(clustered=True) <= FAMILY_ERROR + simulation_error  # 0.059 at this seed
