@@ -45,17 +45,16 @@ def cluster_design_effect(successes, trials) -> float:
     (`successes` and `trials` per cluster; in an audit per held-out sentence, whose answers over
     the draws are not independent): its cluster-robust variance, the ratio estimator's
     K / (K - 1) * sum_i (s_i - p n_i)^2 / N^2 over K clusters, over the binomial p (1 - p) / N.
-    At least 1 (a reading is never narrower than the binomial one), and 1 at p = 0 or 1."""
+    At least 1 (a reading is never narrower than the binomial one), and 1 at p = 0 or 1 or with a
+    single cluster (no spread between clusters to measure: a tiny validation set in training)."""
     successes, trials = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
     if successes.ndim != 1 or successes.shape != trials.shape:
         raise ValueError("successes and trials need one count per cluster each")
-    if len(trials) < 2:
-        raise ValueError("a cluster-robust variance needs at least two clusters")
     if np.any(trials < 1) or np.any(successes < 0) or np.any(successes > trials):
         raise ValueError("every cluster needs at least one trial and 0 <= successes <= trials")
     total = trials.sum()
     rate = successes.sum() / total
-    if rate in (0.0, 1.0):
+    if rate in (0.0, 1.0) or len(trials) < 2:
         return 1.0
     clusters = len(trials)
     robust = clusters / (clusters - 1) * np.sum((successes - rate * trials) ** 2) / total**2

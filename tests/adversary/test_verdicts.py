@@ -58,7 +58,8 @@ def test_the_design_effect_is_one_for_independent_answers_and_the_cluster_size_f
     assert cluster_design_effect(repeated, asked) == pytest.approx(5.0, rel=0.05)
     assert cluster_design_effect([0, 0, 0], [5, 5, 5]) == cluster_design_effect([5, 2, 1], [5, 2, 1]) == 1.0
     assert cluster_design_effect([2, 3, 2, 3], [5, 5, 5, 5]) == 1.0  # less spread than binomial: never narrower
-    for successes, trials, message in (([1, 2], [5], "one count per cluster"), ([1], [5], "at least two clusters"),
+    assert cluster_design_effect([3], [5]) == 1.0  # one cluster: no spread between clusters to measure
+    for successes, trials, message in (([1, 2], [5], "one count per cluster"),
                                        ([1, 6], [5, 5], "0 <= successes <= trials"),
                                        ([0, 0], [0, 5], "at least one trial")):
         with pytest.raises(ValueError, match=message):
