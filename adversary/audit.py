@@ -8,6 +8,8 @@ JSON/Markdown/PNG report; on the export path, beside the inversion, the re-ident
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
+from functools import partial
 from pathlib import Path
 
 from deidpool.adversary.bound import reidentification_bound
@@ -34,6 +36,10 @@ from deidpool.representer.noise import noise_free_copy
 from deidpool.representer.training import _write_config, _write_json, run_training
 
 FLOOR = "floor/partner-only"  # the attack on the partners alone: neither a target attack nor a control
+# An audit's parts (`run_audit`'s `parts`) in two shares of about equal training time on the demo, for
+# two processes (`runs.audit_run` with workers=2): the target's adversaries and inversion, and the rest.
+PART_SHARES = (("target/fresh", "target/continued", "inversion/target"),
+               ("raw/fresh", "p1/fresh", FLOOR, "inversion/raw", "inversion/p1", "inversion/context-only"))
 # On the export path, the lookup attack also runs on the pseudonymized text itself, as if it were shared
 # in the clear: what pseudonymization alone leaves to a two-candidate test (a reference, not in the verdict).
 SHARED_TEXT = "shared text"
@@ -129,7 +135,7 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
               adversary=None, p1_representer=None, units: int = DEFAULT_UNITS, seed: int = 0,
               passes: int | None = None, inversion_epochs: int | None = None, export_path: bool = False,
               held_out_draws: int = HELD_OUT_DRAWS, config: dict | None = None, progress: bool = True,
-              **settings) -> dict:
+              parts: Collection[str] | None = None, **settings) -> dict | None:
     """Attack the frozen `representer` with pairs from `train`, judged on held-out pairs from
     `test` (sentences not used in attack training), and write the report to `out_dir`.
 
@@ -164,6 +170,11 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     accuracy.png, one run_training folder per adversary attack under attacks/ and one inverter
     checkpoint per inversion under inversion/ (checkpoints: an interrupted audit resumes).
     `settings` are `AdversaryTraining`'s optimizer settings.
+
+    With `parts` (names of attacks, "target/fresh", ..., and of inversions, "inversion/target", ...,
+    "inversion/context-only": `PART_SHARES`), only those are trained, into their checkpoints, and
+    nothing is returned: another process can train some of an audit while this one trains others,
+    and a run without `parts` then resumes them all and writes the report (`runs.audit_run`).
     """
     out_dir = Path(out_dir)
     if passes is None:
@@ -172,11 +183,17 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
         inversion_epochs = epochs * passes
     embedding_dim = test.pseudonymizer.embeddings.dim
     trials = len(test) * held_out_draws
-    _write_config(out_dir, {"epochs": epochs, "passes": passes, "inversion_epochs": inversion_epochs, "units": units,
-                            "attacker_design": POOLED, "seed": seed,
-                            "neighbours": test.pseudonymizer.neighbours, "export_path": export_path,
-                            "train_pairs": len(train), "held_out_pairs": trials, "held_out_draws": held_out_draws,
-                            **settings, **(config or {})})
+
+    def wanted(part: str) -> bool:
+        return parts is None or part in parts
+
+    if parts is None:  # a part's process leaves the audit's own files to the run that reports
+        _write_config(out_dir, {"epochs": epochs, "passes": passes, "inversion_epochs": inversion_epochs,
+                                "units": units,
+                                "attacker_design": POOLED, "seed": seed,
+                                "neighbours": test.pseudonymizer.neighbours, "export_path": export_path,
+                                "train_pairs": len(train), "held_out_pairs": trials, "held_out_draws": held_out_draws,
+                                **settings, **(config or {})})
     subjects = {"target": representer, "raw": raw_embeddings}
     if p1_representer is not None:
         subjects["p1"] = p1_representer
@@ -192,8 +209,13 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     if adversary is not None:
         attacks["target/continued"] = ("target", adversary)
     attacks[FLOOR] = ("raw", build_adversary(embedding_dim, embedding_dim, units, kind=PartnerOnlyProbe, design=POOLED))
+    unknown = sorted(set(parts or ()).difference(*PART_SHARES))
+    if unknown:
+        raise ValueError(f"no such part of this audit: {', '.join(unknown)}")
     history, finals = {}, {}
     for name, (subject, attacker) in attacks.items():
+        if not wanted(name):
+            continue
         run_dir = out_dir / "attacks" / name.replace("/", "-")
         procedure = AdversaryTraining(subjects[subject], attacker, passes, reference=references[subject],
                                       held_out_draws=held_out_draws, **settings)
@@ -203,6 +225,17 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
         history[name] = [{"epoch": r["epoch"], **{key[len("val_"):]: value for key, value in r.items()
                                                    if key.startswith("val_accuracy")}} for r in records]
         finals[name] = records
+    inverters = {"epochs": inversion_epochs, "units": units, "seed": seed, "progress": progress, **settings}
+    inversions = {f"inversion/{name}": partial(inversion_attack, model, *pairs_of(name), label=name,
+                                               checkpoint=out_dir / "inversion" / f"{name}.npz", **inverters)
+                  for name, model in subjects.items()}
+    inversions["inversion/context-only"] = partial(context_only_inversion, train, test, label="context-only",
+                                                   checkpoint=out_dir / "inversion" / "context-only.npz", **inverters)
+    if parts is not None:
+        for name, inversion in inversions.items():
+            if name in parts:
+                inversion()  # trained into its checkpoint; the reporting run ranks its estimates again
+        return None
     # every output the verdict reads is one test of a family (adversary.verdicts.family_z): the
     # heads of the attacks on the target and of the floor, and the lookup on the target
     tests = sum(len(head_accuracies(records[-1])) for name, records in finals.items() if judged(name)) + 1
@@ -218,14 +251,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
         result = lookup_attack(model, exported[1] if name == SHARED_TEXT else pairs_of(name)[1], seed,
                                reference=references.get(name, model), draws=held_out_draws)
         lookup[name] = two_way_lookup(result, tests)
-    inverters = {"epochs": inversion_epochs, "units": units, "seed": seed, "progress": progress, **settings}
-    inversion = {name: inversion_attack(model, *pairs_of(name), label=name,
-                                        checkpoint=out_dir / "inversion" / f"{name}.npz", **inverters)
-                 for name, model in subjects.items()}
-    baselines = {"frequency": frequency_baseline(train, test),
-                 "context-only": context_only_inversion(train, test, label="context-only",
-                                                        checkpoint=out_dir / "inversion" / "context-only.npz",
-                                                        **inverters)}
+    inversion = {name: inversions[f"inversion/{name}"]() for name in subjects}
+    baselines = {"frequency": frequency_baseline(train, test), "context-only": inversions["inversion/context-only"]()}
     verdict, reason = overall_verdict(targets, lookup["target"]["verdict"], results[FLOOR]["verdict"], controls)
     report = {"verdict": verdict, "verdict_reason": reason, "path": EXPORT_PATH if export_path else BARE_PATH,
               "epochs": epochs, "passes": passes, "inversion_epochs": inversion_epochs, "attacker_design": POOLED,

@@ -119,12 +119,40 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
               loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
               passes: int | None = None, inversion_epochs: int | None = None, export_path: bool = True,
               held_out_draws: int = HELD_OUT_DRAWS, learning_rate: float = 0.01, data: dict | None = None,
-              progress: bool = True) -> dict:
+              progress: bool = True, workers: int = 1, parts: Sequence[str] | None = None) -> dict | None:
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
     with pairs from `kept`, judged on `held_out` (see `deidpool.adversary.audit.run_audit`; by default
     on the export path, pseudonymized among `neighbours` under `scheme` in the notes' `language`); returns
-    the report. A run folder's
-    config names the label its sentences are prepared with."""
+    the report. A run folder's config names the label its sentences are prepared with.
+
+    With `workers` 2, a second process (one TensorFlow thread, its own copy of the embeddings) trains
+    the first of `audit.PART_SHARES` while this one trains the second; then this one resumes every
+    part from its checkpoint and reports. On the 2-core machine two single-threaded attack processes
+    trained 1.4 x the epochs per second of one process (2026-11-26; experiments/results/speed/demo.md).
+    Call it under `if __name__ == "__main__":` in a script (a spawned process imports the script).
+    `parts` trains only those (see `run_audit`) and returns None."""
+    if workers not in (1, 2):
+        raise ValueError(f"an audit runs in 1 or 2 processes, not {workers}")
+    if workers == 2:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from deidpool.adversary.audit import PART_SHARES
+
+        options = {"neighbours": neighbours, "scheme": scheme, "language": language, "epochs": epochs,
+                   "adversary": adversary, "p1_representer": p1_representer, "embeddings": embeddings,
+                   "units": units, "seed": seed, "passes": passes, "inversion_epochs": inversion_epochs,
+                   "export_path": export_path, "held_out_draws": held_out_draws, "learning_rate": learning_rate,
+                   "data": data}
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_one_thread) as pool:
+            second = pool.submit(audit_run, representer, kept, held_out, out, parts=PART_SHARES[0], progress=False,
+                                 **options)
+            audit_run(representer, kept, held_out, out, parts=PART_SHARES[1], loaded_embeddings=loaded_embeddings,
+                      progress=progress, **options)
+            second.result()
+        return audit_run(representer, kept, held_out, out, loaded_embeddings=loaded_embeddings, progress=progress,
+                         **options)
     import keras
 
     from deidpool.adversary.audit import run_audit
@@ -152,4 +180,12 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
     return run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
                      seed=seed, passes=passes, inversion_epochs=inversion_epochs, export_path=export_path,
                      held_out_draws=held_out_draws, config=config,
-                     learning_rate=learning_rate, progress=progress)
+                     learning_rate=learning_rate, progress=progress, parts=parts)
+
+
+def _one_thread() -> None:
+    """A second audit process's TensorFlow runs one operation at a time on one thread (read when
+    TensorFlow starts, which is after this in a spawned process)."""
+    import os
+
+    os.environ.update({"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"})

@@ -69,6 +69,9 @@ class DemoSettings:
     audit_epochs: int = 6
     audit_passes: int = 4
     inversion_epochs: int = 12
+    # two processes share the audit's parts (adversary.runs.audit_run): on the 2-core machine the
+    # second core otherwise idles, as TensorFlow gains little from two threads on these small models
+    audit_workers: int = 2
     pooled_max_epochs: int = 6
     pooled_patience: int = 3
     valid_fraction: float = 0.1
@@ -80,7 +83,8 @@ class DemoSettings:
                    representer=AdversarialSettings(pretrain_epochs=1, pretrain_patience=1, max_epochs=1, patience=1,
                                                    representer_units=4, tagger_units=4, adversary_units=4,
                                                    repr_size=8),
-                   audit_epochs=1, audit_passes=1, inversion_epochs=1, pooled_max_epochs=2, pooled_patience=1)
+                   audit_epochs=1, audit_passes=1, inversion_epochs=1, audit_workers=1, pooled_max_epochs=2,
+                   pooled_patience=1)
 
 
 class DemoError(RuntimeError):
@@ -271,7 +275,8 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
         report = audit_run(provider / "run", train_docs, documents["audit"], provider / "audit",
                            neighbours=settings.representer.neighbours, epochs=settings.audit_epochs,
                            passes=settings.audit_passes, inversion_epochs=settings.inversion_epochs,
-                           loaded_embeddings=vectors, seed=settings.seed, progress=progress)
+                           loaded_embeddings=vectors, seed=settings.seed, progress=progress,
+                           workers=settings.audit_workers)
         facts.update({"verdict": report["verdict"], "held-out pairs": report["held_out_pairs"],
                       "fresh adversary accuracy": round(report["attacks"]["target/fresh"]["accuracy"], 3),
                       "lookup rate": round(report["lookup"]["target"]["rate"], 3),

@@ -154,6 +154,9 @@ def audit(
                                        help="Draws of pairs of the held-out sentences every attack is judged on "
                                             "(more draws: a rate nearer the truth; 1 as audits before 2026-11-24 "
                                             "evening)."),
+    workers: int = typer.Option(1, "--workers", min=1, max=2,
+                                help="Processes that share the attacks: 2 keeps both cores of a small machine busy; "
+                                     "--time-budget stops the first process only."),
     time_budget: float | None = TIME_BUDGET,
 ) -> None:
     """Freeze a representer and attack it, with raw embeddings and the P1 representer as controls.
@@ -177,7 +180,7 @@ def audit(
                            p1_representer=p1_representer, embeddings=embeddings, units=units, seed=seed,
                            passes=passes, inversion_epochs=inversion_epochs, export_path=path == "export",
                            held_out_draws=held_out_draws,
-                           learning_rate=learning_rate, data=source)
+                           learning_rate=learning_rate, data=source, workers=workers)
     best = report["attacks"]["target/fresh"]
     typer.echo(f"audit of {representer} ({path} path): {report['verdict']} (fresh adversaries' best held-out accuracy "
                f"{best['accuracy']:.3f}, lookup rate {report['lookup']['target']['rate']:.3f}); report in {out}")

@@ -227,7 +227,7 @@ def test_vocabulary_ranks():
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory, embeddings):
     """`deidpool audit` of a run folder with an untrained representer and adversary (and no P1
-    representer, whose attacks run exactly like the target's)."""
+    representer, whose attacks run exactly like the target's), in two processes."""
     root = tmp_path_factory.mktemp("audit")
     with (root / "vectors.txt").open("w") as file:
         for word, vector in toy_vectors().items():
@@ -242,7 +242,7 @@ def audited(tmp_path_factory, embeddings):
     result = CliRunner().invoke(app, ["audit", "--representer", str(run), "--data", str(root / "notes.jsonl"),
                                       "--format", "json", "--neighbours", "2", "--epochs", "3", "--passes", "2",
                                       "--learning-rate", "0.02", "--adversary-units", "8", "--held-out-draws", "3",
-                                      "--inversion-epochs", "4",
+                                      "--inversion-epochs", "4", "--workers", "2",
                                       "--out", str(root / "report")])
     assert result.exit_code == 0, result.output
     return root / "report", result.output
@@ -332,6 +332,22 @@ def test_attacks_succeed_on_raw_embeddings_in_an_easy_setting(audited):
     assert report["lookup"]["raw"]["rate"] == 1.0
     assert report["inversion"]["raw"]["top1"] > 0.9
     assert report["inversion_baselines"]["context-only"]["top1"] < 0.9  # the context says little about a name
+
+
+def test_an_audit_in_two_processes_trains_every_part_once(audited):
+    report_dir, _ = audited
+    report = json.loads((report_dir / "metrics.json").read_text())
+    for name, result in report["attacks"].items():
+        history = json.loads((report_dir / "attacks" / name.replace("/", "-") / "history.json").read_text())
+        assert len(history) == result["epochs"] <= 3, name  # resumed by the reporting run, not trained again
+    for name in ("target", "raw", "context-only"):
+        assert (report_dir / "inversion" / f"{name}.npz").is_file(), name
+
+
+def test_an_audit_part_must_exist(embeddings, tmp_path):
+    sources = [pair_source(toy_documents(4, seed), embeddings) for seed in (0, 1)]
+    with pytest.raises(ValueError, match="no such part of this audit: target/stale"):
+        run_audit(raw_embeddings, *sources, tmp_path, epochs=1, passes=1, units=4, parts=["target/stale"])
 
 
 def test_audit_refuses_embeddings_of_another_size(audited, tmp_path):
