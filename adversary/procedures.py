@@ -3,6 +3,7 @@ al. (2018) and the DANN comparison as `TrainingProcedure`s, and the drivers that
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -142,9 +143,13 @@ class _Procedure(TrainingProcedure):
         return optimizer
 
     def _step(self, function, *specs):
-        """`function` as a `tf.function` traced once for arguments of `specs`."""
+        """`function` as a `tf.function` traced once for arguments of `specs`. Wrapped in a partial so
+        that TensorFlow counts its tracings per procedure: a bound method's are counted over every
+        instance, and the many procedures of a run (P2, P3, each audit attack) each tracing the shared
+        validation step read to it as needless retracing (a WARNING in the demo's output)."""
         if function.__name__ not in self._steps:
-            self._steps[function.__name__] = tf.function(function, input_signature=list(specs), autograph=False)
+            self._steps[function.__name__] = tf.function(functools.partial(function), input_signature=list(specs),
+                                                         autograph=False)
         return self._steps[function.__name__]
 
     def config(self):
