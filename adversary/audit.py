@@ -233,7 +233,7 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
                                                    checkpoint=out_dir / "inversion" / "context-only.npz", **inverters)
     if parts is not None:
         for name, inversion in inversions.items():
-            if name in parts:
+            if wanted(name):
                 inversion()  # trained into its checkpoint; the reporting run ranks its estimates again
         return None
     # every output the verdict reads is one test of a family (adversary.verdicts.family_z): the
