@@ -28,8 +28,10 @@ from deidpool.adversary.verdicts import (
     FAMILY_ERROR,
     HELD_OUT_DRAWS,
     INCONCLUSIVE,
+    chance_rule,
     chance_verdict,
     cluster_design_effect,
+    worst_verdict,
 )
 from deidpool.representer.dataset import BATCH_SIZE
 from deidpool.representer.noise import noise_free_copy
@@ -79,12 +81,12 @@ def attack_result(final: dict, trials: int, tests: int = 1) -> dict:
     """An adversary attack from its last epoch's validation metrics: every output it has
     judged by `chance_verdict` as one of the `tests` outputs the audit's verdict reads, on its
     effective trials (its `val_design_effect`; 1 in a record from before it existed); the attack
-    is broken when any output is."""
+    reads as its worst output (`worst_verdict`)."""
     effects = head_accuracies(final, "val_design_effect")
     heads = {head: chance_verdict(rate, trials, tests, effects.get(head, 1.0))
              for head, rate in head_accuracies(final).items()}
     return {"accuracy": max(h["rate"] for h in heads.values()), "heads": heads,
-            "verdict": BROKEN if any(h["verdict"] == BROKEN for h in heads.values()) else CHANCE}
+            "verdict": worst_verdict(h["verdict"] for h in heads.values())}
 
 
 def two_way_lookup(result: dict, tests: int = 1) -> dict:
@@ -116,7 +118,9 @@ def overall_verdict(adversaries: list[str], lookup: str, floor: str, controls: d
     nothing, so implausible fake partners cannot help it); "inconclusive" when the floor is
     above chance (fake partners are recognisable by themselves, so the adversaries' results
     say nothing about the representer); "broken" when an adversary breaks the target;
-    "consistent with chance" only if every positive control was broken, else "inconclusive"."""
+    "inconclusive" when the held-out answers of an attack on the target, the lookup's or the
+    floor's cannot rule out an attacker at CHANCE_BOUND (`chance_verdict`); "consistent with
+    chance" only if every positive control was broken, else "inconclusive"."""
     if lookup == BROKEN:
         return BROKEN, "the lookup attack A2 beats chance on the target"
     if floor == BROKEN:
@@ -124,6 +128,9 @@ def overall_verdict(adversaries: list[str], lookup: str, floor: str, controls: d
                               "(implausible pseudonyms), so the adversaries' results say nothing about the representer")
     if BROKEN in adversaries:
         return BROKEN, "an adversary beats chance on the target"
+    if INCONCLUSIVE in (*adversaries, lookup, floor):
+        return INCONCLUSIVE, (f"too few held-out answers: an output's interval holds 0.5 but reaches past "
+                              f"{1 - CHANCE_BOUND:.2f}-{CHANCE_BOUND:.2f}, so an attacker that good is not ruled out")
     failed = [name for name, succeeded in controls.items() if not succeeded]
     if not controls or failed:
         return INCONCLUSIVE, (f"positive controls not broken ({', '.join(failed)})" if failed else
@@ -258,7 +265,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
               "epochs": epochs, "passes": passes, "inversion_epochs": inversion_epochs, "attacker_design": POOLED,
               "neighbours": test.pseudonymizer.neighbours,
               "held_out_pairs": trials, "held_out_sentences": len(test), "held_out_draws": held_out_draws,
-              "judged_outputs": tests, "chance_bound": CHANCE_BOUND, "control_threshold": CONTROL_THRESHOLD,
+              "judged_outputs": tests, "chance_bound": CHANCE_BOUND,
+              "chance_interval": [1 - CHANCE_BOUND, CHANCE_BOUND], "control_threshold": CONTROL_THRESHOLD,
               "attacks": results,
               "lookup": lookup, "inversion": inversion, "inversion_baselines": baselines,
               "one_over_n": 1 / test.pseudonymizer.neighbours}
@@ -316,8 +324,7 @@ def format_report(report: dict) -> str:
              f"and the floor of the {report.get('attacker_design', 'paper')} design, adversary.models), "
              f"N = {report['neighbours']}, "
              f"{report['held_out_pairs']} held-out pairs ({report.get('held_out_draws', 1)} draws over the held-out "
-             f"sentences). A result is consistent with chance when its {confidence} Wilson interval{effective} "
-             f"holds 0.5 and the rate is at most {report['chance_bound']}"
+             f"sentences). {chance_rule(report, confidence, effective)}"
              + (f" (the confidence of one of the {report['judged_outputs']} outputs the verdict reads, Bonferroni: "
                 f"a representer at chance reads broken in at most {FAMILY_ERROR:.0%} of audits)"
                 if "judged_outputs" in report else "")

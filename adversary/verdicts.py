@@ -11,7 +11,7 @@ from statistics import NormalDist
 import numpy as np
 
 Z_95 = 1.959963984540054
-CHANCE_BOUND = 0.55  # highest accuracy still read as chance
+CHANCE_BOUND = 0.55  # an output reads as chance once its interval rules out this accuracy (and 0.45)
 FAMILY_ERROR = 0.05  # how often an audit may read a representer at chance as broken, over all the outputs it judges
 CONTROL_THRESHOLD = 0.8  # accuracy an attack must reach on a positive control
 HELD_OUT_DRAWS = 5  # draws of the held-out pairs every target output is judged on (adversary.audit.run_audit)
@@ -64,13 +64,39 @@ def cluster_design_effect(successes, trials) -> float:
 def chance_verdict(rate: float, trials: int, tests: int = 1, design_effect: float = 1.0) -> dict:
     """`rate` on `trials` with its Wilson interval at confidence 1 - FAMILY_ERROR / `tests` (one of
     the `tests` outputs a verdict reads, `family_z`) on the effective trials, `trials` /
-    `design_effect` (`cluster_design_effect`; 1: independent trials); "consistent with chance"
-    when the interval holds 0.5 and the rate is at most CHANCE_BOUND, else "broken" (a rate well
-    below 0.5 breaks it too: its answers flipped would be right)."""
+    `design_effect` (`cluster_design_effect`; 1: independent trials). "broken" when the interval
+    leaves out 0.5 (a rate reliably below 0.5 breaks it too: its answers flipped would be right);
+    "consistent with chance" when the whole interval lies in [1 - CHANCE_BOUND, CHANCE_BOUND], so
+    that the answers rule out an attacker as good as CHANCE_BOUND; else "inconclusive": too few
+    effective answers to tell chance from such an attacker."""
     if design_effect < 1:
         raise ValueError(f"a design effect is at least 1, got {design_effect}")
     effective = trials / design_effect
     low, high = wilson_interval(rate * effective, effective, family_z(tests))
-    verdict = CHANCE if low <= 0.5 <= high and rate <= CHANCE_BOUND else BROKEN
+    if not low <= 0.5 <= high:
+        verdict = BROKEN
+    elif 1 - CHANCE_BOUND <= low and high <= CHANCE_BOUND:
+        verdict = CHANCE
+    else:
+        verdict = INCONCLUSIVE
     return {"rate": rate, "trials": trials, "effective_trials": effective, "design_effect": design_effect,
             "ci": [low, high], "confidence": 1 - FAMILY_ERROR / tests, "verdict": verdict}
+
+
+def worst_verdict(verdicts) -> str:
+    """Broken if any of `verdicts` is, else inconclusive if any is, else consistent with chance."""
+    verdicts = set(verdicts)
+    return next((verdict for verdict in (BROKEN, INCONCLUSIVE) if verdict in verdicts), CHANCE)
+
+
+def chance_rule(report: dict, confidence: str = "95%", effective: str = "") -> str:
+    """How a report's outputs were judged, in a sentence. Reports from before an interval had to rule
+    out an attacker at the chance bound (no "chance_interval") read chance when it held 0.5 and the
+    rate was at most the bound."""
+    if "chance_interval" not in report:
+        return (f"A result is consistent with chance when its {confidence} Wilson interval{effective} holds 0.5 "
+                f"and the rate is at most {report['chance_bound']}")
+    low, high = report["chance_interval"]
+    return (f"A result is broken when its {confidence} Wilson interval{effective} leaves out 0.5, consistent with "
+            f"chance when it lies within [{low:.2f}, {high:.2f}] (an attacker at {high:.2f} ruled out), else "
+            "inconclusive (too few answers to tell)")

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
 
-from deidpool.adversary.verdicts import CHANCE_BOUND, chance_verdict
+from deidpool.adversary.verdicts import CHANCE_BOUND, chance_rule, chance_verdict
 from results_files import git_commit, write_results
 
 # What the audits side by side must share (config.json keys): only the seed may differ.
@@ -69,37 +68,32 @@ def target_outputs(metrics: dict) -> dict[str, dict]:
     return {**outputs, "lookup: target": metrics["lookup"]["target"]}
 
 
-def null_exceedance(trials: int) -> float:
-    """The chance that an output exactly at chance (p = 0.5) ends above CHANCE_BOUND on `trials`
-    held-out pairs: P(Binomial(trials, 0.5) > CHANCE_BOUND * trials)."""
-    least = math.floor(CHANCE_BOUND * trials) + 1
-    return sum(math.comb(trials, k) for k in range(least, trials + 1)) / 2 ** trials
-
-
 def pooled_over_seeds(reports: list[dict]) -> list[str]:
-    """Markdown: each target output's held-out answers of every seed counted together, judged by
-    the audit's own chance rule, with why a single audit needs it."""
+    """Markdown: each target output's held-out answers of every seed counted together for its rate,
+    judged by the audit's own rule (`chance_verdict`, at the family confidence the first report used)
+    on the effective answers of one seed: the seeds ask about the same held-out pairs, so they add
+    attackers, not sentences, and the pooled interval is no narrower than a single audit's."""
     per_seed = [target_outputs(report["metrics"]) for report in reports]
-    trials = per_seed[0]["lookup: target"]["trials"]
-    one = null_exceedance(trials)
+    tests = reports[0]["metrics"].get("judged_outputs", 1)
+    current_rule = chance_rule({"chance_interval": [1 - CHANCE_BOUND, CHANCE_BOUND]}).removeprefix("A result ")
     lines = ["", "## Target outputs pooled over the seeds", "",
-             f"A single audit judges {len(per_seed[0])} target outputs on {trials} held-out pairs each; an output "
-             f"exactly at chance ends above {CHANCE_BOUND} with probability {one:.3f} on {trials} pairs, so a "
-             f"representer at chance fails the chance rule on at least one of them in about "
-             f"{1 - (1 - one) ** len(per_seed[0]):.2f} of single audits if the outputs were independent. "
-             "Pooled here: every seed's answers of an output counted together. "
-             "Every seed judges the same held-out pairs (draws of seed 0) with attackers of its own, so the answers "
-             "are not independent trials and the interval is narrower than it should be: that makes broken easier "
-             "to reach, not harder. A supplement to the per-seed verdicts, not a replacement.", "",
-             "| output | answers right / trials | rate | 95% Wilson interval | verdict |", "|---|---:|---:|---|---|"]
+             f"Each of the {len(per_seed[0])} target outputs with every seed's answers counted together: its rate "
+             "is the seeds' answers right over their answers, and its interval is read on one seed's effective "
+             "answers (their mean over the seeds), since every seed judges the same held-out pairs (draws of seed "
+             "0) with attackers of its own. Averaging attackers steadies the rate; it does not add held-out "
+             f"sentences. Judged by the current rule: {current_rule}, at the confidence of one of {tests} outputs. "
+             "A supplement to the per-seed verdicts, not a replacement.", "",
+             "| output | answers right / answers | rate | effective answers | interval | verdict |",
+             "|---|---:|---:|---:|---|---|"]
     for name in per_seed[0]:
         found = [outputs[name] for outputs in per_seed if name in outputs]
         right = sum(round(output["rate"] * output["trials"]) for output in found)
         total = sum(output["trials"] for output in found)
-        verdict = chance_verdict(right / total, total)
+        effective = statistics.mean(output.get("effective_trials", output["trials"]) for output in found)
+        verdict = chance_verdict(right / total, total, tests, design_effect=total / effective)
         low, high = verdict["ci"]
-        lines.append(f"| {name} | {right} / {total} | {right / total:.3f} | [{low:.3f}, {high:.3f}] | "
-                     f"{verdict['verdict']} |")
+        lines.append(f"| {name} | {right} / {total} | {right / total:.3f} | {effective:.0f} | [{low:.3f}, {high:.3f}] "
+                     f"| {verdict['verdict']} |")
     return lines
 
 
@@ -111,9 +105,8 @@ def table(reports: list[dict], title: str) -> str:
              f"{len(reports)} audits (seeds {', '.join(map(str, seeds))}) of "
              f"`{reports[0]['config']['representer']}`, {first['path']} path, N = {first['neighbours']}, "
              f"{first['epochs']} epochs x {first['passes']} draws, {first['held_out_pairs']} held-out pairs, "
-             f"attacker design {first.get('attacker_design', 'paper')}; commit {git_commit()}. Chance: the 95% "
-             f"Wilson interval holds 0.5 and the rate is at most {first['chance_bound']}; positive controls must reach "
-             f"{first['control_threshold']}.", "",
+             f"attacker design {first.get('attacker_design', 'paper')}; commit {git_commit()}. Each audit's own "
+             f"reading: {chance_rule(first)}; positive controls must reach {first['control_threshold']}.", "",
              "| verdict | " + " | ".join(f"seed {seed}" for seed in seeds) + " |",
              "|---|" + "---|" * len(seeds),
              "| overall | " + " | ".join(report["metrics"]["verdict"] for report in reports) + " |", "",

@@ -152,8 +152,9 @@ def audit(
                                                      "as many draws as an adversary sees)."),
     held_out_draws: int = typer.Option(HELD_OUT_DRAWS, "--held-out-draws", min=1,
                                        help="Draws of pairs of the held-out sentences every attack is judged on "
-                                            "(more draws: a rate nearer the truth; 1 as audits before 2026-11-24 "
-                                            "evening)."),
+                                            "(more draws: a narrower interval; an output reads chance only once "
+                                            "its interval lies within 0.45-0.55, which takes about 3,000 answers "
+                                            "per output, else the audit is inconclusive)."),
     workers: int = typer.Option(1, "--workers", min=1, max=2,
                                 help="Processes that share the attacks: 2 keeps both cores of a small machine busy; "
                                      "--time-budget stops the first process only."),

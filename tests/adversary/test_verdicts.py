@@ -8,10 +8,12 @@ from deidpool.adversary.verdicts import (
     BROKEN,
     CHANCE,
     FAMILY_ERROR,
+    INCONCLUSIVE,
     Z_95,
     chance_verdict,
     cluster_design_effect,
     family_z,
+    worst_verdict,
 )
 
 
@@ -71,7 +73,7 @@ def test_a_verdict_is_read_on_the_effective_trials():
     assert plain["effective_trials"] == 3000 and plain["design_effect"] == 1.0
     assert clustered["trials"] == 3000 and clustered["effective_trials"] == 1500 and clustered["design_effect"] == 2.0
     assert clustered["ci"] == pytest.approx(chance_verdict(0.53, 1500, tests=8)["ci"])
-    assert plain["verdict"] == BROKEN and clustered["verdict"] == CHANCE
+    assert plain["verdict"] == BROKEN and clustered["verdict"] == INCONCLUSIVE  # [0.495, 0.565]
     with pytest.raises(ValueError, match="at least 1"):
         chance_verdict(0.5, 100, design_effect=0.5)
 
@@ -93,3 +95,25 @@ def test_answers_that_share_a_sentence_read_broken_too_often_unless_clustered():
     simulation_error = 3 * np.sqrt(FAMILY_ERROR * (1 - FAMILY_ERROR) / audits)
     assert broken_share(clustered=False) > 0.25  # 0.317 at this seed
     assert broken_share(clustered=True) <= FAMILY_ERROR + simulation_error  # 0.059 at this seed
+
+
+def test_chance_is_read_only_where_the_answers_rule_out_an_attacker_at_the_bound():
+    """Eight outputs; "consistent with chance" needs every interval within [0.45, 0.55]."""
+    rng = np.random.default_rng(0)
+    # 0.51 on PhysioNet test's 176 sentences x 5 draws: the interval, [0.464, 0.556], reaches past 0.55
+    assert chance_verdict(0.51, 880, tests=8)["verdict"] == INCONCLUSIVE
+    assert chance_verdict(0.51, 176 * 25, tests=8)["verdict"] == CHANCE  # 25 draws of them: ruled out
+    # a real leak at the bound, on 880 answers, almost never reads chance
+    leaks = rng.binomial(880, 0.55, size=5000) / 880
+    assert np.mean([chance_verdict(rate, 880, tests=8)["verdict"] == CHANCE for rate in leaks]) < 0.01
+    # the demo's held-out set (617 sentences x 5 draws): a representer at chance reads chance on all
+    # eight outputs in most audits
+    rates = rng.binomial(3085, 0.5, size=(2000, 8)) / 3085
+    assert np.mean([all(chance_verdict(rate, 3085, tests=8)["verdict"] == CHANCE for rate in audit)
+                    for audit in rates]) > 0.9
+
+
+def test_the_worst_verdict_decides():
+    assert worst_verdict([CHANCE, INCONCLUSIVE, BROKEN]) == BROKEN
+    assert worst_verdict([CHANCE, INCONCLUSIVE]) == INCONCLUSIVE
+    assert worst_verdict([CHANCE, CHANCE]) == worst_verdict([]) == CHANCE

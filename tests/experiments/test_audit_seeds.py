@@ -2,7 +2,6 @@
 hand-made report folders (nothing is trained)."""
 
 import json
-import math
 
 import pytest
 
@@ -76,12 +75,20 @@ def test_target_outputs_are_pooled_over_seeds_and_judged_by_the_chance_rule(tmp_
     write_report(tmp_path / "b", 1, 80 / 176)
     text = audit_seeds.table([audit_seeds.read_report(tmp_path / name) for name in "ab"], "Audits")
     pooled = text.split("## Target outputs pooled over the seeds")[1].splitlines()
-    assert "| target/fresh (t2) | 177 / 352 | 0.503 | [0.451, 0.555] | consistent with chance |" in pooled
-    assert "| lookup: target | 166 / 352 | 0.472 | [0.420, 0.524] | consistent with chance |" in pooled
+    # the seeds ask about the same 176 pairs: the pooled rate, on one seed's 176 effective answers
+    assert "| target/fresh (t2) | 177 / 352 | 0.503 | 176 | [0.430, 0.576] | inconclusive |" in pooled
+    assert "| lookup: target | 166 / 352 | 0.472 | 176 | [0.399, 0.545] | inconclusive |" in pooled
     assert not any(line.startswith("| p1/") for line in pooled)  # controls are not target outputs
-    assert "probability 0.100 on 176 pairs" in text
 
 
-def test_null_exceedance_is_the_binomial_tail_over_the_chance_bound():
-    assert audit_seeds.null_exceedance(176) == pytest.approx(0.1000, abs=5e-4)  # P(X >= 97), X ~ Bin(176, 0.5)
-    assert audit_seeds.null_exceedance(20) == pytest.approx(sum(math.comb(20, k) for k in range(12, 21)) / 2 ** 20)
+def test_pooled_outputs_read_each_seeds_effective_answers(tmp_path):
+    """Clustered answers (design effect 2) halve what the pooled interval is read on."""
+    for name, seed in (("a", 0), ("b", 1)):
+        write_report(tmp_path / name, seed, 0.5)
+        metrics = json.loads((tmp_path / name / "metrics.json").read_text())
+        heads = metrics["attacks"]["target/fresh"]["heads"]
+        heads["t2"] = {"rate": 0.5, "trials": 4000, "effective_trials": 2000}
+        (tmp_path / name / "metrics.json").write_text(json.dumps(metrics))
+    text = audit_seeds.table([audit_seeds.read_report(tmp_path / name) for name in "ab"], "Audits")
+    row = next(line for line in text.splitlines() if line.startswith("| target/fresh (t2) | 4000 / 8000"))
+    assert "| 2000 | [0.478, 0.522] | consistent with chance |" in row
