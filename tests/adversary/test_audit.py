@@ -459,7 +459,9 @@ def test_the_export_path_audit_tells_a_leaky_export_from_a_pseudonymized_one(tmp
                        export_path=export_path, held_out_draws=20, progress=False)
     assert report["path"] == ("export" if export_path else "representer")
     assert report["attacks"]["raw/fresh"]["control_succeeded"]
-    assert report["attacks"][FLOOR]["verdict"] == CHANCE
+    # the floor learns nothing; on the bare path its answers repeat with each sentence (a design effect
+    # of about 7 over 20 draws), too few effective ones to rule out 0.55 there
+    assert report["attacks"][FLOOR]["verdict"] == (CHANCE if export_path else INCONCLUSIVE)
     assert report["verdict"] == verdict, report["verdict_reason"]
     assert (SHARED_TEXT in report["lookup"]) == export_path
     if export_path:  # success is judged against the original: guessing it is a 1-in-3 draw
