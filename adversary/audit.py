@@ -38,13 +38,15 @@ from deidpool.representer.noise import noise_free_copy
 from deidpool.representer.training import _write_config, _write_json, run_training
 
 FLOOR = "floor/partner-only"  # the attack on the partners alone: neither a target attack nor a control
-# An audit's parts (`run_audit`'s `parts`) in two shares of about equal training time on the demo, for
-# two processes (`runs.audit_run` with workers=2): the target's adversaries and inversion, and the rest.
-PART_SHARES = (("target/fresh", "target/continued", "inversion/target"),
-               ("raw/fresh", "p1/fresh", FLOOR, "inversion/raw", "inversion/p1", "inversion/context-only"))
 # On the export path, the lookup attack also runs on the pseudonymized text itself, as if it were shared
 # in the clear: what pseudonymization alone leaves to a two-candidate test (a reference, not in the verdict).
 SHARED_TEXT = "shared text"
+# An audit's parts (`run_audit`'s `parts`) in two shares of about equal training time on the demo, for
+# two processes (`runs.audit_run` with workers=2): the target's adversaries and inversion, and the rest
+# (with every lookup, so that the run that reports only reads results).
+PART_SHARES = (("target/fresh", "target/continued", "inversion/target"),
+               ("raw/fresh", "p1/fresh", FLOOR, "inversion/raw", "inversion/p1", "inversion/context-only",
+                "lookup/target", "lookup/raw", "lookup/p1", f"lookup/{SHARED_TEXT}"))
 
 
 def raw_embeddings(inputs, training=False):
@@ -178,10 +180,12 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     checkpoint per inversion under inversion/ (checkpoints: an interrupted audit resumes).
     `settings` are `AdversaryTraining`'s optimizer settings.
 
-    With `parts` (names of attacks, "target/fresh", ..., and of inversions, "inversion/target", ...,
-    "inversion/context-only": `PART_SHARES`), only those are trained, into their checkpoints, and
-    nothing is returned: another process can train some of an audit while this one trains others,
-    and a run without `parts` then resumes them all and writes the report (`runs.audit_run`).
+    With `parts` (names of attacks, "target/fresh", ..., of inversions, "inversion/target", ...,
+    "inversion/context-only", and of lookups, "lookup/target", ...: `PART_SHARES`), only those are
+    trained or computed, into their checkpoints (an inversion's and a lookup's result kept as JSON
+    under inversion/ and lookup/), and nothing is returned: another process can run some of an
+    audit while this one runs others, and a run without `parts` then resumes them all, reads the
+    kept results and writes the report (`runs.audit_run`).
     """
     out_dir = Path(out_dir)
     if passes is None:
@@ -233,15 +237,29 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
                                                    if key.startswith("val_accuracy")}} for r in records]
         finals[name] = records
     inverters = {"epochs": inversion_epochs, "units": units, "seed": seed, "progress": progress, **settings}
-    inversions = {f"inversion/{name}": partial(inversion_attack, model, *pairs_of(name), label=name,
-                                               checkpoint=out_dir / "inversion" / f"{name}.npz", **inverters)
-                  for name, model in subjects.items()}
-    inversions["inversion/context-only"] = partial(context_only_inversion, train, test, label="context-only",
-                                                   checkpoint=out_dir / "inversion" / "context-only.npz", **inverters)
+    computed = {f"inversion/{name}": partial(inversion_attack, model, *pairs_of(name), label=name,
+                                             checkpoint=out_dir / "inversion" / f"{name}.npz", **inverters)
+                for name, model in subjects.items()}
+    computed["inversion/context-only"] = partial(context_only_inversion, train, test, label="context-only",
+                                                 checkpoint=out_dir / "inversion" / "context-only.npz", **inverters)
+    looked_up = {**subjects, **({SHARED_TEXT: raw_embeddings} if export_path else {})}
+    computed.update({f"lookup/{name}": partial(lookup_attack, model, exported[1] if name == SHARED_TEXT
+                                               else pairs_of(name)[1], seed, reference=references.get(name, model),
+                                               draws=held_out_draws)
+                     for name, model in looked_up.items()})
+    depends_on = {"inversion": {key: value for key, value in inverters.items() if key != "progress"},
+                  "lookup": {"seed": seed, "draws": held_out_draws}}
+
+    def outcome(part: str) -> dict:
+        """The result of an inversion or a lookup, computed once and kept in `out_dir` (a part's
+        process computes it, the reporting run reads it)."""
+        kind, _, name = part.partition("/")
+        return _kept(out_dir / kind / f"{name.replace(' ', '-')}.json", depends_on[kind], computed[part])
+
     if parts is not None:
-        for name, inversion in inversions.items():
-            if wanted(name):
-                inversion()  # trained into its checkpoint; the reporting run ranks its estimates again
+        for part in computed:
+            if wanted(part):
+                outcome(part)
         return None
     # every output the verdict reads is one test of a family (adversary.verdicts.family_z): the
     # heads of the attacks on the target and of the floor, and the lookup on the target
@@ -253,13 +271,9 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
                 if not judged(name)}
     for name, succeeded in controls.items():
         results[name]["control_succeeded"] = succeeded
-    lookup = {}
-    for name, model in {**subjects, **({SHARED_TEXT: raw_embeddings} if export_path else {})}.items():
-        result = lookup_attack(model, exported[1] if name == SHARED_TEXT else pairs_of(name)[1], seed,
-                               reference=references.get(name, model), draws=held_out_draws)
-        lookup[name] = two_way_lookup(result, tests)
-    inversion = {name: inversions[f"inversion/{name}"]() for name in subjects}
-    baselines = {"frequency": frequency_baseline(train, test), "context-only": inversions["inversion/context-only"]()}
+    lookup = {name: two_way_lookup(outcome(f"lookup/{name}"), tests) for name in looked_up}
+    inversion = {name: outcome(f"inversion/{name}") for name in subjects}
+    baselines = {"frequency": frequency_baseline(train, test), "context-only": outcome("inversion/context-only")}
     verdict, reason = overall_verdict(targets, lookup["target"]["verdict"], results[FLOOR]["verdict"], controls)
     report = {"verdict": verdict, "verdict_reason": reason, "path": EXPORT_PATH if export_path else BARE_PATH,
               "epochs": epochs, "passes": passes, "inversion_epochs": inversion_epochs, "attacker_design": POOLED,
@@ -279,6 +293,18 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     (out_dir / "report.md").write_text(format_report(report))
     plot_accuracy(history, out_dir / "accuracy.png")
     return report
+
+
+def _kept(path: Path, depends_on: dict, compute) -> dict:
+    """`compute()`, kept in `path` with what it `depends_on`: read back while that is the same."""
+    if path.exists():
+        kept = json.loads(path.read_text())
+        if kept["depends_on"] == depends_on:
+            return kept["result"]
+    result = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_json(path, {"depends_on": depends_on, "result": result})
+    return result
 
 
 def hidden_phi(pairs: PairSource) -> list[tuple]:

@@ -426,7 +426,9 @@ def _word_entries(own: list[str], category: str, index: int, pseudonymizer: Pseu
         if row(word) is not None:
             mass[row(word)] = probability
     mine = np.array([row(word) for word in own], dtype=np.int64)
-    order = np.concatenate([mine, np.setdiff1d(np.arange(len(mass)), mine)])
+    others = np.ones(len(mass), bool)
+    others[mine] = False  # a mask, not np.setdiff1d: that sorts the whole vocabulary for every class
+    order = np.concatenate([mine, np.flatnonzero(others)])
     prior = np.concatenate([frequencies, [frequency(word) for word in outside]])
     return {"uniform": np.ones(len(order)), "frequency": prior[order], "mass": mass[order],
             "count": np.ones(len(order))}

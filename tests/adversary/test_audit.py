@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from deidpool.adversary.audit import (
     FLOOR,
     SHARED_TEXT,
+    _kept,
     attack_result,
     attacker_reference,
     hidden_phi,
@@ -343,6 +344,24 @@ def test_an_audit_in_two_processes_trains_every_part_once(audited):
         assert len(history) == result["epochs"] <= 3, name  # resumed by the reporting run, not trained again
     for name in ("target", "raw", "context-only"):
         assert (report_dir / "inversion" / f"{name}.npz").is_file(), name
+    # inversions and lookups: computed by the parts' processes, read back by the run that reports
+    for name, result in {**report["inversion"], "context-only": report["inversion_baselines"]["context-only"]}.items():
+        assert json.loads((report_dir / "inversion" / f"{name}.json").read_text())["result"] == result, name
+    for name, result in report["lookup"].items():
+        kept = json.loads((report_dir / "lookup" / f"{name.replace(' ', '-')}.json").read_text())["result"]
+        assert kept["both_rate"] == result["rate"], name
+
+
+def test_a_kept_result_is_read_back_while_what_it_depends_on_is_the_same(tmp_path):
+    computed = []
+
+    def compute():
+        computed.append(len(computed))
+        return {"top1": 0.1 * len(computed)}
+
+    assert _kept(tmp_path / "x.json", {"epochs": 3}, compute) == {"top1": 0.1}
+    assert _kept(tmp_path / "x.json", {"epochs": 3}, compute) == {"top1": 0.1} and len(computed) == 1
+    assert _kept(tmp_path / "x.json", {"epochs": 6}, compute) == {"top1": 0.2}  # trained further: computed again
 
 
 def test_an_audit_part_must_exist(embeddings, tmp_path):
