@@ -15,8 +15,7 @@ from deidpool.representer.dataset import INFERENCE_BATCH_SIZE
 
 
 def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
-    """For every sentence of `pairs`, its first fake pair over the fakes-only draws of `seed`,
-    epochs 0, 1, ... (one draw but for a sentence whose replacements all kept the vector);
+    """For every sentence of `pairs`, its first fake pair over the draws of `seed`, epochs 0, 1, ...;
     `shared_original` is what an export of the original gives the representer (first draw's),
     `shared_partner` what an export of the fake does (the draw's that made the fake)."""
     partner, taken = pairs.features.copy(), np.zeros(len(pairs), bool)
@@ -24,7 +23,7 @@ def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
     replaced = np.full(len(pairs), -1, dtype=np.int64)
     shared = None
     for epoch in itertools.count():
-        draw = pairs.draw(seed, epoch, fakes_only=True)
+        draw = pairs.draw(seed, epoch)
         shared = draw.shared_original if shared is None else shared
         for index in np.flatnonzero((draw.labels == 0) & ~taken):
             rows = slice(pairs.offsets[index], pairs.offsets[index] + pairs.lengths[index])

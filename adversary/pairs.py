@@ -129,16 +129,12 @@ class PairSource:
                         same += self.pseudonymizer.draw_key(replacement, category) == own
         return {"fakes": fakes, "same_candidates": same}
 
-    def draw(self, seed: int, epoch: int = 0, fakes_only: bool = False) -> Pairs:
-        """One pair per sentence, deterministic in (`seed`, `epoch`) and fresh for every epoch;
-        with `fakes_only`, every pair fake (but where no replacement changed the vector)."""
+    def draw(self, seed: int, epoch: int = 0) -> Pairs:
+        """One pair per sentence, deterministic in (`seed`, `epoch`) and fresh for every epoch."""
         rng = random.Random(f"{seed}/{epoch}")
         count = len(self)
-        if fakes_only:
-            labels = [0.0] * count
-        else:
-            labels = [1.0] * (count // 2) + [0.0] * (count // 2) + [rng.choice([0.0, 1.0])] * (count % 2)
-            rng.shuffle(labels)
+        labels = [1.0] * (count // 2) + [0.0] * (count // 2) + [rng.choice([0.0, 1.0])] * (count % 2)
+        rng.shuffle(labels)
         partner = self.features.copy()
         replaced = np.full(count, -1, dtype=np.int64)
         partner_words = [[token.text for token in sentence.tokens] for sentence in self.sentences]

@@ -138,15 +138,6 @@ def test_labels_are_balanced_in_every_epoch(source):
         assert len(labels) == 41 and abs(labels.sum() - 20.5) == 0.5
 
 
-def test_a_fakes_only_draw_gives_every_sentence_its_fake(source):
-    pairs = source.draw(seed=1, fakes_only=True)
-    assert not pairs.labels.any() and (pairs.replaced >= 0).all()
-    for index, (start, length) in enumerate(zip(source.offsets, source.lengths)):
-        rows = slice(start, start + length)
-        changed = np.flatnonzero(np.any(pairs.original[rows] != pairs.partner[rows], axis=1)).tolist()
-        assert changed == [pairs.replaced[index]]
-
-
 def test_every_epoch_draws_fresh_pairs_reproducibly(source):
     first, second = source.draw(seed=1, epoch=0), source.draw(seed=1, epoch=1)
     assert not np.array_equal(first.labels, second.labels)
