@@ -40,7 +40,8 @@ R(s) can only drop out), so the restrictions below make the bound conservative:
 
 Under the scheme "surrogates" (`deidpool.adversary.surrogates`) a token's surrogate s does not
 depend on its original o, only on its category and shape (`token_shape`: kind, word index and
-casing, number block or character classes, position in the span and span length; the
+casing and the span's word count, number block or character classes, position in the span and
+span length; the
 tokens come as (word, category, shape) from `Pseudonymizer.phi_tokens`), except that s = o is
 drawn again. Within a class of one category and shape, s is therefore a draw from one
 distribution D (`word_distribution`; uniform over a number's block or over the tokens of a
@@ -49,8 +50,8 @@ s: it guesses the original of largest prior in the class other than s (`_exclude
 Its success is its prior's best guess within the class, corrected for the redraw: 1 for the
 class's single most likely original, D(o1) / (1 - D(o)) / (the size of the second tier) for an
 original of the second tier, 0 below. The redraw also makes s a little more likely under an o
-of large D(o), by 1 / (1 - D(o)), and for the words of a span it is one draw for the whole span:
-both are left out of the attacker's ranking (they move a success by at most the largest D of
+of large D(o), by 1 / (1 - D(o)), and for the words of values laid end to end it is one draw for
+the whole span: both are left out of the attacker's ranking (they move a success by at most the largest D of
 its class). Possible originals: for words the vocabulary's words (the neighbour vocabulary's
 tokens of two letters or more, case-folded) and the export's own; for numbers every number of
 the block; for other tokens every token of the pattern (under the frequency prior, in a pattern
@@ -371,7 +372,7 @@ def _surrogate_success(occurrences: Counter, pseudonymizer: Pseudonymizer,
         category, shape = tokens[0][1], tokens[0][2]
         own = list(counts)
         if shape[0] == "word":
-            entries = _word_entries(own, category, shape[1], pseudonymizer, frequency)
+            entries = _word_entries(own, category, shape[1], shape[3], pseudonymizer, frequency)
         elif shape[0] == "number":
             entries = _number_entries(own, NumberCandidates(range(shape[2], shape[3]), shape[1]), frequency)
         else:
@@ -409,7 +410,7 @@ def _excluded_success(prior: np.ndarray, mass: np.ndarray, count: np.ndarray) ->
     return success
 
 
-def _word_entries(own: list[str], category: str, index: int, pseudonymizer: Pseudonymizer,
+def _word_entries(own: list[str], category: str, index: int, count: int, pseudonymizer: Pseudonymizer,
                   frequency: _Frequency) -> dict[str, np.ndarray]:
     """The possible originals of a word class as entries of one original each: `own` (the
     export's words of the class, case-folded) first, then the vocabulary's other words; their
@@ -422,7 +423,7 @@ def _word_entries(own: list[str], category: str, index: int, pseudonymizer: Pseu
         return index_of.get(word, extra.get(word))
 
     mass = np.zeros(len(words) + len(outside))
-    for word, probability in word_distribution(pseudonymizer.language, generator_kind(category), index).items():
+    for word, probability in word_distribution(pseudonymizer.language, generator_kind(category), index, count).items():
         if row(word) is not None:
             mass[row(word)] = probability
     mine = np.array([row(word) for word in own], dtype=np.int64)

@@ -7,16 +7,19 @@ A gold span (consecutive tokens of one label, `phi_spans`) is replaced as a whol
 its kind (`token_kind`):
 - the language's `FUNCTION_WORDS`, in lower case between two tokens of the span with a letter or
   a digit, stay as they are ("3 de marzo de 2018" -> "<number> de <month> de <year>");
-- the other words (two letters or more) are filled in order by the words of values of the span's type,
-  drawn uniformly from a pool (`pool`: names, streets, cities, hospitals, professions, months
-  and weekdays... of the language's Faker locale, made once with a fixed seed), one value after
-  another until every word position has one; each takes the casing shape of the word it replaces
-  (all capitals, capitalized, else lower case);
+- the other words (two letters or more) are filled in order by the words of one value of the span's
+  type with as many words (`matched_values`), drawn uniformly from a pool (`pool`: names, e-mail
+  addresses, streets, cities, hospitals, professions, months and weekdays... of the language's Faker
+  locale, made once with a fixed seed, their function words left out), so that a one-word city
+  gets a one-word city; when the pool has too few values of that length, by values laid end to end
+  until every word position has one; each takes the casing shape of the word it replaces (all
+  capitals, capitalized, else lower case);
 - numbers (ASCII digits) take a uniform draw from their `number_block` (digit count and range);
 - other tokens (a single letter, letters mixed with digits) keep their character classes: each
   letter becomes a random letter of its case, each digit a random digit, other characters stay.
-A drawn word, number or token equal to the original (case-insensitive) is drawn again (a word:
-the span's words all together, so the span stays one value), so that no PHI token but a kept
+A drawn word, number or token equal to the original (case-insensitive) is drawn again (a word of
+a matched value: that word alone, from the same position of another value of the length; a word
+of values laid end to end: the span's words all together), so that no PHI token but a kept
 function word is exported as it is; this tells an attacker only that the original was not the
 surrogate. Draws come from the caller's `random.Random` alone.
 """
@@ -40,6 +43,7 @@ from deidpool.corpus.tokenize import tokenize
 LOCALES = {"en": "en_US", "es": "es_ES"}
 POOL_DRAWS = 2000  # Faker values made for a pool (its distinct ones are kept)
 POOL_SEED = 0
+MATCHED_MINIMUM = 5  # the fewest values of one word count that fill a span of that count on their own
 
 FUNCTION_WORDS = {"es": frozenset({"de", "del", "la", "las", "el", "los", "y", "al", "en"}),
                   "en": frozenset({"of", "the", "and", "at", "on", "in"})}
@@ -53,6 +57,33 @@ name's first word ("De la Cruz"), next to punctuation a piece of an e-mail addre
 ("maria_en_correa"). The single letters "a" and "e" are left out: in MEDDOCAN they are also
 ordinals and abbreviations ("Cra. 8 a", "M. a Teresa")."""
 
+STRUCTURE_WORDS = {
+    "es": {"HOSPITAL": frozenset({"hospital", "clínica", "clínico", "complejo", "hospitalario", "universitario",
+                                  "centro", "salud", "general", "regional", "comarcal", "provincial"}),
+           "STREET": frozenset({"calle", "c", "avenida", "avda", "av", "pasadizo", "plaza", "pza", "paseo", "pº", "carretera", "ctra",
+                                "camino", "ronda", "travesía", "urbanización", "urb", "glorieta", "pasaje", "rambla",
+                                "alameda", "vía", "via", "vial", "callejón", "cañada", "acceso", "cuesta", "barrio",
+                                "piso", "puerta", "portal", "bajo", "izquierda", "derecha", "izq", "dcha"})},
+    "en": {"HOSPITAL": frozenset({"hospital", "medical", "center", "centre", "clinic", "health", "general"}),
+           "STREET": frozenset({"street", "st", "avenue", "ave", "road", "rd", "boulevard", "blvd", "drive", "dr",
+                                "lane", "ln", "way", "court", "ct", "place", "pl", "square", "sq", "apt", "suite"})},
+}
+"""Words that say which kind of place a HOSPITAL or STREET span names, not which one ("Hospital
+Universitario", "Calle", "Avda", "piso"): kept, in any casing and at any position of a span of
+that kind, and left out of its pool, so that the draw fills the name's own words ("Hospital
+Universitario Reina Sofía" -> "Hospital Universitario <two words>"). A tagger trained on
+surrogates then sees the words real spans start with; redrawn, "Hospital" could never stay
+"Hospital" and every surrogate would begin with another kind of place. They tell an attacker the
+kind of place, which the span's label mostly tells already; the bound counts them as not hidden."""
+
+
+
+def kept_words(language: str) -> frozenset[str]:
+    """Every word a span of `language` may keep as it is (case-folded): its FUNCTION_WORDS and
+    its kinds' STRUCTURE_WORDS."""
+    return FUNCTION_WORDS[language].union(*STRUCTURE_WORDS[language].values())
+
+
 _HOSPITALS = {"en": ("{} Hospital", "{} Medical Center", "{} Clinic", "{} General Hospital", "Saint {} Hospital"),
               "es": ("Hospital {}", "Clínica {}", "Centro de Salud {}", "Hospital Universitario {}",
                      "Complejo Hospitalario {}")}
@@ -61,14 +92,24 @@ _AGE_UNITS = {"en": ("years", "months", "weeks", "days"), "es": ("años", "meses
 
 
 def _name(faker: Faker) -> str:
-    """A first name and surname(s): two surnames in Spanish."""
-    surnames = 2 if faker.locales[0].startswith("es") else 1
-    return " ".join([faker.first_name(), *(faker.last_name() for _ in range(surnames))])
+    """A name in one of the forms notes write it: a first name, a surname, or both (in Spanish
+    also with two surnames, or the two surnames alone)."""
+    first, surname, second = faker.first_name(), faker.last_name(), faker.last_name()
+    forms = [first, surname, f"{first} {surname}"]
+    if faker.locales[0].startswith("es"):
+        forms += [f"{first} {surname} {second}", f"{surname} {second}"]
+    return faker.random_element(forms)
 
 
 def _hospital(faker: Faker) -> str:
     patterns = _HOSPITALS[faker.locales[0][:2]]
     return faker.random_element(patterns).format(faker.random_element((faker.last_name(), faker.city())))
+
+
+def _email(faker: Faker) -> str:
+    """An address at a free mail provider under one of the common top-level domains (a single
+    one would leave the original's "com" no other surrogate)."""
+    return f"{faker.user_name()}@{faker.free_email_domain().partition('.')[0]}.{faker.tld()}"
 
 
 def _sex(faker: Faker) -> str:
@@ -82,7 +123,7 @@ def _age_unit(faker: Faker) -> str:
 
 GENERATORS: dict[str, Callable[[Faker], str]] = {
     "PATIENT": _name, "DOCTOR": _name, "USERNAME": methodcaller("user_name"),
-    "STREET": methodcaller("street_name"), "CITY": methodcaller("city"), "LOCATION-OTHER": methodcaller("city"),
+    "EMAIL": _email, "STREET": methodcaller("street_name"), "CITY": methodcaller("city"), "LOCATION-OTHER": methodcaller("city"),
     "STATE": methodcaller("state"), "COUNTRY": methodcaller("country"), "HOSPITAL": _hospital,
     "ORGANIZATION": methodcaller("company"), "DEPARTMENT": methodcaller("company"), "PROFESSION": methodcaller("job"),
     "DATE": lambda faker: faker.random_element((faker.month_name(), faker.day_of_week())),
@@ -112,21 +153,43 @@ def check_language(language: str) -> str:
 @lru_cache(maxsize=None)
 def pool(language: str, kind: str) -> tuple[tuple[str, ...], ...]:
     """The distinct values of `kind` in `language` as their words (tokens of two letters or
-    more), from POOL_DRAWS values of a Faker seeded with POOL_SEED: the same on every call."""
+    more but the language's FUNCTION_WORDS in lower case and the kind's STRUCTURE_WORDS: a span
+    keeps its own), from POOL_DRAWS
+    values of a Faker seeded with POOL_SEED: the same on every call."""
     faker = Faker(LOCALES[check_language(language)])
     faker.seed_instance(POOL_SEED)
-    values = (tuple(token.text for token in tokenize(GENERATORS[kind](faker)) if token_kind(token.text) == "word")
+    structure = STRUCTURE_WORDS[language].get(kind, frozenset())
+    values = (tuple(token.text for token in tokenize(GENERATORS[kind](faker))
+                    if token_kind(token.text) == "word" and token.text not in FUNCTION_WORDS[language]
+                    and token.text.casefold() not in structure)
               for _ in range(POOL_DRAWS))
     return tuple(dict.fromkeys(value for value in values if value))
 
 
 @lru_cache(maxsize=None)
-def word_distribution(language: str, kind: str, index: int) -> dict[str, float]:
-    """The probability of each word (case-folded) at word position `index` of a span of `kind`,
-    before the redraw: the values are uniform draws from `pool`, laid end to end. A value starts
-    at position i with probability start[i] (start[0] = 1, start[i] = sum over l of start[i - l]
-    * P(a value has l words)), and the word at `index` is word index - i of the value that
-    starts at i and is long enough."""
+def matched_values(language: str, kind: str, count: int) -> tuple[tuple[str, ...], ...] | None:
+    """The values of `pool` with `count` words, which fill a span of `count` word positions on
+    their own; None (values laid end to end) when there are fewer than MATCHED_MINIMUM of them
+    or they all share a word at one position (it could not be drawn again)."""
+    values = tuple(value for value in pool(language, kind) if len(value) == count)
+    if len(values) < MATCHED_MINIMUM or any(len({value[i].casefold() for value in values}) == 1
+                                            for i in range(count)):
+        return None
+    return values
+
+
+@lru_cache(maxsize=None)
+def word_distribution(language: str, kind: str, index: int, count: int) -> dict[str, float]:
+    """The probability of each word (case-folded) at word position `index` of a span of `kind`
+    with `count` word positions, before the redraw. Matched values (`matched_values`): the share
+    of them with that word at `index`. Else the values are uniform draws from `pool`, laid end to
+    end: a value starts at position i with probability start[i] (start[0] = 1, start[i] = sum over
+    l of start[i - l] * P(a value has l words)), and the word at `index` is word index - i of the
+    value that starts at i and is long enough."""
+    matched = matched_values(language, kind, count)
+    if matched:
+        shares: Counter = Counter(value[index].casefold() for value in matched)
+        return {word: n / len(matched) for word, n in shares.items()}
     values = pool(language, kind)
     lengths = Counter(len(value) for value in values)
     start = [1.0]
@@ -191,12 +254,15 @@ def phi_spans(tags: Sequence[str]) -> list[range]:
     return spans
 
 
-def span_kinds(words: Sequence[str], language: str) -> list[str | None]:
-    """Each token's kind in a span of `words` as its draw treats it: "kept" for one of the
-    language's FUNCTION_WORDS as written (lower case) between two tokens with a letter or a digit
-    (it joins two parts of the span), else its `token_kind`."""
+def span_kinds(words: Sequence[str], language: str, kind: str = "OTHER") -> list[str | None]:
+    """Each token's kind in a span of `words` (of generator kind `kind`) as its draw treats it:
+    "kept" for one of the language's FUNCTION_WORDS as written (lower case) between two tokens
+    with a letter or a digit (it joins two parts of the span) and for one of the kind's
+    STRUCTURE_WORDS, else its `token_kind`."""
     kinds = [token_kind(word) for word in words]
-    return ["kept" if word in FUNCTION_WORDS[language] and 0 < i < len(words) - 1 and kinds[i - 1] and kinds[i + 1]
+    structure = STRUCTURE_WORDS[language].get(kind, frozenset())
+    return ["kept" if kinds[i] and (word.casefold() in structure or word in FUNCTION_WORDS[language]
+                                    and 0 < i < len(words) - 1 and kinds[i - 1] and kinds[i + 1])
             else kinds[i] for i, word in enumerate(words)]
 
 
@@ -205,15 +271,15 @@ def token_shape(words: Sequence[str], position: int, label: str | None, language
     `language`) depends on besides the label and the language, and its position: (kind, ...,
     position in the span, span length), None for punctuation. A kept function word: itself
     ("kept", exported as it is); another word: its index among the words filled from the pool and
-    its casing shape; a number: its block; another token: its character classes. Originals of one
-    shape draw alike."""
-    kinds = span_kinds(words, language)
+    its casing shape and how many words the span fills; a number: its block; another token: its
+    character classes. Originals of one shape draw alike."""
+    kinds = span_kinds(words, language, generator_kind(label))
     word, kind = words[position], kinds[position]
     where = (position, len(words))
     if kind == "kept":
         return ("kept", word, *where)
     if kind == "word":
-        return ("word", kinds[:position].count("word"), same_casing("ab", word), *where)
+        return ("word", kinds[:position].count("word"), same_casing("ab", word), kinds.count("word"), *where)
     if kind == "number":
         block = number_block(word, label)
         return ("number", block.width, block.values.start, block.values.stop, *where)
@@ -222,17 +288,11 @@ def token_shape(words: Sequence[str], position: int, label: str | None, language
 
 def span_surrogates(words: Sequence[str], label: str | None, language: str, rng: random.Random) -> list[str]:
     """The surrogates of the tokens `words` of one span of tag label `label` (module docstring)."""
-    kinds = span_kinds(words, check_language(language))
+    kinds = span_kinds(words, check_language(language), generator_kind(label))
     result = list(words)
     positions = [i for i, kind in enumerate(kinds) if kind == "word"]
     if positions:
-        values = pool(language, generator_kind(label))
-        while True:
-            drawn: list[str] = []
-            while len(drawn) < len(positions):
-                drawn += rng.choice(values)
-            if all(new.casefold() != words[i].casefold() for new, i in zip(drawn, positions)):
-                break
+        drawn = _span_words([words[i] for i in positions], generator_kind(label), language, rng)
         for new, i in zip(drawn, positions):
             result[i] = same_casing(new.lower(), words[i])
     for i, kind in enumerate(kinds):
@@ -244,6 +304,23 @@ def span_surrogates(words: Sequence[str], label: str | None, language: str, rng:
                 rng.choice(_CLASS_CHARACTERS[c]) if c in _CLASS_CHARACTERS else c
                 for c in character_classes(words[i])))
     return result
+
+
+def _span_words(originals: list[str], kind: str, language: str, rng: random.Random) -> list[str]:
+    """The words that fill a span's word positions `originals` (module docstring), none of them
+    equal to the original at its position."""
+    matched = matched_values(language, kind, len(originals))
+    if matched:
+        drawn = list(rng.choice(matched))
+        return [_other(original, lambda: rng.choice(matched)[i]) if new.casefold() == original.casefold() else new
+                for i, (new, original) in enumerate(zip(drawn, originals))]
+    values = pool(language, kind)
+    while True:
+        drawn = []
+        while len(drawn) < len(originals):
+            drawn += rng.choice(values)
+        if all(new.casefold() != original.casefold() for new, original in zip(drawn, originals)):
+            return drawn[:len(originals)]
 
 
 def _other(original: str, draw: Callable[[], str]) -> str:

@@ -5,6 +5,7 @@ raw or with every gold PHI token pseudonymized under each scheme, scored on the 
     python experiments/pseudonymization_utility.py --corpus physionet --seeds 0 1 2 --limit 20 --tagger-epochs 1 \\
         --results-name pseudonymization_utility_physionet_smoke      # a check that everything runs
     python experiments/pseudonymization_utility.py --corpus meddocan --seeds 0 1 2 --report-only
+    python experiments/pseudonymization_utility.py --corpus meddocan --seeds 0 --taggers raw surrogates
 
 Taggers (`TAGGERS`): raw text, "groups" at N = 100 and N = 500 (the export default's scheme until
 these results made it "surrogates") and "surrogates" (realistic values of each PHI type in the
@@ -59,7 +60,7 @@ def run_seed(seed: int, args) -> dict:
     folder = REPO / "runs" / args.results_name / f"seed-{seed}"
     cache = folder / "rows.json"
     rows = federation.stored_rows(cache, {key: getattr(args, key) for key in BUDGET})
-    if all(f"{name}@test" in rows for name in TAGGERS):
+    if all(f"{name}@test" in rows for name in args.taggers):
         return rows
     documents = {party: read_corpus(corpus.notes, corpus.fmt, split=party)[:args.limit] for party in federation.PARTIES}
     path, fmt, split = corpus.test
@@ -67,7 +68,8 @@ def run_seed(seed: int, args) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     spec, vectors = federation.provider_embeddings(corpus, folder, documents["provider"], seed)
     train, valid = split_documents([d for party in federation.PARTIES for d in documents[party]], 0.1, seed)
-    for name, scheme in TAGGERS.items():
+    for name in args.taggers:
+        scheme = TAGGERS[name]
         if f"{name}@test" in rows:
             continue
         progress(f"seed {seed}: text tagger {name} on {len(train)} + {len(valid)} notes")
@@ -153,6 +155,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--tagger-epochs", type=int, default=25, help="most epochs of every tagger")
     parser.add_argument("--patience", type=int, default=5, help="the taggers' early-stopping patience")
+    parser.add_argument("--taggers", nargs="+", choices=TAGGERS, default=list(TAGGERS),
+                        help="train only these taggers (default: all); the report shows those every seed has")
     parser.add_argument("--limit", type=int, help="only the first LIMIT notes of each party and of the test notes "
                                                   "(a check that everything runs)")
     parser.add_argument("--results-name", help="stem of the result files and folder under runs/ (default: "

@@ -3,6 +3,7 @@ language and shape only, coherent spans, no token kept but listed function words
 re-identification bound."""
 
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -154,7 +155,7 @@ def test_draws_depend_on_the_rng_alone(spanish):
 
 
 def test_the_empirical_bound_is_the_share_of_the_most_frequent_original(spanish):
-    shape = ("word", 0, "Ab", 0, 1)
+    shape = ("word", 0, "Ab", 1, 0, 1)
     tokens = [("Zqxa", "TERRITORIO", shape)] * 3 + [("Zqxb", "TERRITORIO", shape)]  # no city of the pool
     report = reidentification_bound(tokens, spanish, language="es")
     assert report["scheme"] == "surrogates" and report["overall"]["hidden"] == 4
@@ -163,7 +164,7 @@ def test_the_empirical_bound_is_the_share_of_the_most_frequent_original(spanish)
     city = pool("es", "CITY")[0][0]
     found = token_success([(city, "TERRITORIO", shape)] * 2 + [("Zqxa", "TERRITORIO", shape)], spanish, language="es")
     assert found[city, "TERRITORIO", shape]["empirical"] == 1.0
-    mass = word_distribution("es", "CITY", 0)[city.casefold()]
+    mass = word_distribution("es", "CITY", 0, 1)[city.casefold()]
     assert found["Zqxa", "TERRITORIO", shape]["empirical"] == pytest.approx(mass)
 
 
@@ -182,7 +183,39 @@ def test_the_bound_tokens_carry_the_shape(spanish):
     [sentence] = prepare_document(Document("d", "Vive en C/ Mayor 12", (Span(8, 19, "CALLE", "C/ Mayor 12"),)))
     tokens = spanish.phi_tokens([t.text for t in sentence.tokens], sentence.tags)
     assert [token[:2] for token in tokens] == [("C", "CALLE"), ("/", "CALLE"), ("Mayor", "CALLE"), ("12", "CALLE")]
-    assert tokens[0][2][0] == "chars" and tokens[1][2] is None and tokens[2][2] == ("word", 0, "Ab", 2, 4)
+    assert tokens[0][2] == ("kept", "C", 0, 4) and tokens[1][2] is None and tokens[2][2] == ("word", 0, "Ab", 1, 2, 4)
+
+
+def test_a_span_is_filled_by_one_value_of_its_word_count(spanish):
+    cities = {value[0] for value in pool("es", "CITY") if len(value) == 1}
+    patients = {tuple(word.casefold() for word in value) for value in pool("es", "PATIENT") if len(value) == 2}
+    for seed in range(30):
+        assert spanish.replaced(["Madrid"], ["B-TERRITORIO"], random.Random(seed))[0] in cities - {"Madrid"}
+        drawn = spanish.replaced(["Iglesias", "Tellez"], ["B-NOMBRE_SUJETO_ASISTENCIA", "I-NOMBRE_SUJETO_ASISTENCIA"],
+                                 random.Random(seed))
+        assert tuple(word.casefold() for word in drawn) in patients
+
+
+def test_draws_follow_the_distribution_the_bound_reads(spanish):
+    words, tags = ["Iglesias", "Tellez"], ["B-NOMBRE_SUJETO_ASISTENCIA", "I-NOMBRE_SUJETO_ASISTENCIA"]
+    rng, draws = random.Random(0), 4000
+    seen = Counter(spanish.replaced(words, tags, rng)[1].casefold() for _ in range(draws))
+    expected = word_distribution("es", "PATIENT", 1, 2)
+    assert sum(expected.values()) == pytest.approx(1.0)
+    for word, count in seen.most_common(3):  # each within four standard deviations of its share
+        share = expected[word] / (1 - expected.get("tellez", 0.0))
+        assert abs(count / draws - share) < 4 * (share * (1 - share) / draws) ** 0.5
+
+
+def test_structure_words_are_kept_and_the_name_drawn(spanish):
+    words = ["Hospital", "Universitario", "Reina", "Sofía"]
+    tags = ["B-HOSPITAL"] + ["I-HOSPITAL"] * 3
+    for seed in range(20):
+        drawn = spanish.replaced(words, tags, random.Random(seed))
+        assert drawn[:2] == words[:2] and drawn[2] != "Reina" and drawn[3] != "Sofía"
+    shapes = [token[2] for token in spanish.phi_tokens(words, tags)]
+    assert shapes[0] == ("kept", "Hospital", 0, 4) and shapes[2] == ("word", 0, "Ab", 2, 2, 4)
+    assert not {"hospital", "universitario"} & {word.casefold() for value in pool("es", "HOSPITAL") for word in value}
 
 
 def test_unsupported_language_is_refused(embeddings):
