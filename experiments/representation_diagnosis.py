@@ -19,6 +19,8 @@ Variants that keep the representer (`VARIANTS`):
                           pseudonymization and what the representation costs)
   tagger 256 units        the pooled tagger with 256 LSTM units per direction (default 128)
   representer after P1    the representer before adversarial training (P1 only)
+  surrogates at export    the "surrogates" scheme as the code has it now (a federation seed exported
+                          under "groups" is diagnosed under "groups" otherwise)
 Variants that retrain the representer (epoch selection by validation F1, other representation sizes)
 are federation runs of their own (`federation.py --selection f1 --results-name ...`), compared
 with --baseline in this report. Runs live in the federation seed folder under diagnosis/; the
@@ -55,7 +57,8 @@ class Variant:
 
 VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Variant(draws=3),
             "tagger 256 units": Variant(units=256), "representer after P1": Variant(representer="representer_p1.keras"),
-            "no pseudonymization at export": Variant(neighbours=1, scheme="groups")}
+            "no pseudonymization at export": Variant(neighbours=1, scheme="groups"),
+            "surrogates at export": Variant(scheme="surrogates")}
 DEFAULT = "default (the federation's pooled tagger)"
 
 
