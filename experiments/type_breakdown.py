@@ -1,0 +1,114 @@
+"""Which PHI types a tagger loses: entity strict F1 per source type on the test notes, for taggers
+kept in experiment run folders, each against a reference tagger of the same seeds.
+
+    python experiments/type_breakdown.py --corpus meddocan --seeds 0 1 2 \\
+        --taggers federation_meddocan_short:raw federation_meddocan_short:pseudo federation_meddocan_short:pooled \\
+        --results-name type_breakdown_meddocan_short
+
+A tagger is RUN:NAME, read from runs/RUN/seed-S: a text tagger (taggers/NAME: federation.py's or
+pseudonymization_utility.py's), a published pool of federation.POOLS (pipelines/NAME.tar) or a
+diagnosis variant (diagnosis/FOLDER, representation_diagnosis.py's pipeline). The first tagger is
+the reference. Each seed's counts per type are kept in runs/RUN/seed-S/type_breakdown/; the F1 of
+a type pools its counts over the seeds. The table goes to experiments/results/federation/<name>.md
+and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import date
+
+import federation
+from results_files import git_commit, results_file
+
+REPO = federation.REPO
+COUNTS = ("tp", "fp", "fn")
+
+
+def tagger_counts(corpus: federation.Corpus, spec: str, seed: int, test: list) -> dict[str, dict[str, int]]:
+    """{source type: {tp, fp, fn}} of the tagger `spec` (RUN:NAME) of one seed on the test notes,
+    computed once and kept in the seed folder."""
+    from deidpool.corpus.metrics import evaluate_corpus
+
+    run, _, name = spec.partition(":")
+    folder = REPO / "runs" / run / f"seed-{seed}"
+    kept = folder / "type_breakdown" / f"{name.replace('/', '-')}.json"
+    if kept.exists():
+        return json.loads(kept.read_text())
+    if not folder.is_dir():
+        raise SystemExit(f"{folder} is absent: run the experiment that trains {spec} for seed {seed} first")
+    _, vectors = federation.provider_embeddings(corpus, folder, [], seed)
+    federation.progress(f"seed {seed}: {spec} tags the test notes")
+    if name.startswith("diagnosis/"):
+        found = federation.pipeline_predictions(folder / name / "pipeline.tar", folder / "keys", {"test": test},
+                                                vectors)["test"]
+    else:
+        found = federation.predictions(folder, name, {"test": test}, vectors)["test"]
+    per_type = evaluate_corpus(test, found, corpus.entity_key)["entity_strict"]["per_type"]
+    counts = {kind: {key: int(row[key]) for key in COUNTS} for kind, row in per_type.items()}
+    kept.parent.mkdir(exist_ok=True)
+    kept.write_text(json.dumps(counts, indent=1) + "\n")
+    return counts
+
+
+def pooled_f1(per_seed: list[dict[str, dict[str, int]]], kind: str | None = None) -> float:
+    """F1 of one type (None: all types) with its counts summed over the seeds."""
+    tp, fp, fn = (sum(counts[k][key] for counts in per_seed for k in counts if kind in (None, k)) for key in COUNTS)
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def report_text(counts: dict[str, list[dict]], seeds: list[int], corpus_name: str,
+                results_name: str) -> tuple[str, dict]:
+    """The Markdown table (types by gold spans, most first; each tagger's F1 and its difference to
+    the reference in points) and its numbers."""
+    reference, *others = counts
+    kinds = sorted({kind for per_seed in counts.values() for seed in per_seed for kind in seed},
+                   key=lambda kind: (-sum(seed.get(kind, {}).get("tp", 0) + seed.get(kind, {}).get("fn", 0)
+                                          for seed in counts[reference]), kind))
+    gold = {kind: sum(seed[kind]["tp"] + seed[kind]["fn"] for seed in counts[reference] if kind in seed)
+            for kind in kinds}
+    table = {kind: {spec: pooled_f1(per_seed, kind) for spec, per_seed in counts.items()} for kind in [*kinds, None]}
+    corpus = federation.CORPORA[corpus_name]
+    lines = [f"# Entity strict F1 per type ({corpus.title})\n",
+             f"{date.today()}, commit {git_commit()}; seeds {seeds}; test notes `{corpus.test[0]}`. "
+             f"Command: `python experiments/type_breakdown.py --corpus {corpus_name} --seeds "
+             f"{' '.join(map(str, seeds))} --taggers {' '.join(counts)} --results-name {results_name}`. Each cell: "
+             f"F1 with the type's counts summed over the seeds, and in parentheses its difference to `{reference}` in "
+             "points. Gold: the type's spans over all seeds' scorings.\n",
+             "| type | gold spans | " + " | ".join(f"`{spec}`" for spec in counts) + " |",
+             "|---|---:|" + "---:|" * len(counts)]
+    for kind in [*kinds, None]:
+        cells = [f"{table[kind][reference]:.3f}"]
+        cells += [f"{table[kind][spec]:.3f} ({100 * (table[kind][spec] - table[kind][reference]):+.1f})"
+                  for spec in others]
+        name = "**all types**" if kind is None else kind
+        spans = sum(gold.values()) if kind is None else gold[kind]
+        lines.append(f"| {name} | {spans} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n", {"gold": gold, "f1": {kind or "all": row for kind, row in table.items()}}
+
+
+def main() -> None:
+    from deidpool.corpus.formats import read_corpus
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", choices=federation.CORPORA, default="meddocan")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--taggers", nargs="+", required=True, help="RUN:NAME, the reference first")
+    parser.add_argument("--results-name", required=True, help="stem of the result files (type_breakdown_...)")
+    args = parser.parse_args()
+    if any(":" not in spec for spec in args.taggers):
+        parser.error("every tagger is RUN:NAME, e.g. federation_meddocan_short:pooled")
+    corpus = federation.CORPORA[args.corpus]
+    path, fmt, split = corpus.test
+    test = read_corpus(REPO.parent / path, fmt, split=split)
+    counts = {spec: [tagger_counts(corpus, spec, seed, test) for seed in args.seeds] for spec in args.taggers}
+    text, numbers = report_text(counts, args.seeds, args.corpus, args.results_name)
+    print(text)
+    results_file(args.results_name, ".md").write_text(text)
+    results_file(args.results_name, ".json").write_text(json.dumps(
+        {"date": str(date.today()), "commit": git_commit(), "seeds": args.seeds, **numbers}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+"""experiments/type_breakdown.py's report on hand-made counts (nothing is tagged): per-type F1
+with counts pooled over seeds, types by gold spans, differences to the reference."""
+
+import type_breakdown
+
+
+def test_types_pool_their_counts_over_seeds_and_compare_with_the_reference():
+    reference = [{"CITY": {"tp": 9, "fp": 1, "fn": 1}, "HOSPITAL": {"tp": 1, "fp": 0, "fn": 1}},
+                 {"CITY": {"tp": 8, "fp": 0, "fn": 2}, "HOSPITAL": {"tp": 2, "fp": 0, "fn": 0}}]
+    other = [{"CITY": {"tp": 5, "fp": 5, "fn": 5}, "HOSPITAL": {"tp": 0, "fp": 2, "fn": 2}},
+             {"CITY": {"tp": 5, "fp": 0, "fn": 5}}]  # no HOSPITAL predicted or missed in seed 1
+    text, numbers = type_breakdown.report_text({"run:raw": reference, "run:pooled": other}, [0, 1], "meddocan",
+                                               "type_breakdown_x")
+    assert numbers["gold"] == {"CITY": 20, "HOSPITAL": 4}
+    assert numbers["f1"]["CITY"]["run:raw"] == 2 * 17 / (2 * 17 + 1 + 3)
+    assert numbers["f1"]["HOSPITAL"]["run:pooled"] == 0.0
+    assert numbers["f1"]["all"]["run:pooled"] == 2 * 10 / (2 * 10 + 7 + 12)
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    assert [line.split(" | ")[0] for line in lines[1:]] == ["| CITY", "| HOSPITAL", "| **all types**"]
+    city = 100 * (20 / 35 - 34 / 38)
+    assert lines[1].endswith(f"| 0.895 | 0.571 ({city:+.1f}) |")
+    assert "--taggers run:raw run:pooled --results-name type_breakdown_x" in text
