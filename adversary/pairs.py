@@ -154,14 +154,21 @@ class PairSource:
         if not self.export_path:
             return Pairs(*drawn, self.features, partner)
         originals = [[token.text for token in sentence.tokens] for sentence in self.sentences]
-        return Pairs(*drawn, self._pseudonymized(originals, rng), self._pseudonymized(partner_words, rng))
+        # A surrogate never equals its own word; at a fake's replaced position each export also
+        # avoids the other candidate's word, so that the two exports of a pair stay exchangeable
+        # (else an export equal to one candidate would point to the other: docs/privacy.md).
+        fake, real = ([{position: words[position]} if position >= 0 else {} for position, words in zip(replaced, side)]
+                      for side in (partner_words, originals))
+        return Pairs(*drawn, self._pseudonymized(originals, rng, fake), self._pseudonymized(partner_words, rng, real))
 
-    def _pseudonymized(self, sentences: list[list[str]], rng: random.Random) -> np.ndarray:
+    def _pseudonymized(self, sentences: list[list[str]], rng: random.Random,
+                       also_not: list[dict[int, str]]) -> np.ndarray:
         """Embeddings of the sentences (word lists, one per sentence of this source) with every
-        PHI token replaced by a fresh pseudonym, as `client export` replaces it. A word's vector
-        does not depend on its context: only the words that differ from the source's are looked up."""
-        words = [word for sentence, source in zip(sentences, self.sentences)
-                 for word in self.pseudonymizer.replaced(sentence, source.tags, rng)]
+        PHI token replaced by a fresh pseudonym, as `client export` replaces it (and avoiding
+        `also_not`'s word at each position it names, per sentence). A word's vector does not depend
+        on its context: only the words that differ from the source's are looked up."""
+        words = [word for sentence, source, avoid in zip(sentences, self.sentences, also_not)
+                 for word in self.pseudonymizer.replaced(sentence, source.tags, rng, also_not=avoid)]
         changed = [row for row, (word, token) in enumerate(zip(words, self.tokens)) if word != token.text]
         matrix = self.features.copy()
         matrix[changed] = self.pseudonymizer.embeddings.sentence_matrix([words[row] for row in changed])

@@ -38,7 +38,7 @@ does not depend on the original, and N does not apply (numbers still keep their 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -287,9 +287,11 @@ class Pseudonymizer:
         return same_casing(rng.choice(self.candidates(word, category)), word)
 
     def replaced(self, words: Sequence[str], tags: Sequence[str], rng: random.Random,
-                 only: Iterable[int] | None = None) -> list[str]:
+                 only: Iterable[int] | None = None, also_not: Mapping[int, str] | None = None) -> list[str]:
         """`words` with every PHI token (tag not "O"; or only positions `only`) replaced by a
-        pseudonym of the category its tag names; under "surrogates" span by span."""
+        pseudonym of the category its tag names; under "surrogates" span by span, a surrogate
+        differing from its own word and from `also_not`'s word at its position (the other schemes
+        draw among candidates that hold the word itself, so they exclude nothing)."""
         positions = set(only) if only is not None else {i for i, tag in enumerate(tags) if tag != "O"}
         if self.scheme != "surrogates":
             return [self.pseudonym(word, rng, tag_category(tag)) if i in positions else word
@@ -299,7 +301,8 @@ class Pseudonymizer:
         result = list(words)
         for span in phi_spans(tags):
             if positions.intersection(span):
-                drawn = span_surrogates(words[span.start:span.stop], tag_category(tags[span.start]), self.language, rng)
+                drawn = span_surrogates(words[span.start:span.stop], tag_category(tags[span.start]), self.language, rng,
+                                        [(also_not or {}).get(i) for i in span])
                 for i, word in zip(span, drawn):
                     result[i] = word if i in positions else result[i]
         return result

@@ -170,9 +170,9 @@ def pool(language: str, kind: str) -> tuple[tuple[str, ...], ...]:
 def matched_values(language: str, kind: str, count: int) -> tuple[tuple[str, ...], ...] | None:
     """The values of `pool` with `count` words, which fill a span of `count` word positions on
     their own; None (values laid end to end) when there are fewer than MATCHED_MINIMUM of them
-    or they all share a word at one position (it could not be drawn again)."""
+    or they have fewer than three words at one position (an audit's pair avoids two there)."""
     values = tuple(value for value in pool(language, kind) if len(value) == count)
-    if len(values) < MATCHED_MINIMUM or any(len({value[i].casefold() for value in values}) == 1
+    if len(values) < MATCHED_MINIMUM or any(len({value[i].casefold() for value in values}) < 3
                                             for i in range(count)):
         return None
     return values
@@ -286,45 +286,50 @@ def token_shape(words: Sequence[str], position: int, label: str | None, language
     return None if kind is None else ("chars", character_classes(word), *where)
 
 
-def span_surrogates(words: Sequence[str], label: str | None, language: str, rng: random.Random) -> list[str]:
-    """The surrogates of the tokens `words` of one span of tag label `label` (module docstring)."""
+def span_surrogates(words: Sequence[str], label: str | None, language: str, rng: random.Random,
+                    also_not: Sequence[str | None] | None = None) -> list[str]:
+    """The surrogates of the tokens `words` of one span of tag label `label` (module docstring);
+    each differs from its own word and, where `also_not` names one, from that word too (an audit's
+    pair: both exports then avoid both candidates, see `deidpool.adversary.pairs.PairSource.draw`)."""
     kinds = span_kinds(words, check_language(language), generator_kind(label))
+    avoided = [{word.casefold(), *([other.casefold()] if other else [])}
+               for word, other in zip(words, also_not or [None] * len(words))]
     result = list(words)
     positions = [i for i, kind in enumerate(kinds) if kind == "word"]
     if positions:
-        drawn = _span_words([words[i] for i in positions], generator_kind(label), language, rng)
+        drawn = _span_words([avoided[i] for i in positions], generator_kind(label), language, rng)
         for new, i in zip(drawn, positions):
             result[i] = same_casing(new.lower(), words[i])
     for i, kind in enumerate(kinds):
         if kind == "number":
             block = number_block(words[i], label)
-            result[i] = _other(words[i], lambda: block[rng.randrange(len(block))])
+            result[i] = _other(avoided[i], lambda: block[rng.randrange(len(block))])
         elif kind == "chars":
-            result[i] = _other(words[i], lambda: "".join(
+            result[i] = _other(avoided[i], lambda: "".join(
                 rng.choice(_CLASS_CHARACTERS[c]) if c in _CLASS_CHARACTERS else c
                 for c in character_classes(words[i])))
     return result
 
 
-def _span_words(originals: list[str], kind: str, language: str, rng: random.Random) -> list[str]:
-    """The words that fill a span's word positions `originals` (module docstring), none of them
-    equal to the original at its position."""
-    matched = matched_values(language, kind, len(originals))
+def _span_words(avoided: list[set[str]], kind: str, language: str, rng: random.Random) -> list[str]:
+    """The words that fill a span's word positions (module docstring), none of them one of the
+    case-folded words `avoided` at its position."""
+    matched = matched_values(language, kind, len(avoided))
     if matched:
         drawn = list(rng.choice(matched))
-        return [_other(original, lambda: rng.choice(matched)[i]) if new.casefold() == original.casefold() else new
-                for i, (new, original) in enumerate(zip(drawn, originals))]
+        return [_other(avoid, lambda: rng.choice(matched)[i]) if new.casefold() in avoid else new
+                for i, (new, avoid) in enumerate(zip(drawn, avoided))]
     values = pool(language, kind)
     while True:
         drawn = []
-        while len(drawn) < len(originals):
+        while len(drawn) < len(avoided):
             drawn += rng.choice(values)
-        if all(new.casefold() != original.casefold() for new, original in zip(drawn, originals)):
-            return drawn[:len(originals)]
+        if all(new.casefold() not in avoid for new, avoid in zip(drawn, avoided)):
+            return drawn[:len(avoided)]
 
 
-def _other(original: str, draw: Callable[[], str]) -> str:
-    """A `draw()` other than `original` (case-insensitive)."""
-    while (drawn := draw()).casefold() == original.casefold():
+def _other(avoided: set[str], draw: Callable[[], str]) -> str:
+    """A `draw()` none of `avoided` (case-folded words)."""
+    while (drawn := draw()).casefold() in avoided:
         pass
     return drawn

@@ -11,7 +11,7 @@ from gensim.models import KeyedVectors
 
 from deidpool.adversary.bound import reidentification_bound, token_success
 from deidpool.adversary.pseudonymize import Pseudonymizer, number_block
-from deidpool.adversary.surrogates import phi_spans, pool, token_shape, word_distribution
+from deidpool.adversary.surrogates import phi_spans, pool, span_surrogates, token_shape, word_distribution
 from deidpool.corpus import Document, Span
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
 from deidpool.corpus.tokenize import Token
@@ -236,3 +236,30 @@ def test_audit_pairs_draw_surrogates_and_fakes_keep_their_shape(embeddings):
     pairs = source.draw(seed=0)
     assert pairs.shared_original.shape == pairs.original.shape
     assert not np.array_equal(pairs.shared_original, pairs.original)  # the shared copies are pseudonymized
+
+
+def test_a_surrogate_also_avoids_the_word_it_is_told_to():
+    rng = random.Random(0)
+    for word, label, other in (("a1", "IDNUM", "b4"), ("12", "DATE", "10")):  # a letter-digit id; a day
+        plain = [span_surrogates([word], label, "en", rng)[0] for _ in range(2000)]
+        avoiding = [span_surrogates([word], label, "en", rng, also_not=[other])[0] for _ in range(2000)]
+        assert word not in plain and other in plain
+        assert word not in avoiding and other not in avoiding
+
+
+def test_a_fake_pairs_two_exports_avoid_both_candidates(embeddings):
+    """At a fake's replaced position neither export carries the original's or the fake's word, so an
+    export equal to one candidate cannot point to the other (docs/privacy.md)."""
+    from deidpool.adversary.pairs import PairSource
+
+    pseudonymizer = Pseudonymizer(embeddings, 100, "surrogates")
+    sentences = [LabeledSentence([Token(w, 0, 0) for w in ("the", word, "and")], np.zeros(3, dtype=np.int8),
+                                 ["O", "B-CITY", "O"]) for word in ("paris", "lyon", "Paris", "berlin")]
+    source = PairSource(sentences, pseudonymizer, export_path=True)
+    for epoch in range(20):
+        pairs = source.draw(seed=0, epoch=epoch)
+        for index in np.flatnonzero(pairs.labels == 0):
+            row = source.offsets[index] + pairs.replaced[index]
+            for shared in (pairs.shared_original[row], pairs.shared_partner[row]):
+                for candidate in (pairs.original[row], pairs.partner[row]):
+                    assert not np.array_equal(shared, candidate) or not candidate.any()
