@@ -19,9 +19,10 @@ its kind (`token_kind`):
   letter becomes a random letter of its case, each digit a random digit, other characters stay.
 A drawn word, number or token equal to the original (case-insensitive) is drawn again (a word of
 a matched value: that word alone, from the same position of another value of the length; a word
-of values laid end to end: the span's words all together), so that no PHI token but a kept
-function word is exported as it is; this tells an attacker only that the original was not the
-surrogate. Draws come from the caller's `random.Random` alone.
+of values laid end to end: the span's words all together), so that no PHI token but a kept word
+(`kept_words`: the function words above and the `STRUCTURE_WORDS` of hospitals and streets) is
+exported as it is; this tells an attacker only that the original was not the surrogate. Draws
+come from the caller's `random.Random` alone.
 """
 
 from __future__ import annotations
@@ -60,10 +61,11 @@ ordinals and abbreviations ("Cra. 8 a", "M. a Teresa")."""
 STRUCTURE_WORDS = {
     "es": {"HOSPITAL": frozenset({"hospital", "clínica", "clínico", "complejo", "hospitalario", "universitario",
                                   "centro", "salud", "general", "regional", "comarcal", "provincial"}),
-           "STREET": frozenset({"calle", "c", "avenida", "avda", "av", "pasadizo", "plaza", "pza", "paseo", "pº", "carretera", "ctra",
-                                "camino", "ronda", "travesía", "urbanización", "urb", "glorieta", "pasaje", "rambla",
-                                "alameda", "vía", "via", "vial", "callejón", "cañada", "acceso", "cuesta", "barrio",
-                                "piso", "puerta", "portal", "bajo", "izquierda", "derecha", "izq", "dcha"})},
+           "STREET": frozenset({"calle", "c", "avenida", "avda", "av", "pasadizo", "plaza", "pza", "paseo", "pº",
+                                "carretera", "ctra", "camino", "ronda", "travesía", "urbanización", "urb",
+                                "glorieta", "pasaje", "rambla", "alameda", "vía", "via", "vial", "callejón", "cañada",
+                                "acceso", "cuesta", "barrio", "piso", "puerta", "portal", "bajo", "izquierda",
+                                "derecha", "izq", "dcha"})},
     "en": {"HOSPITAL": frozenset({"hospital", "medical", "center", "centre", "clinic", "health", "general"}),
            "STREET": frozenset({"street", "st", "avenue", "ave", "road", "rd", "boulevard", "blvd", "drive", "dr",
                                 "lane", "ln", "way", "court", "ct", "place", "pl", "square", "sq", "apt", "suite"})},
@@ -123,8 +125,9 @@ def _age_unit(faker: Faker) -> str:
 
 GENERATORS: dict[str, Callable[[Faker], str]] = {
     "PATIENT": _name, "DOCTOR": _name, "USERNAME": methodcaller("user_name"),
-    "EMAIL": _email, "STREET": methodcaller("street_name"), "CITY": methodcaller("city"), "LOCATION-OTHER": methodcaller("city"),
-    "STATE": methodcaller("state"), "COUNTRY": methodcaller("country"), "HOSPITAL": _hospital,
+    "EMAIL": _email, "STREET": methodcaller("street_name"), "CITY": methodcaller("city"),
+    "LOCATION-OTHER": methodcaller("city"), "STATE": methodcaller("state"), "COUNTRY": methodcaller("country"),
+    "HOSPITAL": _hospital,
     "ORGANIZATION": methodcaller("company"), "DEPARTMENT": methodcaller("company"), "PROFESSION": methodcaller("job"),
     "DATE": lambda faker: faker.random_element((faker.month_name(), faker.day_of_week())),
     "AGE": _age_unit, "SEX": _sex, "OTHER": methodcaller("word"),
@@ -154,8 +157,7 @@ def check_language(language: str) -> str:
 def pool(language: str, kind: str) -> tuple[tuple[str, ...], ...]:
     """The distinct values of `kind` in `language` as their words (tokens of two letters or
     more but the language's FUNCTION_WORDS in lower case and the kind's STRUCTURE_WORDS: a span
-    keeps its own), from POOL_DRAWS
-    values of a Faker seeded with POOL_SEED: the same on every call."""
+    keeps its own), from POOL_DRAWS values of a Faker seeded with POOL_SEED: the same on every call."""
     faker = Faker(LOCALES[check_language(language)])
     faker.seed_instance(POOL_SEED)
     structure = STRUCTURE_WORDS[language].get(kind, frozenset())
@@ -269,7 +271,7 @@ def span_kinds(words: Sequence[str], language: str, kind: str = "OTHER") -> list
 def token_shape(words: Sequence[str], position: int, label: str | None, language: str) -> tuple | None:
     """What the draw for `words[position]` (in a span of `words`, tag label `label`, in
     `language`) depends on besides the label and the language, and its position: (kind, ...,
-    position in the span, span length), None for punctuation. A kept function word: itself
+    position in the span, span length), None for punctuation. A kept word (`span_kinds`): itself
     ("kept", exported as it is); another word: its index among the words filled from the pool and
     its casing shape and how many words the span fills; a number: its block; another token: its
     character classes. Originals of one shape draw alike."""
