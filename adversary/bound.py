@@ -39,20 +39,19 @@ R(s) can only drop out), so the restrictions below make the bound conservative:
 - the attacker is told whether the original was a number or a word (the two are bounded apart).
 
 Under the scheme "surrogates" (`deidpool.adversary.surrogates`) a token's surrogate s does not
-depend on its original o, only on its category and shape (`token_shape`: kind, word index and
+depend on its original o, only on its category and shape (`token_shape`: kind, word index,
 casing and the span's word count, number block or character classes, position in the span and
-span length; the
-tokens come as (word, category, shape) from `Pseudonymizer.phi_tokens`), except that s = o is
-drawn again. Within a class of one category and shape, s is therefore a draw from one
-distribution D (`word_distribution`; uniform over a number's block or over the tokens of a
+span length; the tokens come as (word, category, shape) from `Pseudonymizer.phi_tokens`), except
+that s = o is drawn again. Within a class of one category and shape, s is therefore a draw from
+one distribution D (`word_distribution`; uniform over a number's block or over the tokens of a
 pattern), conditioned on s != o, and all the attacker learns of o is its class and that o is not
 s: it guesses the original of largest prior in the class other than s (`_excluded_success`).
 Its success is its prior's best guess within the class, corrected for the redraw: 1 for the
 class's single most likely original, D(o1) / (1 - D(o)) / (the size of the second tier) for an
 original of the second tier, 0 below. The redraw also makes s a little more likely under an o
 of large D(o), by 1 / (1 - D(o)), and for the words of values laid end to end it is one draw for
-the whole span: both are left out of the attacker's ranking (they move a success by at most the largest D of
-its class). Possible originals: for words the vocabulary's words (the neighbour vocabulary's
+the whole span: both are left out of the attacker's ranking (they move a success by at most the
+largest D of its class). Possible originals: for words the vocabulary's words (the neighbour vocabulary's
 tokens of two letters or more, case-folded) and the export's own; for numbers every number of
 the block; for other tokens every token of the pattern (under the frequency prior, in a pattern
 of more than 10 ** ENUMERATED_WIDTH tokens all but the export's own at `FREQUENCY_FLOOR`). N
