@@ -293,13 +293,14 @@ def span_surrogates(words: Sequence[str], label: str | None, language: str, rng:
     """The surrogates of the tokens `words` of one span of tag label `label` (module docstring);
     each differs from its own word and, where `also_not` names one, from that word too (an audit's
     pair: both exports then avoid both candidates, see `deidpool.adversary.pairs.PairSource.draw`)."""
-    kinds = span_kinds(words, check_language(language), generator_kind(label))
+    generator = generator_kind(label)
+    kinds = span_kinds(words, check_language(language), generator)
     avoided = [{word.casefold(), *([other.casefold()] if other else [])}
                for word, other in zip(words, also_not or [None] * len(words))]
     result = list(words)
     positions = [i for i, kind in enumerate(kinds) if kind == "word"]
     if positions:
-        drawn = _span_words([avoided[i] for i in positions], generator_kind(label), language, rng)
+        drawn = _span_words([avoided[i] for i in positions], generator, language, rng)
         for new, i in zip(drawn, positions):
             result[i] = same_casing(new.lower(), words[i])
     for i, kind in enumerate(kinds):

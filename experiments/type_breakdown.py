@@ -63,11 +63,13 @@ def report_text(counts: dict[str, list[dict]], seeds: list[int], corpus_name: st
     """The Markdown table (types by gold spans, most first; each tagger's F1 and its difference to
     the reference in points) and its numbers."""
     reference, *others = counts
+    gold: dict[str, int] = {}
+    for seed in counts[reference]:
+        for kind, row in seed.items():
+            gold[kind] = gold.get(kind, 0) + row["tp"] + row["fn"]
     kinds = sorted({kind for per_seed in counts.values() for seed in per_seed for kind in seed},
-                   key=lambda kind: (-sum(seed.get(kind, {}).get("tp", 0) + seed.get(kind, {}).get("fn", 0)
-                                          for seed in counts[reference]), kind))
-    gold = {kind: sum(seed[kind]["tp"] + seed[kind]["fn"] for seed in counts[reference] if kind in seed)
-            for kind in kinds}
+                   key=lambda kind: (-gold.get(kind, 0), kind))
+    gold = {kind: gold.get(kind, 0) for kind in kinds}
     table = {kind: {spec: pooled_f1(per_seed, kind) for spec, per_seed in counts.items()} for kind in [*kinds, None]}
     corpus = federation.CORPORA[corpus_name]
     lines = [f"# Entity strict F1 per type ({corpus.title})\n",
