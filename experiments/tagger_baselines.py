@@ -422,7 +422,8 @@ def main() -> None:
 
 def cross_validate(args: argparse.Namespace, name: str, results: list[dict]) -> None:
     """--cv: train and test every selected PhysioNet configuration on each fold not in `results`,
-    appending the fold's result to results/<name>.json and rewriting the report after each."""
+    appending the fold's result to results/<name>.json (as stored then: processes on other folds may share it)
+    and rewriting the report after each."""
     stored, table_file = results_file(name, ".json"), results_file(name, ".md")
     documents, unseen = cv_documents(args.limit)
 
@@ -441,8 +442,10 @@ def cross_validate(args: argparse.Namespace, name: str, results: list[dict]) -> 
             continue
         print(f"== {config['key']}", flush=True)
         config = {**config, **({"limit": args.limit} if args.limit else {})}
-        results.append(run(config, cv_data(documents, config["fold"], args.cv), args.max_epochs, args.patience,
-                           RUNS / name))
+        result = run(config, cv_data(documents, config["fold"], args.cv), args.max_epochs, args.patience, RUNS / name)
+        # Re-read before writing: another process may have added its own folds (--only fold2 beside --only fold3).
+        results[:] = [r for r in json.loads(stored.read_text()) if r["key"] != result["key"]] if stored.exists() else []
+        results.append(result)
         stored.write_text(json.dumps(results, indent=2) + "\n")
         report()
 

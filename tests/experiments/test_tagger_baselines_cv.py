@@ -108,3 +108,22 @@ def test_the_report_gives_each_default_patterns_precision_on_the_test_folds():
 def test_a_configuration_with_folds_missing_says_how_many_are_done():
     text = tagger_baselines.cv_table([fold_row(0), fold_row(0, seed=1), fold_row(1, seed=1)], GOLD, UNSEEN)
     assert column(table_lines(text), "folds") == ["1/2", "1/2", "2/2", "2/2"]
+
+
+def test_a_fold_finished_by_another_process_stays_in_the_results(tmp_path, monkeypatch):
+    stored = tmp_path / "cv.json"
+    stored.write_text("[]")
+    monkeypatch.setattr(tagger_baselines, "results_file", lambda name, ending: tmp_path / f"cv{ending}")
+    monkeypatch.setattr(tagger_baselines, "cv_documents", lambda limit: (GOLD, UNSEEN))
+    monkeypatch.setattr(tagger_baselines, "cv_data", lambda documents, fold, k: None)
+
+    def run(config, data, max_epochs, patience, runs):  # the other process lands fold 0 while this one trains
+        stored.write_text(tagger_baselines.json.dumps([fold_row(0)]))
+        return fold_row(config["fold"])
+
+    monkeypatch.setattr(tagger_baselines, "run", run)
+    args = tagger_baselines.argparse.Namespace(report_only=False, seeds=[0], cv=2, limit=None, max_epochs=1,
+                                               patience=1, only="GloVe + casing/seed0/fold1")
+    tagger_baselines.cross_validate(args, "cv", [])
+    keys = [r["key"] for r in tagger_baselines.json.loads(stored.read_text())]
+    assert keys == ["physionet/GloVe + casing/seed0/fold0", "physionet/GloVe + casing/seed0/fold1"]
