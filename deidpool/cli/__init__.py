@@ -10,8 +10,6 @@ import warnings
 # the user, and the level is read once, when TensorFlow loads. Set it to 0 to see them.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import typer  # noqa: E402
-
 from deidpool.cli import (  # noqa: E402
     adversarial_commands,
     baseline_commands,  # noqa: F401  (registers train crf|svm|char-lstm on train_app)
@@ -22,9 +20,10 @@ from deidpool.cli import (  # noqa: E402
 )
 from deidpool.cli.client_commands import client_app, provider_app  # noqa: E402
 from deidpool.cli.coordinator_commands import coordinator_app  # noqa: E402
+from deidpool.cli.groups import command_group  # noqa: E402
 from deidpool.cli.server_commands import server_app  # noqa: E402
 
-app = typer.Typer(no_args_is_help=True, help="Privacy-preserving pooling of de-identification training data.")
+app = command_group("Privacy-preserving pooling of de-identification training data.")
 app.add_typer(corpus_commands.corpus_app, name="corpus")
 app.command("evaluate")(corpus_commands.evaluate)
 app.command("pseudonymize")(pseudonymize_command.pseudonymize)

@@ -13,14 +13,15 @@ from pathlib import Path
 import typer
 
 from deidpool.adversary.schemes import EXPORT_SCHEME
+from deidpool.cli.groups import command_group
 from deidpool.cli.runtime import start_tensorflow
 from deidpool.corpus.errors import CorpusError
 from deidpool.representer import keys
 
 PASSPHRASE_ENV = "DEIDPOOL_KEY_PASSPHRASE"
 
-provider_app = typer.Typer(no_args_is_help=True, help="The provider: signing keys and signed representer bundles.")
-client_app = typer.Typer(no_args_is_help=True, help="The institution: export, inspect and upload contributions; "
+provider_app = command_group("The provider: signing keys and signed representer bundles.")
+client_app = command_group("The institution: export, inspect and upload contributions; "
                                                     "de-identify notes with a published pipeline.")
 
 

@@ -12,13 +12,14 @@ from typing import Annotated
 import typer
 
 from deidpool.cli.client_commands import clean_errors, private_key
+from deidpool.cli.groups import command_group
 from deidpool.cli.http import ServerConnection
 from deidpool.representer import keys
 
 TOKEN_ENV = "DEIDPOOL_ADMIN_TOKEN"
 FINISHED = ("succeeded", "failed")
 
-coordinator_app = typer.Typer(no_args_is_help=True, help="The coordinator: institutions, representer, pooled "
+coordinator_app = command_group("The coordinator: institutions, representer, pooled "
                                                          "training runs, audits and publication on a pooling server.")
 
 Server = Annotated[str, typer.Option("--server", help="The pooling server's base URL, e.g. http://127.0.0.1:8000.")]

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import typer
 
+from deidpool.cli.groups import command_group
 from deidpool.corpus.categories import markdown_table
 from deidpool.corpus.errors import CorpusError
 from deidpool.corpus.formats import FORMATS, read_corpus, write_corpus
 
-corpus_app = typer.Typer(no_args_is_help=True, help="Read, convert, generate and describe annotated notes.")
+corpus_app = command_group("Read, convert, generate and describe annotated notes.")
 
 
 @contextlib.contextmanager

@@ -12,9 +12,10 @@ from pathlib import Path
 import typer
 
 from deidpool.cli.client_commands import clean_errors
+from deidpool.cli.groups import command_group
 from deidpool.cli.runtime import start_tensorflow
 
-server_app = typer.Typer(no_args_is_help=True, help="The pooling server: data directory, HTTP API, training worker.")
+server_app = command_group("The pooling server: data directory, HTTP API, training worker.")
 
 _DATA_DIR_HELP = "The server's data directory (created by `deidpool server init`)."
 _LOG_FORMAT_HELP = ("Log lines as plain text, or one JSON object per line (time, level, logger, message, request "

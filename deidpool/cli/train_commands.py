@@ -9,10 +9,11 @@ import typer
 
 from deidpool.cli.budget import TIME_BUDGET, within_budget
 from deidpool.cli.corpus_commands import clean_errors
+from deidpool.cli.groups import command_group
 from deidpool.cli.runtime import start_tensorflow
 from deidpool.corpus.formats import read_corpus, write_corpus
 
-train_app = typer.Typer(no_args_is_help=True, help="Train de-identification models.")
+train_app = command_group("Train de-identification models.")
 
 
 def training_documents(data: Path, fmt: str, splits: list[str] | None, valid_data: Path | None,

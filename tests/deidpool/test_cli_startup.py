@@ -73,3 +73,12 @@ def test_key_server_admin_corpus_and_contribution_commands_import_no_tensorflow(
     assert "error:" in deidpool("client", "upload", contribution, "--server", "http://127.0.0.1:9", "--retries", "0",
                                 "--key", tmp_path / "site" / "institution.key", code=2)
     assert "error:" in deidpool("coordinator", "runs", "--server", "http://127.0.0.1:9", "--token", "t", code=2)
+
+
+def test_help_is_printed_as_written():
+    # one line per command in the list, however its docstring is wrapped
+    listing = deidpool("--help").partition("Commands:")[2].partition(REPORT)[0].strip().splitlines()
+    assert [line.split()[0] for line in listing] == ["evaluate", "pseudonymize", "audit", "predict", "demo", "corpus",
+                                                     "train", "provider", "client", "server", "coordinator"]
+    # square brackets are text, not markup to swallow
+    assert "[models/tagger.keras]" in deidpool("provider", "publish", "--help")
