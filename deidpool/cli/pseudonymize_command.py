@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.cli.corpus_commands import clean_errors
 from deidpool.corpus.formats import iter_corpus, write_corpus
 
@@ -24,14 +25,15 @@ def pseudonymize(
     split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest "
                                                         "splits.json: PhysioNet, MEDDOCAN)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the replacements."),
-    pseudonymization: str = typer.Option("neighbours", "--pseudonymization",
-                                         help="neighbours, groups or surrogates (as `client export "
-                                              "--pseudonymization`; N does not apply to surrogates)."),
+    pseudonymization: str = typer.Option(EXPORT_SCHEME, "--pseudonymization",
+                                         help="surrogates, groups or neighbours (the paper's baseline), as `client "
+                                              "export --pseudonymization`; N does not apply to surrogates."),
     language: str = typer.Option("en", "--language", help="Language of the notes' surrogates: en or es."),
 ) -> None:
-    """Replace every PHI token with a letter or digit by a random one of its N nearest embedding
-    neighbours (a word the embeddings do not know: one of its category's stand-in's), a member of
-    its group, or, with --pseudonymization surrogates, a realistic value of its type."""
+    """Replace every PHI token with a letter or digit as an export does: by default a realistic
+    value of its type and shape; with --pseudonymization groups a member of its group, with
+    neighbours a random one of its N nearest embedding neighbours (a word the embeddings do not
+    know: one of its category's stand-in's)."""
     from deidpool.adversary.pseudonymize import Pseudonymizer
     from deidpool.adversary.schemes import SCHEMES
     from deidpool.representer.embeddings import load_embeddings
