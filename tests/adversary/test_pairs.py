@@ -232,3 +232,16 @@ def test_on_the_export_path_the_representer_reads_freshly_pseudonymized_copies(s
     assert not np.array_equal(pairs.shared_original[phi], pairs.shared_partner[phi])
     bare = source.draw(seed=3)
     assert bare.shared_original is bare.original and bare.shared_partner is bare.partner
+
+
+def test_a_word_the_surrogates_keep_gives_no_fake_pair_after_one_draw(monkeypatch):
+    kv = KeyedVectors(4)
+    kv.add_vectors([*WORDS, "hospital"], np.array([*WORDS.values(), [0.1, 0.2, 0.3, 0.4]], dtype=np.float32))
+    pseudonymizer = Pseudonymizer(Embeddings(kv, "toy"), 3, "surrogates")
+    kept = sentence("seen", "Hospital/HOSPITAL", "Smith/PATIENT")  # a HOSPITAL span keeps "Hospital"
+    assert PairSource([kept], pseudonymizer).positions == [[2]]
+    draws = []
+    draw = pseudonymizer.pseudonym
+    monkeypatch.setattr(pseudonymizer, "pseudonym", lambda *args: draws.append(args[0]) or draw(*args))
+    PairSource([kept], pseudonymizer)
+    assert draws.count("Hospital") == 1
