@@ -132,6 +132,10 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
     trained 1.4 x the epochs per second of one process (2026-11-26; experiments/results/speed/demo.md).
     Call it under `if __name__ == "__main__":` in a script (a spawned process imports the script).
     `parts` trains only those (see `run_audit`) and returns None."""
+    # the keyword options every process of a two-process audit shares (locals() holds only the arguments here)
+    options = {name: value for name, value in locals().items()
+               if name not in ("representer", "kept", "held_out", "out", "loaded_embeddings", "progress", "workers",
+                               "parts")}
     if workers not in (1, 2):
         raise ValueError(f"an audit runs in 1 or 2 processes, not {workers}")
     if workers == 2:
@@ -140,11 +144,6 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
 
         from deidpool.adversary.audit import PART_SHARES
 
-        options = {"neighbours": neighbours, "scheme": scheme, "language": language, "epochs": epochs,
-                   "adversary": adversary, "p1_representer": p1_representer, "embeddings": embeddings,
-                   "units": units, "seed": seed, "passes": passes, "inversion_epochs": inversion_epochs,
-                   "export_path": export_path, "held_out_draws": held_out_draws, "learning_rate": learning_rate,
-                   "data": data}
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_one_thread) as pool:
             second = pool.submit(audit_run, representer, kept, held_out, out, parts=PART_SHARES[0], progress=False,
