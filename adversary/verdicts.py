@@ -89,10 +89,11 @@ def worst_verdict(verdicts) -> str:
     return next((verdict for verdict in (BROKEN, INCONCLUSIVE) if verdict in verdicts), CHANCE)
 
 
-def chance_rule(report: dict, confidence: str = "95%", effective: str = "") -> str:
-    """How a report's outputs were judged, in a sentence. Reports from before an interval had to rule
-    out an attacker at the chance bound (no "chance_interval") read chance when it held 0.5 and the
-    rate was at most the bound."""
+def chance_rule(report: dict | None = None, confidence: str = "95%", effective: str = "") -> str:
+    """How a report's outputs were judged (None: how they are judged today), in a sentence. Reports
+    from before an interval had to rule out an attacker at the chance bound (no "chance_interval")
+    read chance when it held 0.5 and the rate was at most the bound."""
+    report = report or {"chance_interval": [1 - CHANCE_BOUND, CHANCE_BOUND]}
     if "chance_interval" not in report:
         return (f"A result is consistent with chance when its {confidence} Wilson interval{effective} holds 0.5 "
                 f"and the rate is at most {report['chance_bound']}")

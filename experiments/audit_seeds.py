@@ -15,7 +15,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from deidpool.adversary.verdicts import CHANCE_BOUND, chance_rule, chance_verdict
+from deidpool.adversary.verdicts import chance_rule, chance_verdict
 from results_files import git_commit, write_results
 
 # What the audits side by side must share (config.json keys): only the seed may differ.
@@ -75,13 +75,12 @@ def pooled_over_seeds(reports: list[dict]) -> list[str]:
     attackers, not sentences, and the pooled interval is no narrower than a single audit's."""
     per_seed = [target_outputs(report["metrics"]) for report in reports]
     tests = reports[0]["metrics"].get("judged_outputs", 1)
-    current_rule = chance_rule({"chance_interval": [1 - CHANCE_BOUND, CHANCE_BOUND]}).removeprefix("A result ")
     lines = ["", "## Target outputs pooled over the seeds", "",
              f"Each of the {len(per_seed[0])} target outputs with every seed's answers counted together: its rate "
              "is the seeds' answers right over their answers, and its interval is read on one seed's effective "
              "answers (their mean over the seeds), since every seed judges the same held-out pairs (draws of seed "
              "0) with attackers of its own. Averaging attackers steadies the rate; it does not add held-out "
-             f"sentences. Judged by the current rule: {current_rule}, at the confidence of one of {tests} outputs. "
+             f"sentences. Judged by the current rule, at the confidence of one of {tests} outputs: {chance_rule()}. "
              "A supplement to the per-seed verdicts, not a replacement.", "",
              "| output | answers right / answers | rate | effective answers | interval | verdict |",
              "|---|---:|---:|---:|---|---|"]

@@ -79,6 +79,7 @@ def test_target_outputs_are_pooled_over_seeds_and_judged_by_the_chance_rule(tmp_
     assert "| target/fresh (t2) | 177 / 352 | 0.503 | 176 | [0.430, 0.576] | inconclusive |" in pooled
     assert "| lookup: target | 166 / 352 | 0.472 | 176 | [0.399, 0.545] | inconclusive |" in pooled
     assert not any(line.startswith("| p1/") for line in pooled)  # controls are not target outputs
+    assert "outputs: A result is broken when its 95% Wilson interval leaves out 0.5" in "\n".join(pooled)
 
 
 def test_pooled_outputs_read_each_seeds_effective_answers(tmp_path):
