@@ -1,6 +1,7 @@
 """The commands that run no model answer without TensorFlow: each runs in a fresh process, as a
 user starts it, which reports at exit the heavy frameworks it imported."""
 
+import os
 import subprocess
 import sys
 
@@ -82,3 +83,17 @@ def test_help_is_printed_as_written():
                                                      "train", "provider", "client", "server", "coordinator"]
     # square brackets are text, not markup to swallow
     assert "[models/tagger.keras]" in deidpool("provider", "publish", "--help")
+
+
+def test_tensorflow_loads_without_its_native_notices_unless_asked():
+    code = ("from deidpool.cli.runtime import start_tensorflow\nstart_tensorflow()\nimport sys\n"
+            "print('after', file=sys.stderr)")
+
+    def stderr(level: str) -> str:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": level}).stderr
+
+    shown = stderr("0")  # the level at which TensorFlow's notices are asked for
+    if "oneDNN" not in shown and "absl" not in shown:
+        pytest.skip("this TensorFlow writes no notice as it loads")
+    assert stderr("3") == "after\n"  # nothing but what comes after the load, which still shows
