@@ -34,6 +34,7 @@ from deidpool.cli.http import ServerConnection
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document
 from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.report import readable
 from deidpool.representer.progress import INTERVAL as PROGRESS_INTERVAL
 
 log = logging.getLogger("deidpool.demo")
@@ -116,7 +117,7 @@ class Stages:
         stage.seconds = time.perf_counter() - started
         self.done.append(stage)
         log.info("stage %d: %s done in %.1f s %s", len(self.done), name, stage.seconds,
-                 json.dumps(stage.details, default=str))
+                 json.dumps(readable(stage.details), default=str))
 
 
 def demo_documents(data: Path | None, fmt: str | None, settings: DemoSettings) -> dict[str, list[Document]]:
@@ -321,6 +322,7 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
                 bound = header.reidentification_bound["overall"]["mean_success"]
                 contributions[institution] = {"sentences": header.sentences, "tokens": header.tokens,
                                               "bytes": (home / "contribution.dpc").stat().st_size,
+                                              "pseudonymization": header.pseudonymization,
                                               "neighbours": header.neighbours,
                                               **{f"bound_{prior}": bound[prior] for prior in PRIORS}}
                 facts.update(contributions[institution])

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 from deidpool.adversary.schemes import PRIORS as BOUND_PRIORS
+from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES
 from deidpool.corpus.metrics import COLUMN_TITLES, format_score
 
 # (key of deidpool.demo.scores, column title): the official token HIPAA measure first, the project
@@ -17,10 +18,38 @@ SCORE_COLUMNS = tuple((key, COLUMN_TITLES[key]) for key in (
     "token_official_hipaa_f1_interval", "token_hipaa_f1", "entity_strict_f1"))
 
 
+# What each contribution header's pseudonymization scheme did, for the report's readers
+SCHEME_TEXT = {
+    PSEUDONYMIZATION_SCHEMES["surrogates"]: (
+        "Every labeled PHI token was replaced by a realistic surrogate of its type and shape, drawn whatever the "
+        "original, before the representer ran; function words inside a name and the words that name a kind of "
+        "place (such as \"Hospital\") stay as written and count as named. A surrogate tells nothing about which "
+        "original it replaced, so the bound is what the prior alone gives, plus those kept words."),
+    PSEUDONYMIZATION_SCHEMES["groups"]: (
+        "Every labeled PHI token was replaced by a member of its group of N to 2N - 1 near embedding words "
+        "(numbers from their block) before the representer ran."),
+    PSEUDONYMIZATION_SCHEMES["neighbours"]: (
+        "Every labeled PHI token was replaced by one of its N nearest embedding neighbours (numbers by plausible "
+        "surrogates) before the representer ran."),
+}
+
+
+def readable(value):
+    """`value` (a fact of a stage: a number, text, or a dict or list of them) with every float rounded
+    to 3 decimals, for a log line or a table cell."""
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, dict):
+        return {key: readable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [readable(item) for item in value]
+    return value
+
+
 def stage_rows(summary: dict) -> list[tuple[str, str, str]]:
     """(stage, seconds, facts) per stage."""
     return [(stage["name"], f"{stage['seconds']:.1f}",
-             "; ".join(f"{key}: {value}" for key, value in stage["details"].items()))
+             "; ".join(f"{key}: {readable(value)}" for key, value in stage["details"].items()))
             for stage in summary["stages"]]
 
 
@@ -118,8 +147,11 @@ def write_report(summary: dict, out: Path, audit_plot: Path | None = None) -> Pa
         shutil.copyfile(audit_plot, plots / "audit.png")
         figures.append(("audit.png", "Privacy audit: held-out accuracy of the attacks per epoch"))
     contributions = [(name, str(facts["sentences"]), str(facts["tokens"]), f"{facts['bytes']:,}",
-                      str(facts["neighbours"]), *(_share(facts[f"bound_{prior}"]) for prior in BOUND_PRIORS))
+                      facts.get("pseudonymization", "-"),
+                      "-" if facts.get("pseudonymization") == PSEUDONYMIZATION_SCHEMES["surrogates"]
+                      else str(facts["neighbours"]), *(_share(facts[f"bound_{prior}"]) for prior in BOUND_PRIORS))
                      for name, facts in summary["contributions"].items()]
+    schemes = {facts.get("pseudonymization") for facts in summary["contributions"].values()}
     audit = summary["audit"]
     audit_rows = [(name, f"{accuracy:.3f}") for name, accuracy in audit["attacks"].items()]
     audit_rows.append(("lookup (A2) on the target", f"{audit['lookup']:.3f}"))
@@ -137,12 +169,12 @@ td,th{{border:1px solid #bbb;padding:0.3em 0.6em;text-align:left;}}th{{backgroun
 <h2>Privacy audit: {html.escape(audit['verdict'])}</h2>
 {_html_table(("attack", "held-out accuracy"), audit_rows)}
 <h2>Contributions</h2>
-<p>Every PHI token was pseudonymized among N embedding neighbours before the representer ran. The
+<p>{" ".join(html.escape(SCHEME_TEXT.get(scheme, "")) for scheme in sorted(schemes, key=str))} The
 re-identification bound is the best attacker's mean chance of naming an original PHI token even from an
 exactly recovered surrogate, with every candidate equally likely (uniform), words as frequent as in
 general text (frequency) or as in the export's own PHI (empirical: the attacker knows that distribution).</p>
-{_html_table(("institution", "sentences", "tokens", "bytes", "N", *(f"bound ({prior})" for prior in BOUND_PRIORS)),
-             contributions)}
+{_html_table(("institution", "sentences", "tokens", "bytes", "pseudonymization", "N",
+              *(f"bound ({prior})" for prior in BOUND_PRIORS)), contributions)}
 <h2>Stages</h2>
 {_html_table(("stage", "seconds", "facts"), stage_rows(summary))}
 {"".join(f'<h2>{html.escape(title)}</h2><img src="plots/{name}" alt="{html.escape(title)}">'

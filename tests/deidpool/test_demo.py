@@ -16,6 +16,7 @@ from deidpool.adversary.runs import sentences
 from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.adversary.verdicts import HELD_OUT_DRAWS
 from deidpool.cli import app
+from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES
 from deidpool.corpus import Document, Span
 from deidpool.corpus.metrics import PRIMARY, evaluate_corpus, score_row
 from deidpool.demo import ROLES, SITES, DemoSettings, demo_documents, scores, tag_set
@@ -59,6 +60,7 @@ def test_the_server_pooled_every_contribution(demo):
     assert set(summary["contributions"]) == {"provider", *SITES}
     assert all(facts["sentences"] > 0 and facts["bytes"] > 0 for facts in summary["contributions"].values())
     assert all(facts["neighbours"] == 100 and 0 < facts["bound_frequency"] <= 1
+               and facts["pseudonymization"] == PSEUDONYMIZATION_SCHEMES[EXPORT_SCHEME]
                for facts in summary["contributions"].values())
     run = summary["pooled_run"]
     assert run["status"] == "succeeded" and run["contributions"] == 4
@@ -98,6 +100,8 @@ def test_the_output_is_quiet_and_every_long_stage_shows_its_progress(demo):
     for number, name in enumerate(STAGES, 1):
         during = output.partition(f"stage {number}: {name} ...")[2].partition(f"stage {number}: {name} done")[0]
         assert PROGRESS.search(during) or name not in LONG_STAGES, (name, during)
+    stage_lines = re.findall(r"^.* stage \d+: .* done in .*$", output, re.MULTILINE)
+    assert len(stage_lines) == len(STAGES) and not any(re.search(r"\d\.\d{4}", line) for line in stage_lines)
 
 
 def test_the_report_renders_its_tables_and_plots(demo, chromium):
@@ -108,6 +112,7 @@ def test_the_report_renders_its_tables_and_plots(demo, chromium):
     dom = chromium(page.as_uri(), out / "report.png")
     assert "Tagger scores on the test notes" in dom and "pooled" in dom and "provider-only" in dom
     assert dom.count("<img") == 3 and summary["audit"]["verdict"] in dom
+    assert "realistic surrogate of its type and shape" in dom  # what the default scheme did
     assert (out / "report.png").stat().st_size > 10_000
 
 
