@@ -185,7 +185,10 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
 
 def _one_thread() -> None:
     """A second audit process's TensorFlow runs one operation at a time on one thread (read when
-    TensorFlow starts, which is after this in a spawned process)."""
+    TensorFlow starts, which is here, in a spawned process, without its load-time notices)."""
     import os
 
+    from deidpool.representer.loading import load_tensorflow
+
     os.environ.update({"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"})
+    load_tensorflow()
