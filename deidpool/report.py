@@ -147,11 +147,11 @@ def write_report(summary: dict, out: Path, audit_plot: Path | None = None) -> Pa
         shutil.copyfile(audit_plot, plots / "audit.png")
         figures.append(("audit.png", "Privacy audit: held-out accuracy of the attacks per epoch"))
     contributions = [(name, str(facts["sentences"]), str(facts["tokens"]), f"{facts['bytes']:,}",
-                      facts.get("pseudonymization", "-"),
-                      "-" if facts.get("pseudonymization") == PSEUDONYMIZATION_SCHEMES["surrogates"]
+                      facts["pseudonymization"],
+                      "-" if facts["pseudonymization"] == PSEUDONYMIZATION_SCHEMES["surrogates"]
                       else str(facts["neighbours"]), *(_share(facts[f"bound_{prior}"]) for prior in BOUND_PRIORS))
                      for name, facts in summary["contributions"].items()]
-    schemes = {facts.get("pseudonymization") for facts in summary["contributions"].values()}
+    schemes = {facts["pseudonymization"] for facts in summary["contributions"].values()}
     audit = summary["audit"]
     audit_rows = [(name, f"{accuracy:.3f}") for name, accuracy in audit["attacks"].items()]
     audit_rows.append(("lookup (A2) on the target", f"{audit['lookup']:.3f}"))
@@ -169,7 +169,7 @@ td,th{{border:1px solid #bbb;padding:0.3em 0.6em;text-align:left;}}th{{backgroun
 <h2>Privacy audit: {html.escape(audit['verdict'])}</h2>
 {_html_table(("attack", "held-out accuracy"), audit_rows)}
 <h2>Contributions</h2>
-<p>{" ".join(html.escape(SCHEME_TEXT.get(scheme, "")) for scheme in sorted(schemes, key=str))} The
+<p>{" ".join(html.escape(SCHEME_TEXT[scheme]) for scheme in sorted(schemes))} The
 re-identification bound is the best attacker's mean chance of naming an original PHI token even from an
 exactly recovered surrogate, with every candidate equally likely (uniform), words as frequent as in
 general text (frequency) or as in the export's own PHI (empirical: the attacker knows that distribution).</p>
