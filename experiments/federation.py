@@ -23,17 +23,19 @@ process stops after the last epoch that fits and exits 75; a rerun resumes from 
 --selection f1 picks the representer's best P1 and P3 epochs by validation PHI F1 instead of
 METHOD.md's validation loss (adversary.procedures.SELECTIONS).
 
-Per seed, in this order, each stage kept in the seed's rows.json as soon as it is done:
-1. text taggers on raw embeddings (`TEXT_TAGGERS`, the tagger-run code of the baselines): on
-   all parties' notes (the non-private upper bound) and pseudonymized (N = 100), on the
-   provider's notes, and on each site's own notes (the site's view: what it has without joining);
+Per seed, in this order, each stage kept in the seed's rows.json as soon as it is done (the
+representation gap, stage 1 against 3's full pool, is known first):
+1. the text tagger on raw embeddings of all parties' notes (the non-private upper bound; the
+   tagger-run code of the baselines);
 2. the provider's representer (three-phase, on its notes);
 3. every party's export as a real contribution (client.export: gold PHI pseudonymized, noise on,
    shuffled, encrypted, signed), and the server's own trainer (server.pooled) on the pools
-   `POOLS` (1 to 4 institutions: the growth curve), each published as a pipeline and scored with
-   client.deidentify on the test notes and on site_c (sight unseen), alone and merged with the
-   pattern layer (`client deidentify --patterns`);
-4. the export-path audit of the representer.
+   `POOLS` (4 institutions first, then 3, 2 and 1: the growth curve), each published as a pipeline and
+   scored with client.deidentify on the test notes and on site_c (sight unseen), alone and merged with
+   the pattern layer (`client deidentify --patterns`);
+4. the other text taggers of `TEXT_TAGGERS`: pseudonymized (N = 100) notes of all parties, the
+   provider's notes, and each site's own notes (the site's view: what it has without joining);
+5. the export-path audit of the representer.
 Rows on the test notes keep each note's counts, so that the report gives every difference its
 paired bootstrap interval (`deidpool.corpus.metrics.f1_difference_interval`). Runs live in
 runs/<results name>/seed-S (resumable); the tables go to results/federation/<results name>.md, .json and the
@@ -173,11 +175,16 @@ def run_seed(seed: int, args) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     embeddings = provider_embeddings(corpus, folder, documents["provider"], seed)
     vectors = embeddings[1]
-    for name in TEXT_TAGGERS:
-        if f"{name}@test" not in rows:
-            keep(text_tagger_rows(corpus, folder, seed, name, documents, provider_split, embeddings, args))
+    # the raw-text tagger on all notes, then the exports' pools (the full pool first): a seed's
+    # representation gap is known before its other text taggers train
+    first, *others = TEXT_TAGGERS
+    if f"{first}@test" not in rows:
+        keep(text_tagger_rows(corpus, folder, seed, first, documents, provider_split, embeddings, args))
     if not all(f"{name}@test" in rows for name in POOLS):
         keep(pooled_rows(corpus, folder, seed, documents, provider_split, embeddings, rows, args))
+    for name in others:
+        if f"{name}@test" not in rows:
+            keep(text_tagger_rows(corpus, folder, seed, name, documents, provider_split, embeddings, args))
     if "audit" not in rows:
         from deidpool.adversary.runs import audit_run
 
@@ -296,7 +303,8 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
             sha256=institution, path=path, institution=institution,
             public_key=keys.load_public_key(key_dir / institution / "institution.pub", keys.SIGNING))
     rows = {"representer": {"val_f1": metrics["val_f1"], "p3_adversary_accuracy": metrics["val_adv_accuracy"]}}
-    for name, members in POOLS.items():
+    for name in reversed(POOLS):  # the full pool first
+        members = POOLS[name]
         if f"{name}@test" in done:
             continue
         progress(f"seed {seed}: the server trains {name} ({' + '.join(members)})")
