@@ -187,15 +187,17 @@ def inversion_readback(representer, train: ExportedNotes, test: ExportedNotes, s
 
 
 def nearest_candidate(reference, embeddings, words: list[list[str]], targets: list[tuple[int, int]],
-                      exported: list[np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Attack (b) on each target (sentence, position) of the copy `words`: the true word and its
-    k - 1 nearest vocabulary neighbours put at the position, each sentence represented by
+                      exported: list[np.ndarray], k: int,
+                      originals: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Attack (b) on each target (sentence, position) of the copy `words`: the true word (the
+    copy's own there, or the target's entry of `originals`: a PHI token the copy pseudonymized) and
+    its k - 1 nearest vocabulary neighbours put at the position, each sentence represented by
     `reference` (a batch function, `compile_representer`'s); the credit is 1 when the true word's
     vector there lies nearest the target's `exported` vector, 1/m when m candidates tie, else 0.
     Returns the credits and each target's number of candidates."""
     credits, sizes = [], []
-    for (sentence, position), vector in zip(targets, exported):
-        candidates = embeddings.neighbours(words[sentence][position], k)
+    for index, ((sentence, position), vector) in enumerate(zip(targets, exported)):
+        candidates = embeddings.neighbours(words[sentence][position] if originals is None else originals[index], k)
         length = len(words[sentence])
         features = np.tile(embeddings.sentence_matrix(words[sentence]), (len(candidates), 1))
         features[position::length] = embeddings.sentence_matrix(candidates)
