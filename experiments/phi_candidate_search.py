@@ -12,7 +12,10 @@ nearest the exported one; ties share the credit (nonphi_readback's attack (b), p
 PHI). Chance is 1/K; the issue's target: at most 2 x chance on a default export of fresh notes.
 Rows: every sampled token, those the scheme replaced, and those a span keeps as written
 (function and structure words, `surrogates.kept_words`: their export is the original, which the
-bound counts as named).
+bound counts as named). A control: the same search centred on a decoy, another gold PHI word of
+the token's label that the export never carried (`decoys`): its rate is what the attack gets
+from the candidate set's geometry alone, and an export that reveals its original makes the
+original's rate exceed the decoy's.
 
     python experiments/phi_candidate_search.py [--run runs/federation_meddocan_structured/seed-0/representer]
         [--test meddocan/dev/xml] [--candidates 100] [--tokens 1000] [--pseudonymization surrogates]
@@ -65,25 +68,50 @@ def phi_targets(test: ExportedNotes, tokens: int, seed: int) -> list[tuple[int, 
     return [(int(s), int(i - test.offsets[s])) for s, i in zip(sentence_of, chosen)]
 
 
+def decoys(test: ExportedNotes, targets: list[tuple[int, int]], seed: int) -> list[str]:
+    """For each target, a decoy: another gold PHI word of `test` with the target's label and a vector,
+    drawn with `seed` (the target's own word where its label has no other). The export never carried
+    it, so the rate at which candidate search names a decoy is the attack's own floor: what it gets
+    from the candidate set being built around the word it tests (the word is the set's centre)."""
+    rng, embeddings = np.random.default_rng(seed), test.pseudonymizer.embeddings
+    by_label: dict[str, list[str]] = {}
+    for word, tag in zip(test.words, test.tags):
+        if tag != "O" and test.pseudonymizer.replaceable(word) and embeddings.is_known(word):
+            by_label.setdefault(tag[2:], []).append(word)
+    chosen = []
+    for s, i in targets:
+        word, label = test.words[test.offsets[s] + i], test.tags[test.offsets[s] + i][2:]
+        others = [other for other in by_label[label] if other.casefold() != word.casefold()]
+        chosen.append(others[rng.integers(len(others))] if others else word)
+    return chosen
+
+
 def phi_candidate_search(representer, test: ExportedNotes, *, k: int, tokens: int, seed: int = 0) -> dict:
     """The attack on `tokens` sampled PHI tokens of `test` (one export drawn with `seed`): hit rates
-    with Wilson intervals and chance, for every token, the replaced ones and the kept ones."""
+    with Wilson intervals and chance, for every token, the replaced ones and the kept ones, and the
+    same search centred on a decoy (`decoys`) for the replaced ones."""
     targets = phi_targets(test, tokens, seed)
     exported = test.draw(seed)
     dim = test.pseudonymizer.embeddings.dim
     originals = [test.words[test.offsets[s] + i] for s, i in targets]
     vectors = exported_vectors(compile_representer(representer, dim), test, exported, targets)
-    print(f"[phi_candidate_search] {len(targets)} PHI tokens x {k} candidates", flush=True)
-    credits, sizes = nearest_candidate(compile_representer(attacker_reference(representer), dim),
-                                       test.pseudonymizer.embeddings, exported.words, targets, vectors, k, originals)
+    print(f"[phi_candidate_search] {len(targets)} PHI tokens x {k} candidates, centred on the original and on a decoy",
+          flush=True)
+    reference = compile_representer(attacker_reference(representer), dim)
+    credits, sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, exported.words, targets, vectors, k,
+                                       originals)
+    decoy_credits, decoy_sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, exported.words, targets,
+                                                   vectors, k, decoys(test, targets, seed))
     kept = np.array([exported.words[s][i] == original for (s, i), original in zip(targets, originals)], bool)
     rows = []
-    for name, mask in (("PHI tokens", np.ones(len(targets), bool)), ("replaced", ~kept), ("kept as written", kept)):
+    for name, mask, hit, size in (("PHI tokens", np.ones(len(targets), bool), credits, sizes),
+                                  ("replaced", ~kept, credits, sizes), ("kept as written", kept, credits, sizes),
+                                  ("replaced, centred on a decoy", ~kept, decoy_credits, decoy_sizes)):
         count = int(mask.sum())
-        rows.append({"tokens": name, "count": count, "hits": float(credits[mask].sum()),
-                     "rate": float(credits[mask].mean()) if count else None,
-                     "ci": list(wilson_interval(credits[mask].sum(), count)) if count else None,
-                     "chance": float(np.mean(1 / sizes[mask])) if count else None})
+        rows.append({"tokens": name, "count": count, "hits": float(hit[mask].sum()),
+                     "rate": float(hit[mask].mean()) if count else None,
+                     "ci": list(wilson_interval(hit[mask].sum(), count)) if count else None,
+                     "chance": float(np.mean(1 / size[mask])) if count else None})
     return {"k": k, "rows": rows}
 
 
@@ -95,8 +123,8 @@ def table(result: dict) -> str:
     """The results page."""
     scheme = result["pseudonymization"] if result["pseudonymization"] == "surrogates" else \
         f"{result['pseudonymization']}, N = {result['neighbours']}"
-    rows = result["attack"]["rows"]
-    replaced = next(row for row in rows if row["tokens"] == "replaced")
+    rows = {row["tokens"]: row for row in result["attack"]["rows"]}
+    replaced, decoy = rows["replaced"], rows["replaced, centred on a decoy"]
     verdict = "-" if replaced["rate"] is None else (
         "met" if replaced["ci"][1] <= TARGET_TIMES_CHANCE * replaced["chance"] else "not shown")
     lines = [f"# Candidate search on the PHI of an export ({result['test']})", "",
@@ -107,13 +135,19 @@ def table(result: dict) -> str:
              "nearest vocabulary neighbours at the position, every other word as the export's copy has it, "
              "represents each with the public representer's noise off and picks the candidate whose vector lies "
              "nearest the exported one (ties share the credit). Chance: 1 / candidates. Kept as written: function "
-             "and structure words a span keeps (the bound counts them as named).", "",
+             "and structure words a span keeps (the bound counts them as named). Centred on a decoy: the same "
+             "search for the replaced tokens around another gold PHI word of the token's label that the export never "
+             "carried; its rate is the attack's floor from the candidate set's geometry (the tested word is the "
+             "set's centre).", "",
              "| tokens | sampled | hit rate | 95% CI | chance |", "|---|---|---|---|---|"]
     lines += [f"| {row['tokens']} | {row['count']} | **{_share(row['rate'])}** | "
               + (f"[{row['ci'][0]:.3f}, {row['ci'][1]:.3f}]" if row["ci"] else "-") + f" | {_share(row['chance'])} |"
-              for row in rows]
+              for row in rows.values()]
     lines += ["", f"Target (issue #37): the replaced tokens' rate at most {TARGET_TIMES_CHANCE:g} x chance, read on "
-              f"the interval's upper end: **{verdict}**."]
+              f"the interval's upper end: **{verdict}**"
+              + ("." if replaced["rate"] is None else
+                 f" ({replaced['rate'] / replaced['chance']:.1f} x chance; centred on a decoy the same search reads "
+                 f"{decoy['rate'] / decoy['chance']:.1f} x chance).")]
     return "\n".join(lines)
 
 
