@@ -227,10 +227,7 @@ def candidate_readback(representer, test: ExportedNotes, stop: frozenset[str], *
     """Attack (b) on `tokens` non-PHI tokens of `test` drawn with `seed`: hit rates (with Wilson
     intervals) per kind of token, and chance (the mean of 1/candidates)."""
     kinds = token_kinds(test, stop)
-    flat = np.sort(np.random.default_rng(seed).choice(np.flatnonzero(kinds["nonphi"]),
-                                                      min(tokens, int(kinds["nonphi"].sum())), replace=False))
-    sentence_of = np.searchsorted(test.offsets, flat, side="right") - 1
-    targets = [(int(s), int(i - test.offsets[s])) for s, i in zip(sentence_of, flat)]
+    flat, targets = sampled_targets(test, kinds["nonphi"], tokens, seed)
     exported = test.draw(seed)
     dim = test.pseudonymizer.embeddings.dim
     vectors = exported_vectors(compile_representer(representer, dim), test, exported, targets)
@@ -240,17 +237,35 @@ def candidate_readback(representer, test: ExportedNotes, stop: frozenset[str], *
     subsets = {"non-PHI": np.ones(len(flat), bool), "content words": kinds["content"][flat],
                "stop words": ~kinds["content"][flat], "in the vocabulary": kinds["known"][flat],
                "not in the vocabulary": ~kinds["known"][flat]}
-    rows = []
-    for name, mask in subsets.items():
-        count = int(mask.sum())
-        rows.append({"tokens": name, "count": count, "hits": float(credits[mask].sum()),
-                     "rate": float(credits[mask].mean()) if count else None,
-                     "ci": list(wilson_interval(credits[mask].sum(), count)) if count else None,
-                     "chance": float(np.mean(1 / sizes[mask])) if count else None})
-    return {"k": k, "rows": rows}
+    return {"k": k, "rows": [hit_row(name, mask, credits, sizes) for name, mask in subsets.items()]}
 
 
-def _share(value) -> str:
+def sampled_targets(test: ExportedNotes, mask: np.ndarray, tokens: int, seed: int) -> tuple[np.ndarray, list]:
+    """A seeded sample of `tokens` of `test`'s tokens in the flat boolean `mask`: their flat indices
+    and their (sentence, position)."""
+    flat = np.sort(np.random.default_rng(seed).choice(np.flatnonzero(mask), min(tokens, int(mask.sum())),
+                                                      replace=False))
+    sentence_of = np.searchsorted(test.offsets, flat, side="right") - 1
+    return flat, [(int(s), int(i - test.offsets[s])) for s, i in zip(sentence_of, flat)]
+
+
+def hit_row(name: str, mask: np.ndarray, credits: np.ndarray, sizes: np.ndarray) -> dict:
+    """The attack's row for the targets of `mask`: count, hits, rate with its Wilson interval, chance
+    (the mean of 1/candidates)."""
+    count = int(mask.sum())
+    return {"tokens": name, "count": count, "hits": float(credits[mask].sum()),
+            "rate": float(credits[mask].mean()) if count else None,
+            "ci": list(wilson_interval(credits[mask].sum(), count)) if count else None,
+            "chance": float(np.mean(1 / sizes[mask])) if count else None}
+
+
+def hit_line(row: dict) -> str:
+    """`hit_row`'s Markdown table row: tokens, sampled, hit rate, 95% CI, chance."""
+    return (f"| {row['tokens']} | {row['count']} | **{share(row['rate'])}** | "
+            + (f"[{row['ci'][0]:.3f}, {row['ci'][1]:.3f}]" if row["ci"] else "-") + f" | {share(row['chance'])} |")
+
+
+def share(value) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
@@ -275,8 +290,8 @@ def table(result: dict) -> str:
              "| tokens | scored | ranked (in vocabulary) | inverter top-1 | top-10 | frequency top-1 | top-10 |",
              "|---|---|---|---|---|---|---|"]
     lines += [f"| {row['tokens']} | {row['scored']:,} | {row['in_vocabulary']:,} | "
-              f"**{_share(row['inverter']['top1'])}** | {_share(row['inverter']['top10'])} | "
-              f"{_share(row['frequency']['top1'])} | {_share(row['frequency']['top10'])} |"
+              f"**{share(row['inverter']['top1'])}** | {share(row['inverter']['top10'])} | "
+              f"{share(row['frequency']['top1'])} | {share(row['frequency']['top10'])} |"
               for row in inversion["rows"]]
     lines += ["", f"Context-only baseline on a sample of {PROBE_SHARE:.0%} of the ranked tokens (hidden from it, "
               "their context read from the text; the inverter scored on the same tokens). It regresses to an embedding "
@@ -284,9 +299,9 @@ def table(result: dict) -> str:
               "to beat.", "",
               "| tokens | probes | inverter top-1 | top-10 | context-only top-1 | top-10 |",
               "|---|---|---|---|---|---|"]
-    lines += [f"| {row['tokens']} | {row['inverter']['tokens']:,} | {_share(row['inverter']['top1'])} | "
-              f"{_share(row['inverter']['top10'])} | {_share(row['context_only']['top1'])} | "
-              f"{_share(row['context_only']['top10'])} |" for row in inversion["probes"]]
+    lines += [f"| {row['tokens']} | {row['inverter']['tokens']:,} | {share(row['inverter']['top1'])} | "
+              f"{share(row['inverter']['top10'])} | {share(row['context_only']['top1'])} | "
+              f"{share(row['context_only']['top10'])} |" for row in inversion["probes"]]
     lines += ["", f"Content words named exactly most often ({inversion['read_back_types']:,} of the "
               f"{inversion['content_types']:,} distinct content words in the vocabulary named at least once): "
               + ", ".join(f"{word} ({count})" for word, count in inversion["read_back"]) + ".", "",
@@ -298,10 +313,34 @@ def table(result: dict) -> str:
               "picked (a constant export: about half of 1/K in tests/experiments/test_nonphi_readback.py); a rate "
               "far above chance is what the export reveals.", "",
               "| tokens | sampled | hit rate | 95% CI | chance |", "|---|---|---|---|---|"]
-    lines += [f"| {row['tokens']} | {row['count']} | **{_share(row['rate'])}** | "
-              + (f"[{row['ci'][0]:.3f}, {row['ci'][1]:.3f}]" if row["ci"] else "-") + f" | {_share(row['chance'])} |"
-              for row in candidates["rows"]]
+    lines += [hit_line(row) for row in candidates["rows"]]
     return "\n".join(lines)
+
+
+def add_export_options(parser: argparse.ArgumentParser, run: Path) -> None:
+    """The options of an attack on exported notes: the representer run (default `run`), the
+    embeddings, the notes exported and how they are pseudonymized, the seed."""
+    parser.add_argument("--run", type=Path, default=run, help="a representer run folder")
+    parser.add_argument("--embeddings", help="embeddings spec (default: the run's)")
+    parser.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--test", default="meddocan/dev/xml", help="the exported notes, under --data-root")
+    parser.add_argument("--test-split")
+    parser.add_argument("--format", default="meddocan")
+    parser.add_argument("--language", default="es")
+    parser.add_argument("--neighbours", type=int, default=DEFAULT_NEIGHBOURS)
+    parser.add_argument("--pseudonymization", default=EXPORT_SCHEME)
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def export_setup(args: argparse.Namespace) -> tuple[Path, str, object, Pseudonymizer, str]:
+    """From `add_export_options`' arguments: the representer file, the embeddings spec, the
+    representer (noise on, as exported), the export's pseudonymizer and the label its sentences
+    are prepared with."""
+    representer_file, _, _, config = run_models(args.run)
+    spec = args.embeddings or embeddings_spec(args.run, config.get("embeddings", "glove"))
+    pseudonymizer = Pseudonymizer(load_embeddings(spec), args.neighbours, args.pseudonymization, args.language)
+    warnings.simplefilter("ignore", CorpusWarning)
+    return representer_file, spec, load_representer(representer_file), pseudonymizer, config.get("label", "source_type")
 
 
 def embeddings_spec(run: Path, configured: str) -> str:
@@ -315,36 +354,22 @@ def embeddings_spec(run: Path, configured: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, default=RUN, help="a representer run folder")
-    parser.add_argument("--embeddings", help="embeddings spec (default: the run's)")
-    parser.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "data")
+    add_export_options(parser, RUN)
     parser.add_argument("--train", default="meddocan/train/xml", help="the attacker's notes, under --data-root")
     parser.add_argument("--train-split", default="provider")
-    parser.add_argument("--test", default="meddocan/dev/xml", help="the exported notes, under --data-root")
-    parser.add_argument("--test-split")
-    parser.add_argument("--format", default="meddocan")
-    parser.add_argument("--language", default="es")
-    parser.add_argument("--neighbours", type=int, default=DEFAULT_NEIGHBOURS)
-    parser.add_argument("--pseudonymization", default=EXPORT_SCHEME)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--units", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=0.01)
     parser.add_argument("--candidates", type=int, default=100)
     parser.add_argument("--candidate-tokens", type=int, default=300)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results-name", default=RESULTS_NAME)
     args = parser.parse_args()
     started = time.perf_counter()
-    representer_file, _, _, config = run_models(args.run)
-    spec = args.embeddings or embeddings_spec(args.run, config.get("embeddings", "glove"))
-    embeddings = load_embeddings(spec)
-    representer = load_representer(representer_file)  # noise on, as exported
-    pseudonymizer = Pseudonymizer(embeddings, args.neighbours, args.pseudonymization, args.language)
-    warnings.simplefilter("ignore", CorpusWarning)
+    representer_file, spec, representer, pseudonymizer, label = export_setup(args)
     notes = {}
     for name, path, split in (("train", args.train, args.train_split), ("test", args.test, args.test_split)):
         documents = read_corpus(args.data_root / path, args.format, split=split)
-        notes[name] = ExportedNotes(sentences(documents, config.get("label", "source_type")), pseudonymizer)
+        notes[name] = ExportedNotes(sentences(documents, label), pseudonymizer)
         progress(f"{name}: {len(documents)} notes, {len(notes[name])} sentences from {path}"
                  + (f" ({split})" if split else ""))
     stop = stop_words(args.language)

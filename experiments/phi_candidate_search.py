@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from datetime import date
 from pathlib import Path
 
@@ -39,17 +38,19 @@ from deidpool.representer.threads import configure_threads
 configure_threads()
 
 from deidpool.adversary.audit import attacker_reference  # noqa: E402
-from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
-from deidpool.adversary.runs import run_models, sentences  # noqa: E402
-from deidpool.adversary.schemes import EXPORT_SCHEME  # noqa: E402
-from deidpool.adversary.verdicts import wilson_interval  # noqa: E402
-from deidpool.client.export import DEFAULT_NEIGHBOURS  # noqa: E402
+from deidpool.adversary.runs import sentences  # noqa: E402
 from deidpool.client.inference import compile_representer  # noqa: E402
-from deidpool.corpus.errors import CorpusWarning  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
-from deidpool.representer.embeddings import load_embeddings  # noqa: E402
-from deidpool.representer.representation import load_representer  # noqa: E402
-from nonphi_readback import ExportedNotes, embeddings_spec, exported_vectors, nearest_candidate  # noqa: E402
+from nonphi_readback import (  # noqa: E402
+    ExportedNotes,
+    add_export_options,
+    export_setup,
+    exported_vectors,
+    hit_line,
+    hit_row,
+    nearest_candidate,
+    sampled_targets,
+)
 from results_files import git_commit, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,11 +62,9 @@ def phi_targets(test: ExportedNotes, tokens: int, seed: int) -> list[tuple[int, 
     """A seeded sample of `tokens` (sentence, position) of `test`'s gold PHI tokens that have a letter
     or a digit and a vector (a zero-vector word has no neighbour to hide among)."""
     embeddings = test.pseudonymizer.embeddings
-    flat = np.flatnonzero([tag != "O" and test.pseudonymizer.replaceable(word) and embeddings.is_known(word)
-                           for word, tag in zip(test.words, test.tags)])
-    chosen = np.sort(np.random.default_rng(seed).choice(flat, min(tokens, len(flat)), replace=False))
-    sentence_of = np.searchsorted(test.offsets, chosen, side="right") - 1
-    return [(int(s), int(i - test.offsets[s])) for s, i in zip(sentence_of, chosen)]
+    phi = np.array([tag != "O" and test.pseudonymizer.replaceable(word) and embeddings.is_known(word)
+                    for word, tag in zip(test.words, test.tags)], bool)
+    return sampled_targets(test, phi, tokens, seed)[1]
 
 
 def decoys(test: ExportedNotes, targets: list[tuple[int, int]], seed: int) -> list[str]:
@@ -103,20 +102,10 @@ def phi_candidate_search(representer, test: ExportedNotes, *, k: int, tokens: in
     decoy_credits, decoy_sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, exported.words, targets,
                                                    vectors, k, decoys(test, targets, seed))
     kept = np.array([exported.words[s][i] == original for (s, i), original in zip(targets, originals)], bool)
-    rows = []
-    for name, mask, hit, size in (("PHI tokens", np.ones(len(targets), bool), credits, sizes),
-                                  ("replaced", ~kept, credits, sizes), ("kept as written", kept, credits, sizes),
-                                  ("replaced, centred on a decoy", ~kept, decoy_credits, decoy_sizes)):
-        count = int(mask.sum())
-        rows.append({"tokens": name, "count": count, "hits": float(hit[mask].sum()),
-                     "rate": float(hit[mask].mean()) if count else None,
-                     "ci": list(wilson_interval(hit[mask].sum(), count)) if count else None,
-                     "chance": float(np.mean(1 / size[mask])) if count else None})
+    rows = [hit_row("PHI tokens", np.ones(len(targets), bool), credits, sizes),
+            hit_row("replaced", ~kept, credits, sizes), hit_row("kept as written", kept, credits, sizes),
+            hit_row("replaced, centred on a decoy", ~kept, decoy_credits, decoy_sizes)]
     return {"k": k, "rows": rows}
-
-
-def _share(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def table(result: dict) -> str:
@@ -140,9 +129,7 @@ def table(result: dict) -> str:
              "carried; its rate is the attack's floor from the candidate set's geometry (the tested word is the "
              "set's centre).", "",
              "| tokens | sampled | hit rate | 95% CI | chance |", "|---|---|---|---|---|"]
-    lines += [f"| {row['tokens']} | {row['count']} | **{_share(row['rate'])}** | "
-              + (f"[{row['ci'][0]:.3f}, {row['ci'][1]:.3f}]" if row["ci"] else "-") + f" | {_share(row['chance'])} |"
-              for row in rows.values()]
+    lines += [hit_line(row) for row in rows.values()]
     lines += ["", f"Target (issue #37): the replaced tokens' rate at most {TARGET_TIMES_CHANCE:g} x chance, read on "
               f"the interval's upper end: **{verdict}**"
               + ("." if replaced["rate"] is None else
@@ -153,28 +140,15 @@ def table(result: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, default=RUN, help="a representer run folder")
-    parser.add_argument("--embeddings", help="embeddings spec (default: the run's)")
-    parser.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "data")
-    parser.add_argument("--test", default="meddocan/dev/xml", help="the exported notes, under --data-root")
-    parser.add_argument("--test-split")
-    parser.add_argument("--format", default="meddocan")
-    parser.add_argument("--language", default="es")
-    parser.add_argument("--neighbours", type=int, default=DEFAULT_NEIGHBOURS)
-    parser.add_argument("--pseudonymization", default=EXPORT_SCHEME)
+    add_export_options(parser, RUN)
     parser.add_argument("--candidates", type=int, default=100)
     parser.add_argument("--tokens", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results-name", default="phi_candidate_search")
     args = parser.parse_args()
     started = time.perf_counter()
-    representer_file, _, _, config = run_models(args.run)
-    spec = args.embeddings or embeddings_spec(args.run, config.get("embeddings", "glove"))
-    representer = load_representer(representer_file)  # noise on, as exported
-    pseudonymizer = Pseudonymizer(load_embeddings(spec), args.neighbours, args.pseudonymization, args.language)
-    warnings.simplefilter("ignore", CorpusWarning)
+    representer_file, spec, representer, pseudonymizer, label = export_setup(args)
     documents = read_corpus(args.data_root / args.test, args.format, split=args.test_split)
-    test = ExportedNotes(sentences(documents, config.get("label", "source_type")), pseudonymizer)
+    test = ExportedNotes(sentences(documents, label), pseudonymizer)
     attack = phi_candidate_search(representer, test, k=args.candidates, tokens=args.tokens, seed=args.seed)
     command = "python experiments/phi_candidate_search.py " + " ".join(sys.argv[1:])
     result = {"date": str(date.today()), "commit": git_commit(), "command": command.strip(),
