@@ -58,25 +58,28 @@ RUN = ROOT / "runs" / "federation_meddocan_structured" / "seed-0" / "representer
 TARGET_TIMES_CHANCE = 2.0
 
 
-def phi_targets(test: ExportedNotes, tokens: int, seed: int) -> list[tuple[int, int]]:
-    """A seeded sample of `tokens` (sentence, position) of `test`'s gold PHI tokens that have a letter
-    or a digit and a vector (a zero-vector word has no neighbour to hide among)."""
+def attackable_phi(test: ExportedNotes) -> np.ndarray:
+    """Flat boolean mask of `test`'s gold PHI tokens that have a letter or a digit and a vector (a
+    zero-vector word has no neighbour to hide among)."""
     embeddings = test.pseudonymizer.embeddings
-    phi = np.array([tag != "O" and test.pseudonymizer.replaceable(word) and embeddings.is_known(word)
-                    for word, tag in zip(test.words, test.tags)], bool)
-    return sampled_targets(test, phi, tokens, seed)[1]
+    return np.array([tag != "O" and test.pseudonymizer.replaceable(word) and embeddings.is_known(word)
+                     for word, tag in zip(test.words, test.tags)], bool)
+
+
+def phi_targets(test: ExportedNotes, tokens: int, seed: int) -> list[tuple[int, int]]:
+    """A seeded sample of `tokens` (sentence, position) of `test`'s `attackable_phi` tokens."""
+    return sampled_targets(test, attackable_phi(test), tokens, seed)[1]
 
 
 def decoys(test: ExportedNotes, targets: list[tuple[int, int]], seed: int) -> list[str]:
-    """For each target, a decoy: another gold PHI word of `test` with the target's label and a vector,
+    """For each target, a decoy: another `attackable_phi` word of `test` with the target's label,
     drawn with `seed` (the target's own word where its label has no other). The export never carried
     it, so the rate at which candidate search names a decoy is the attack's own floor: what it gets
     from the candidate set being built around the word it tests (the word is the set's centre)."""
-    rng, embeddings = np.random.default_rng(seed), test.pseudonymizer.embeddings
+    rng = np.random.default_rng(seed)
     by_label: dict[str, list[str]] = {}
-    for word, tag in zip(test.words, test.tags):
-        if tag != "O" and test.pseudonymizer.replaceable(word) and embeddings.is_known(word):
-            by_label.setdefault(tag[2:], []).append(word)
+    for index in np.flatnonzero(attackable_phi(test)):
+        by_label.setdefault(test.tags[index][2:], []).append(test.words[index])
     chosen = []
     for s, i in targets:
         word, label = test.words[test.offsets[s] + i], test.tags[test.offsets[s] + i][2:]
