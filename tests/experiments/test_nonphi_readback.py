@@ -33,13 +33,18 @@ WORDS = [f"pa{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40)]
 STOP = frozenset({"de", "el"})
 
 
-@pytest.fixture(scope="module")
-def embeddings():
+def tiny_embeddings() -> Embeddings:
+    """Random vectors for the names, the words and the stop words of `documents`."""
     vocabulary = [*NAMES, *WORDS, *STOP]
     vectors = np.random.default_rng(0).normal(size=(len(vocabulary), DIM)).astype(np.float32)
     kv = KeyedVectors(DIM)
     kv.add_vectors(vocabulary, vectors)
     return Embeddings(kv, "tiny")
+
+
+@pytest.fixture(scope="module")
+def embeddings():
+    return tiny_embeddings()
 
 
 def documents(count: int, seed: int) -> list[Document]:

@@ -11,9 +11,14 @@ from deidpool.representer.noise import set_deterministic
 from deidpool.representer.representation import build_representer
 from nonphi_readback import ExportedNotes
 from phi_candidate_search import decoys, phi_candidate_search, phi_targets, table
-from tests.experiments.test_nonphi_readback import DIM, NAMES, documents, embeddings  # noqa: F401  (a fixture)
+from tests.experiments.test_nonphi_readback import DIM, NAMES, documents, tiny_embeddings
 
 K = 4  # the tiny vocabulary's four names: every candidate set is all of them
+
+
+@pytest.fixture(scope="module")
+def embeddings():
+    return tiny_embeddings()
 
 
 @pytest.fixture(scope="module")
@@ -24,18 +29,18 @@ def representer():
     return model
 
 
-def exported(embeddings, scheme: str, neighbours: int = 2) -> ExportedNotes:  # noqa: F811
+def exported(embeddings, scheme: str, neighbours: int = 2) -> ExportedNotes:
     return ExportedNotes(sentences(documents(60, 7)), Pseudonymizer(embeddings, neighbours, scheme, "es"))
 
 
-def test_only_gold_phi_tokens_with_a_vector_are_attacked(embeddings):  # noqa: F811
+def test_only_gold_phi_tokens_with_a_vector_are_attacked(embeddings):
     test = exported(embeddings, "surrogates")
     targets = phi_targets(test, 1000, 0)
     assert len(targets) == 60  # one name per sentence
     assert all(test.tags[test.offsets[s] + i] == "B-PATIENT" for s, i in targets)
 
 
-def test_a_decoy_is_another_word_of_the_targets_label(embeddings):  # noqa: F811
+def test_a_decoy_is_another_word_of_the_targets_label(embeddings):
     test = exported(embeddings, "surrogates")
     targets = phi_targets(test, 1000, 0)
     chosen = decoys(test, targets, 0)
@@ -43,7 +48,7 @@ def test_a_decoy_is_another_word_of_the_targets_label(embeddings):  # noqa: F811
     assert all(decoy != original and decoy.lower() in NAMES for decoy, original in zip(chosen, originals))
 
 
-def test_the_attack_names_an_original_the_export_carries(embeddings, representer):  # noqa: F811
+def test_the_attack_names_an_original_the_export_carries(embeddings, representer):
     attack = phi_candidate_search(representer, exported(embeddings, "groups", neighbours=1), k=K, tokens=60)
     rows = {row["tokens"]: row for row in attack["rows"]}
     assert rows["PHI tokens"]["rate"] == 1.0 and rows["kept as written"]["count"] == 60
@@ -51,7 +56,7 @@ def test_the_attack_names_an_original_the_export_carries(embeddings, representer
     assert rows["PHI tokens"]["chance"] == pytest.approx(1 / K)
 
 
-def test_under_surrogates_the_attack_does_not_beat_chance(embeddings, representer):  # noqa: F811
+def test_under_surrogates_the_attack_does_not_beat_chance(embeddings, representer):
     attack = phi_candidate_search(representer, exported(embeddings, "surrogates"), k=K, tokens=60)
     rows = {row["tokens"]: row for row in attack["rows"]}
     assert rows["replaced"]["count"] == 60 and rows["kept as written"]["count"] == 0
