@@ -7,7 +7,9 @@ Pseudonymize-then-represent (METHOD.md): no PHI token reaches the representer. E
 replaced under the export's scheme (by default a realistic surrogate of its type and shape
 that does not depend on it; or a draw from its group of near embedding neighbours, numbers by
 plausible surrogates of the same shape and range), fresh for every occurrence and every
-export, from the operating system's randomness; whatever the representer leaks, it leaks a surrogate. Labels
+export, from the operating system's randomness; whatever the representer leaks, it leaks a surrogate. An
+export may hold several draws of every sentence (fresh surrogates and noise each time): augmentation
+that the pooled tagger gains from, at the price of noisy copies an attacker can average. Labels
 can miss PHI: a safety net (`deidpool.client.safety_net`) flags tokens no gold span covers that its
 finders take for PHI, and they are pseudonymized too."""
 
@@ -48,7 +50,7 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
                         neighbours: int = DEFAULT_NEIGHBOURS, scheme: str = EXPORT_SCHEME, dtype: str = "float16",
                         chunk_sentences: int = CHUNK_SENTENCES, memory_bytes: int = MEMORY_BYTES,
                         rng: random.Random | None = None, language: str = "en", safety_net: SafetyNet = OFF,
-                        review: str | Path | None = None, progress: bool = True,
+                        review: str | Path | None = None, progress: bool = True, draws: int = 1,
                         noise: bool = True) -> ContributionHeader:
     """Write the contribution of `documents` to `out` and return its header.
 
@@ -62,12 +64,19 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     `client export` turns it on) flags the tokens no gold span covers that its finders take for
     PHI: they are pseudonymized and bounded like gold PHI (their tags stay as annotated), counted
     in the header's `safety_net`, and the notes that hold them written to the BRAT folder `review`
-    when given. Sentences are represented `chunk_sentences` at a time,
+    when given. Every sentence is exported `draws` times, each copy with fresh surrogates and fresh
+    noise (recorded in the header; refused under "neighbours", whose draws all lie near the original,
+    so that several of them narrow it down). Sentences are represented `chunk_sentences` at a time,
     spilled to a uniform external shuffle in `out`'s folder, and written in shuffled order; on
     any error no file is left at `out`. `noise=False` turns the representer's noise off: an
     ablation for experiments only (noiseless vectors are what a lookup attack reads exactly), so
     no command offers it.
     """
+    if draws < 1:
+        raise ValueError(f"draws must be at least 1, got {draws}")
+    if draws > 1 and scheme == "neighbours":
+        raise ValueError(f"{draws} draws under the neighbours scheme: its draws all lie among the original's "
+                         "nearest neighbours, so several narrow it down; export one draw, or use surrogates or groups")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     pseudonymizer = Pseudonymizer(embeddings, neighbours, scheme, language)
@@ -81,18 +90,12 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
             for chunk in _chunks(_labeled_sentences(documents, bundle, safety_net, flagged), chunk_sentences):
                 phi.update(token for sentence, tags in chunk
                            for token in pseudonymizer.phi_tokens([t.text for t in sentence.tokens], tags))
-                # flagged tokens are replaced too; the exported tags are the gold ones
-                marked = pseudonymizer.labeled_sentences(
-                    [LabeledSentence(sentence.tokens, sentence.casing, tags) for sentence, tags in chunk], rng)
-                data = SentenceData.from_sentences(
-                    [LabeledSentence(replaced.tokens, replaced.casing, sentence.tags)
-                     for replaced, (sentence, _) in zip(marked, chunk)], embeddings, bundle.tags)
-                boundaries = np.cumsum(data.lengths)[:-1]
-                for vectors, tags, casing in zip(apply_to_sentences(represent, data),
-                                                 np.split(data.tags, boundaries), np.split(data.casing, boundaries)):
-                    shuffle.add(encode_sentence(vectors, tags, casing, dtype))
-                count += len(data)
-                bar.update(len(data))
+                for _ in range(draws):
+                    records = _draw_records(chunk, pseudonymizer, represent, embeddings, bundle.tags, dtype, rng)
+                    for record in records:
+                        shuffle.add(record)
+                    count += len(records)
+                    bar.update(len(records))
         if not count:
             raise CorpusError("the notes hold no sentences to export")
         if review is not None:
@@ -100,10 +103,25 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
         records = progress_bar(shuffle, total=count, desc="writing", unit=" sentences", disable=not progress)
         return write_contribution(out, records, institution=institution, representer_id=bundle.representer_id,
                                   dim=bundle.repr_size, neighbours=neighbours, pseudonymization=scheme,
-                                  safety_net=flagged.header(), signing_key=signing_key,
+                                  safety_net=flagged.header(), draws=draws, signing_key=signing_key,
                                   server_key=server_key, dtype=dtype,
                                   bound=lambda: reidentification_bound(phi.elements(), pseudonymizer,
                                                                        language=language))
+
+
+def _draw_records(chunk: list[tuple[LabeledSentence, list[str]]], pseudonymizer: Pseudonymizer, represent,
+                  embeddings, tag_set, dtype: str, rng: random.Random) -> list[bytes]:
+    """One draw of the sentence records of `chunk` (sentences, each with the tags the pseudonymizer
+    goes by): fresh surrogates, represented by `represent` with fresh noise, tagged as annotated."""
+    # flagged tokens are replaced too; the exported tags are the gold ones
+    marked = pseudonymizer.labeled_sentences(
+        [LabeledSentence(sentence.tokens, sentence.casing, tags) for sentence, tags in chunk], rng)
+    data = SentenceData.from_sentences([LabeledSentence(replaced.tokens, replaced.casing, sentence.tags)
+                                        for replaced, (sentence, _) in zip(marked, chunk)], embeddings, tag_set)
+    boundaries = np.cumsum(data.lengths)[:-1]
+    return [encode_sentence(vectors, tags, casing, dtype)
+            for vectors, tags, casing in zip(apply_to_sentences(represent, data), np.split(data.tags, boundaries),
+                                             np.split(data.casing, boundaries))]
 
 
 def review_unlabeled_phi(documents: Iterable[Document], bundle: Bundle, safety_net: SafetyNet,

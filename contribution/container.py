@@ -15,9 +15,10 @@ export's safety net flagged, creation time, a random nonce and the SHA-256 of ev
 it, as canonical JSON (sorted keys); the institution's Ed25519 key signs it, so the signature
 covers the ciphertext too. The header can be read and verified without the server's private key.
 
-Fields added to format version 3 after its first files (`OPTIONAL_FIELDS`: `safety_net`) are
-left out of the header, its signature and its bindings when empty, so files written before them
-read and decrypt as they did, and a writer given none writes the same bytes as before.
+Fields added to format version 3 after its first files (`OPTIONAL_FIELDS`: `safety_net`, `draws`)
+are left out of the header, its signature and its bindings when they hold the value that means
+"not used" ({}, 1), so files written before them read and decrypt as they did, and a writer given
+none writes the same bytes as before.
 
 The ciphertext is bound to its sender and header: the stream key's HKDF info holds the
 digest of the header fields fixed before the first chunk (`_KEY_FIELDS`: among them the
@@ -131,6 +132,8 @@ class ContributionHeader:
     - safety_net: what the export's safety net for unlabeled PHI found and pseudonymized
       (`deidpool.client.safety_net.Flagged.header`: finders, flagged tokens by category), {} in files
       written before it (an optional field);
+    - draws: how many times every sentence was exported, each time with fresh surrogates and fresh
+      noise (`sentences` counts every copy), 1 in files written before it (an optional field);
     - created: the creation time, ISO 8601 (UTC, seconds);
     - nonce: 16 random bytes in hex, the stream's HKDF salt and the server's replay key;
     - body_sha256: the SHA-256 of every byte of the file before the header;
@@ -154,6 +157,7 @@ class ContributionHeader:
     nonce: str = _field("16 bytes in lowercase hex", _hex(32))
     body_sha256: str = _field("a SHA-256 in lowercase hex", _hex(64))
     safety_net: dict = _field("a JSON object", lambda value: type(value) is dict, default_factory=dict)
+    draws: int = _field("a whole number >= 1", _whole(1), default=1)
     format_version: int = _field(f"{FORMAT_VERSION}", lambda value: type(value) is int and value == FORMAT_VERSION,
                                  default=FORMAT_VERSION)
 
@@ -164,7 +168,7 @@ class ContributionHeader:
     def fields(self) -> dict:
         """The header's fields as signed: all but an empty optional one."""
         return {name: value for name, value in dataclasses.asdict(self).items()
-                if not (name in OPTIONAL_FIELDS and value == {})}
+                if not (name in OPTIONAL_FIELDS and value == OPTIONAL_FIELDS[name])}
 
     def to_bytes(self) -> bytes:
         return _canonical(self.fields())
@@ -182,7 +186,7 @@ class ContributionHeader:
         if fields["format_version"] != FORMAT_VERSION:
             raise ContributionError(f"the header's format_version is {fields['format_version']!r}, but only "
                                     f"format_version {FORMAT_VERSION} is read: export the contribution again")
-        if missing := sorted(set(_HEADER_FIELDS) - set(fields) - OPTIONAL_FIELDS):
+        if missing := sorted(set(_HEADER_FIELDS) - set(fields) - set(OPTIONAL_FIELDS)):
             raise ContributionError(f"the contribution header is malformed: it lacks {', '.join(missing)}")
         if unknown := sorted(set(fields) - set(_HEADER_FIELDS)):
             raise ContributionError(f"the contribution header is malformed: unknown fields {', '.join(unknown)}")
@@ -193,7 +197,8 @@ class ContributionHeader:
 
 
 _HEADER_FIELDS = {field.name: field for field in dataclasses.fields(ContributionHeader)}
-OPTIONAL_FIELDS = frozenset({"safety_net"})  # added after the first files of this format version (module docstring)
+# added after the first files of this format version, each with the value that leaves it out (module docstring)
+OPTIONAL_FIELDS = {"safety_net": {}, "draws": 1}
 
 
 def _check_field(name: str, value: object) -> None:
@@ -207,7 +212,7 @@ def _check_field(name: str, value: object) -> None:
 # What the ciphertext is bound to: the header fields fixed before the first chunk is sealed
 # (in the stream key), and all but body_sha256, fixed before the final chunk (its associated data).
 _KEY_FIELDS = ("format_version", "institution", "signing_key_sha256", "representer_id", "dim", "dtype",
-               "neighbours", "pseudonymization", "nonce")
+               "neighbours", "pseudonymization", "draws", "nonce")
 _FINAL_FIELDS = tuple(name for name in _HEADER_FIELDS if name != "body_sha256")
 
 
@@ -233,9 +238,10 @@ class ContributionWriter:
 
     def __init__(self, path: str | Path, *, institution: str, representer_id: str, dim: int, neighbours: int,
                  signing_key: Ed25519PrivateKey, server_key: X25519PublicKey, dtype: str = "float16",
-                 pseudonymization: str, safety_net: dict | None = None, chunk_bytes: int = CHUNK_BYTES):
-        """`pseudonymization` is a key of PSEUDONYMIZATION_SCHEMES, `safety_net` the header field
-        (none: left out); a header field's value it does not accept raises ContributionError before
+                 pseudonymization: str, safety_net: dict | None = None, draws: int = 1,
+                 chunk_bytes: int = CHUNK_BYTES):
+        """`pseudonymization` is a key of PSEUDONYMIZATION_SCHEMES, `safety_net` and `draws` the
+        header fields (none, 1: left out); a header field's value it does not accept raises ContributionError before
         anything is written. `reidentification_bound` (the header field, see `deidpool.adversary.bound`) is
         set on `bound` before `close`; it stays {} when nobody computed one."""
         if pseudonymization not in PSEUDONYMIZATION_SCHEMES:
@@ -248,6 +254,8 @@ class ContributionWriter:
                         "pseudonymization": PSEUDONYMIZATION_SCHEMES[pseudonymization], "nonce": secrets.token_hex(16)}
         if safety_net:
             self._fields["safety_net"] = safety_net
+        if draws != 1:
+            self._fields["draws"] = draws
         for name, value in self._fields.items():
             _check_field(name, value)
         self._signing_key, self._chunk_bytes = signing_key, chunk_bytes

@@ -102,6 +102,7 @@ class Contribution(Base):
     # pseudonymization N and the re-identification bound of the signed header; its means (best
     # attacker's success on hidden PHI tokens, uniform, frequency and empirical prior) for queries
     neighbours: Mapped[int] = mapped_column(Integer)
+    draws: Mapped[int] = mapped_column(Integer, default=1)  # copies of every sentence (the header's draws)
     bound_uniform: Mapped[float | None] = mapped_column(Float)
     bound_frequency: Mapped[float | None] = mapped_column(Float)
     bound_empirical: Mapped[float | None] = mapped_column(Float)

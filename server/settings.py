@@ -19,6 +19,9 @@ DATABASE_URL_ENV = "DATABASE_URL"
 MAX_UPLOAD_BYTES = 512 << 20
 MAX_AGE_SECONDS = 7 * 24 * 3600
 MIN_NEIGHBOURS = 10  # the least pseudonymization N an upload may declare (but under surrogates, without N)
+# The most draws of every sentence an upload may hold: each draw's fresh noise, averaged over the
+# copies an attacker links, reveals more of the non-PHI text (docs/privacy.md).
+MAX_DRAWS = 3
 MAX_CLOCK_SKEW_SECONDS = 300  # how far in the future a timestamp may be (and a signed request's in the past)
 # Token buckets (server/limits.py): requests naming a registered institution, per institution and
 # client address; other requests (but the admin's), per client address. A bucket holds `burst`
@@ -103,6 +106,7 @@ class Settings(BaseModel):
     max_upload_bytes: PositiveInt = MAX_UPLOAD_BYTES
     max_age_seconds: PositiveInt = MAX_AGE_SECONDS
     min_neighbours: PositiveInt = MIN_NEIGHBOURS
+    max_draws: PositiveInt = MAX_DRAWS
     institution_requests_per_minute: PositiveInt = INSTITUTION_REQUESTS_PER_MINUTE
     institution_request_burst: PositiveInt = INSTITUTION_REQUEST_BURST
     address_requests_per_minute: PositiveInt = ADDRESS_REQUESTS_PER_MINUTE

@@ -52,6 +52,9 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
             header.neighbours < state.settings.min_neighbours:
         raise Refused(422, f"the contribution was pseudonymized among {header.neighbours} neighbours; this server "
                            f"requires at least {state.settings.min_neighbours} (re-export with --neighbours)")
+    if header.draws > state.settings.max_draws:
+        raise Refused(422, f"the contribution holds {header.draws} draws of every sentence; this server accepts at "
+                           f"most {state.settings.max_draws} (re-export with --draws)")
     created = _check_created(header.created, state.settings.max_age_seconds)
     if current is None:
         raise Refused(422, "the server has no current representer to accept contributions for")
@@ -122,6 +125,7 @@ def _row(header, sha256: str, size: int, created: datetime) -> Contribution:
     return Contribution(sha256=sha256, institution_id=header.institution, representer_id=header.representer_id,
                         nonce=header.nonce, sentences=header.sentences, tokens=header.tokens, dim=header.dim,
                         dtype=header.dtype, size_bytes=size, header_created=created, neighbours=header.neighbours,
+                        draws=header.draws,
                         reidentification_bound=header.reidentification_bound,
                         **_bound_means(header.reidentification_bound))
 

@@ -62,6 +62,7 @@ class ContributionView(BaseModel):
     created: Time = Field(description="When the institution exported it (its signed header).")
     received: Time
     neighbours: int = Field(description="The pseudonymization N of its signed header.")
+    draws: int = Field(description="How many draws of every sentence it holds (its signed header).")
     reidentification_bound: dict[str, Any] | None
 
 
@@ -128,7 +129,7 @@ def contribution_view(row: Contribution) -> ContributionView:
     return ContributionView(sha256=row.sha256, institution=row.institution_id, representer_id=row.representer_id,
                             sentences=row.sentences, tokens=row.tokens, dim=row.dim, dtype=row.dtype,
                             size_bytes=row.size_bytes, created=_time(row.header_created),
-                            received=_time(row.received), neighbours=row.neighbours,
+                            received=_time(row.received), neighbours=row.neighbours, draws=row.draws,
                             reidentification_bound=row.reidentification_bound)
 
 

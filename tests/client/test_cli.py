@@ -99,6 +99,22 @@ def test_export_inspect_and_upload(exported, key_files):
                         ("GET", "/api/contributions", "site-a", True, b"")]
 
 
+def test_export_draws_are_written_said_and_inspected_and_refused_under_neighbours(tmp_path, bundle_dir, key_files,
+                                                                                notes_dir, exported):
+    from deidpool.contribution.container import read_header
+
+    result = _export(bundle_dir, key_files, notes_dir, tmp_path / "a.dpc", "--draws", "2")
+    assert result.exit_code == 0, result.output
+    assert "2 draws of each sentence" in result.output
+    assert read_header(tmp_path / "a.dpc").sentences == 2 * read_header(exported).sentences
+    inspected = _run("client", "inspect", tmp_path / "a.dpc", "--key", key_files.institution.public)
+    assert '"draws": 2' in inspected.output
+    refused = _export(bundle_dir, key_files, notes_dir, tmp_path / "b.dpc", "--draws", "2", "--pseudonymization",
+                      "neighbours")
+    assert refused.exit_code == 2 and "--draws" in refused.output and "narrow it down" in refused.output
+    assert not (tmp_path / "b.dpc").exists()
+
+
 def test_passphrase_protected_key_and_wrong_passphrase(tmp_path, bundle_dir, key_files, notes_dir):
     result = _run("client", "keygen", "--out", tmp_path, "--institution", "site-c", "--passphrase",
                   env={PASSPHRASE_ENV: "correct horse"})

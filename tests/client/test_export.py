@@ -119,6 +119,33 @@ def test_an_export_without_noise_repeats_the_vectors_of_sentences_without_phi(tm
     assert first and first == second
 
 
+def test_draws_export_every_sentence_that_often_with_fresh_surrogates_and_noise(tmp_path, documents, pipeline,
+                                                                             embeddings, loaded_keys):
+    """Three draws: every sentence three times with the same tags, no two copies with the same
+    vectors; the header counts every copy, records the draws, and bounds each PHI token once."""
+    index = {tag: i for i, tag in enumerate(TAGS)}
+    given = [_key_of([index[tag] for tag in sentence.tags], sentence.casing)
+             for d in documents[:20] for sentence in prepare_document(d, "BIO", attrgetter("source_type"))]
+    once = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "once.dpc")
+    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "three.dpc", draws=3)
+    exported = _sentences(tmp_path / "three.dpc", loaded_keys)
+    assert sorted(_key(sentence) for sentence in exported) == sorted(given * 3)
+    assert len({sentence.vectors.tobytes() for sentence in exported}) == len(exported)
+    assert (header.draws, header.sentences, header.tokens) == (3, 3 * once.sentences, 3 * once.tokens)
+    assert once.draws == 1 and "draws" not in once.fields()
+    occurrences = header.reidentification_bound["overall"]["occurrences"]
+    assert occurrences == once.reidentification_bound["overall"]["occurrences"] > 50
+
+
+@pytest.mark.parametrize(("draws", "scheme", "message"), [(0, "surrogates", "at least 1"),
+                                                          (2, "neighbours", "narrow it down")])
+def test_draws_below_one_or_several_under_neighbours_are_refused(tmp_path, documents, pipeline, embeddings,
+                                                                 loaded_keys, draws, scheme, message):
+    with pytest.raises(ValueError, match=message):
+        _export(documents[:3], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", draws=draws, scheme=scheme)
+    assert not (tmp_path / "a.dpc").exists()
+
+
 def test_the_representer_is_loaded_once_per_bundle(exports, tmp_path, monkeypatch, documents, pipeline, embeddings,
                                                    loaded_keys):
     """The second of `exports` drew other noise (test above) from the model the first loaded."""

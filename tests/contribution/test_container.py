@@ -80,10 +80,11 @@ def test_header_holds_only_the_agreed_fields(written, parties):
     path, header, _ = written
     assert {field.name for field in dataclasses.fields(ContributionHeader)} == {
         "institution", "signing_key_sha256", "representer_id", "sentences", "tokens", "dim", "dtype", "neighbours",
-        "pseudonymization", "reidentification_bound", "safety_net", "created", "nonce", "body_sha256",
+        "pseudonymization", "reidentification_bound", "safety_net", "draws", "created", "nonce", "body_sha256",
         "format_version"}
     assert header.neighbours == 100 and header.reidentification_bound == {} and header.format_version == 3
     assert header.safety_net == {} and "safety_net" not in json.loads(header.to_bytes())
+    assert header.draws == 1 and "draws" not in json.loads(header.to_bytes())
     assert header.signing_key_sha256 == signer_sha256(parties[0].public_key())
     assert read_header(path) == verify_contribution(path, parties[0].public_key()) == header
     assert len(bytes.fromhex(header.nonce)) == 16
@@ -145,7 +146,7 @@ def test_a_header_re_signed_by_another_institution_does_not_verify_or_decrypt(wr
 CHANGED = {"institution": "site-b", "representer_id": "rep-2", "dim": DIM + 1, "dtype": "float32", "neighbours": 10,
            "pseudonymization": PSEUDONYMIZATION_SCHEMES["neighbours"], "nonce": "00" * 16, "sentences": 61, "tokens": 1,
            "created": "2001-02-03T04:05:06+00:00", "reidentification_bound": {"neighbours": 100},
-           "safety_net": {"finders": ["patterns"], "flagged_tokens": 0, "categories": {}}}
+           "safety_net": {"finders": ["patterns"], "flagged_tokens": 0, "categories": {}}, "draws": 3}
 
 
 def test_every_header_field_but_those_verification_checks_is_bound():
@@ -167,16 +168,19 @@ def test_a_header_field_changed_after_sealing_breaks_decryption(written, parties
         list(iter_sentences(tmp_path / "b.dpc", server, institution.public_key()))
 
 
-def test_the_safety_net_counts_are_signed_bound_and_read_back(tmp_path, parties):
+@pytest.mark.parametrize(("field", "value", "absent"), [
+    ("safety_net", {"finders": ["patterns"], "flagged_tokens": 2, "categories": {"DATE": 1, "NAME": 1}}, {}),
+    ("draws", 3, 1)])
+def test_an_optional_field_is_signed_bound_and_read_back(tmp_path, parties, field, value, absent):
     """An optional field: written when given, read back, and bound to the ciphertext (a file
-    re-signed without it, as files written before it are, does not decrypt)."""
+    re-signed without it, as files written before it are, reads as `absent` and does not decrypt)."""
     institution, server = parties
-    counts = {"finders": ["patterns"], "flagged_tokens": 2, "categories": {"DATE": 1, "NAME": 1}}
-    header = write(tmp_path / "a.dpc", parties, random_sentences(count=3), safety_net=counts)
-    assert header.safety_net == counts == verify_contribution(tmp_path / "a.dpc", institution.public_key()).safety_net
+    header = write(tmp_path / "a.dpc", parties, random_sentences(count=3), **{field: value})
+    verified = verify_contribution(tmp_path / "a.dpc", institution.public_key())
+    assert getattr(header, field) == value == getattr(verified, field)
     assert len(list(iter_sentences(tmp_path / "a.dpc", server, institution.public_key()))) == 3
-    (tmp_path / "b.dpc").write_bytes(resigned((tmp_path / "a.dpc").read_bytes(), institution, drop=("safety_net",)))
-    assert verify_contribution(tmp_path / "b.dpc", institution.public_key()).safety_net == {}
+    (tmp_path / "b.dpc").write_bytes(resigned((tmp_path / "a.dpc").read_bytes(), institution, drop=(field,)))
+    assert getattr(verify_contribution(tmp_path / "b.dpc", institution.public_key()), field) == absent
     with pytest.raises(BindingError, match="changed or re-signed after sealing"):
         list(iter_sentences(tmp_path / "b.dpc", server, institution.public_key()))
 
@@ -202,6 +206,7 @@ ILL_FORMED = {
     "pseudonymization": ("groups", "pseudonymization must be one of embedding-neighbours"),
     "reidentification_bound": ([], r"reidentification_bound must be a JSON object, got \[\]"),
     "safety_net": (None, "safety_net must be a JSON object, got None"),
+    "draws": (0, "draws must be a whole number >= 1, got 0"),
     "created": ("yesterday", "created must be an ISO 8601 time, got 'yesterday'"),
     "nonce": ("00" * 8, "nonce must be 16 bytes in lowercase hex"),
     "body_sha256": (None, "body_sha256 must be a SHA-256 in lowercase hex, got None"),

@@ -63,6 +63,22 @@ def test_the_empirical_bound_migration_fills_the_column_from_stored_headers(tmp_
     assert stored == {"new": 0.4, "older": None, "none": None}
 
 
+def test_the_draws_migration_gives_every_stored_contribution_one_draw(tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.sqlite'}")
+    upgrade(engine, "0004")
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO institutions VALUES ('site-a', 'key', 'fingerprint', 1, "
+                                "'2026-11-24 00:00:00')"))
+        connection.execute(text(
+            "INSERT INTO contributions (sha256, institution_id, representer_id, nonce, sentences, tokens, dim, dtype, "
+            "size_bytes, header_created, received, neighbours) VALUES ('old', 'site-a', 'rep', 'n', 1, 1, 50, "
+            "'float16', 1, '2026-11-24 00:00:00', '2026-11-24 00:00:00', 100)"))
+    upgrade(engine)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT sha256, draws FROM contributions")).all() == [("old", 1)]
+    engine.dispose()
+
+
 def test_init_makes_an_existing_data_dir_and_its_keys_folder_private(tmp_path, key_files):
     """A folder made before (a mounted volume, an older init) is the owner's alone after init."""
     (tmp_path / "server" / "keys").mkdir(parents=True, mode=0o755)

@@ -70,6 +70,8 @@ CASES = {
     "wrong dimension": (lambda s, p: (contribution_file(p, s, dim=3), {}), 422, "size 3"),
     "tag id out of range": (lambda s, p: (contribution_file(p, s, num_tags=200), {}), 422, "tag id"),
     "too few neighbours": (lambda s, p: (contribution_file(p, s, neighbours=9), {}), 422, "at least 10"),
+    "too many draws": (lambda s, p: (contribution_file(p, s, draws=4), {}), 422, "holds 4 draws of every sentence; "
+                                                                                 "this server accepts at most 3"),
     "old format version": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, format_version=2), {}),
                            400, "format_version is 2"),
     "ill-typed header field": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, neighbours="100"),
@@ -221,7 +223,7 @@ def test_an_institution_lists_its_own_contributions_with_signed_requests(api, si
                                              serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     assert api.post("/api/institutions", headers=admin, json={"id": "site-b", "public_key": public}).status_code == 201
     bound = {"neighbours": 100, "overall": {"mean_success": {"uniform": 0.01, "frequency": 0.04, "empirical": 0.3}}}
-    body = contribution_file(tmp_path / "a.dpc", site, bound=bound).read_bytes()
+    body = contribution_file(tmp_path / "a.dpc", site, bound=bound, draws=3).read_bytes()
     assert upload(api, body, site.key).status_code == 201
     assert upload(api, contribution_file(tmp_path / "b.dpc", site, institution="site-b",
                                          signing_key=other).read_bytes(), other,
@@ -231,6 +233,7 @@ def test_an_institution_lists_its_own_contributions_with_signed_requests(api, si
     assert [row["institution"] for row in mine.json()] == ["site-a"]
     assert set(mine.json()[0]) >= {"sha256", "sentences", "tokens", "received"}
     assert mine.json()[0]["neighbours"] == 100 and mine.json()[0]["reidentification_bound"] == bound
+    assert mine.json()[0]["draws"] == 3
     with api.app.state.server.sessions() as session:
         stored_bounds = {(row.bound_uniform, row.bound_frequency, row.bound_empirical)
                          for row in session.query(Contribution)}
