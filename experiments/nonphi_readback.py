@@ -20,10 +20,13 @@ not), the attacker knows every other word the representer read (the pseudonymize
 of K candidates (the true word and its K - 1 nearest vocabulary neighbours) at the position,
 represents each candidate sentence with the public representer's noise off
 (`attacker_reference`) and picks the one whose vector there lies nearest the exported vector.
-Chance is 1/K.
+Chance is 1/K. With `--draws D` (an export of D draws, `client export --draws`), the attack is run
+again on the same tokens against the mean of the vectors D draws share there (fresh surrogates and
+noise each): the attacker links the copies of a sentence (the same tags and casing, near vectors)
+and averages their noise away; the context it tries candidates in is the first copy's.
 
     python experiments/nonphi_readback.py [--run runs/federation_meddocan_short/seed-0/representer]
-        [--epochs 10] [--candidates 100] [--candidate-tokens 300]
+        [--epochs 10] [--candidates 100] [--candidate-tokens 300] [--draws 3] [--no-inversion]
 """
 
 from __future__ import annotations
@@ -223,21 +226,30 @@ def exported_vectors(export, test: ExportedNotes, exported: Copy, targets: list[
 
 
 def candidate_readback(representer, test: ExportedNotes, stop: frozenset[str], *, k: int, tokens: int,
-                       seed: int = 0) -> dict:
+                       seed: int = 0, draws: int = 1) -> dict:
     """Attack (b) on `tokens` non-PHI tokens of `test` drawn with `seed`: hit rates (with Wilson
-    intervals) per kind of token, and chance (the mean of 1/candidates)."""
+    intervals) per kind of token, and chance (the mean of 1/candidates), on one export (`rows`)
+    and, with `draws` > 1, on the same tokens against the mean of `draws` exports' vectors
+    (`averaged`)."""
     kinds = token_kinds(test, stop)
     flat, targets = sampled_targets(test, kinds["nonphi"], tokens, seed)
-    exported = test.draw(seed)
+    copies = [test.draw(seed, draw) for draw in range(draws)]
     dim = test.pseudonymizer.embeddings.dim
-    vectors = exported_vectors(compile_representer(representer, dim), test, exported, targets)
-    progress(f"nearest candidate: {len(targets)} tokens x {k} candidates")
-    credits, sizes = nearest_candidate(compile_representer(attacker_reference(representer), dim),
-                                       test.pseudonymizer.embeddings, exported.words, targets, vectors, k)
+    export = compile_representer(representer, dim)
+    views = [exported_vectors(export, test, exported, targets) for exported in copies]
+    reference = compile_representer(attacker_reference(representer), dim)
     subsets = {"non-PHI": np.ones(len(flat), bool), "content words": kinds["content"][flat],
                "stop words": ~kinds["content"][flat], "in the vocabulary": kinds["known"][flat],
                "not in the vocabulary": ~kinds["known"][flat]}
-    return {"k": k, "rows": [hit_row(name, mask, credits, sizes) for name, mask in subsets.items()]}
+    result = {"k": k, "draws": draws}
+    for count in sorted({1, draws}):
+        progress(f"nearest candidate: {len(targets)} tokens x {k} candidates, {count} draw(s) averaged")
+        vectors = [np.mean(shared, axis=0) for shared in zip(*views[:count])]
+        credits, sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, copies[0].words, targets,
+                                           vectors, k)
+        result["rows" if count == 1 else "averaged"] = [hit_row(name, mask, credits, sizes)
+                                                        for name, mask in subsets.items()]
+    return result
 
 
 def sampled_targets(test: ExportedNotes, mask: np.ndarray, tokens: int, seed: int) -> tuple[np.ndarray, list]:
@@ -270,20 +282,43 @@ def share(value) -> str:
 
 
 def table(result: dict) -> str:
-    """The results page: what was measured, attack (a)'s and (b)'s tables."""
-    inversion, candidates, counts = result["inversion"], result["candidates"], result["token_counts"]
+    """The results page: what was measured, attack (a)'s (when it ran) and (b)'s tables."""
+    candidates, counts = result["candidates"], result["token_counts"]
     scheme = result["pseudonymization"] if result["pseudonymization"] == "surrogates" else \
         f"{result['pseudonymization']}, N = {result['neighbours']}"
     lines = [f"# The non-PHI text an export reveals ({result['notes']['test']})", "",
              f"{result['date']}, commit {result['commit']}; command `{result['command']}` ({result['seconds']:.0f} s). "
              f"Representer: `{result['representer']}` (noise on, as exported); embeddings `{result['embeddings']}`. "
              f"Exported as `client export` computes the vectors: gold PHI pseudonymized ({scheme}; safety net off). "
-             f"The attacker knows the public representer and trains on "
-             f"exports of its own notes ({result['notes']['train']}). Scored: the {counts['nonphi']:,} test tokens "
+             "The attacker knows the public representer"
+             + (f" and trains on exports of its own notes ({result['notes']['train']})" if result["inversion"] else "")
+             + f". Scored: the {counts['nonphi']:,} test tokens "
              f"outside gold PHI with a letter or a digit, {counts['content']:,} of them content words (not among "
              f"spaCy's {counts['stop_words']} {result['language']} stop words); "
-             f"{counts['nonphi_known']:,} non-PHI ({counts['content_known']:,} content) have a vocabulary row.", "",
-             f"## (a) Inversion: the vocabulary ranked for every token ({result['epochs']} epochs)", "",
+             f"{counts['nonphi_known']:,} non-PHI ({counts['content_known']:,} content) have a vocabulary row."]
+    if result["inversion"]:
+        lines += inversion_lines(result)
+    lines += ["", f"## (b) Nearest candidate, oracle context ({candidates['k']} candidates)", "",
+              "The attacker knows every other word the representer read, tries the true word and its "
+              f"{candidates['k'] - 1} nearest vocabulary neighbours at the position (noise off) and picks the one "
+              "whose vector lies nearest the exported one; ties share the credit. The true word is the centre of "
+              "its candidates, so an export that says nothing makes it, if anything, less likely than chance to be "
+              "picked (a constant export: about half of 1/K in tests/experiments/test_nonphi_readback.py); a rate "
+              "far above chance is what the export reveals.", "",
+              "| tokens | sampled | hit rate | 95% CI | chance |", "|---|---|---|---|---|"]
+    lines += [hit_line(row) for row in candidates["rows"]]
+    if "averaged" in candidates:
+        lines += ["", f"The same tokens against the mean of the vectors of {candidates['draws']} draws "
+                  "(`client export --draws`: fresh surrogates and noise each), the copies linked by the attacker:", "",
+                  "| tokens | sampled | hit rate | 95% CI | chance |", "|---|---|---|---|---|"]
+        lines += [hit_line(row) for row in candidates["averaged"]]
+    return "\n".join(lines)
+
+
+def inversion_lines(result: dict) -> list[str]:
+    """Attack (a)'s section of the results page."""
+    inversion = result["inversion"]
+    lines = ["", f"## (a) Inversion: the vocabulary ranked for every token ({result['epochs']} epochs)", "",
              "Top-1: the inverter's nearest vocabulary word is the token; top-10: among its 10 nearest. Frequency: "
              "the attacker's most frequent words of the same kind (non-PHI, or content words). Only tokens with a "
              "vocabulary row can be ranked.", "",
@@ -304,17 +339,8 @@ def table(result: dict) -> str:
               f"{share(row['context_only']['top10'])} |" for row in inversion["probes"]]
     lines += ["", f"Content words named exactly most often ({inversion['read_back_types']:,} of the "
               f"{inversion['content_types']:,} distinct content words in the vocabulary named at least once): "
-              + ", ".join(f"{word} ({count})" for word, count in inversion["read_back"]) + ".", "",
-              f"## (b) Nearest candidate, oracle context ({candidates['k']} candidates)", "",
-              "The attacker knows every other word the representer read, tries the true word and its "
-              f"{candidates['k'] - 1} nearest vocabulary neighbours at the position (noise off) and picks the one "
-              "whose vector lies nearest the exported one; ties share the credit. The true word is the centre of "
-              "its candidates, so an export that says nothing makes it, if anything, less likely than chance to be "
-              "picked (a constant export: about half of 1/K in tests/experiments/test_nonphi_readback.py); a rate "
-              "far above chance is what the export reveals.", "",
-              "| tokens | sampled | hit rate | 95% CI | chance |", "|---|---|---|---|---|"]
-    lines += [hit_line(row) for row in candidates["rows"]]
-    return "\n".join(lines)
+              + ", ".join(f"{word} ({count})" for word, count in inversion["read_back"]) + "."]
+    return lines
 
 
 def add_export_options(parser: argparse.ArgumentParser, run: Path) -> None:
@@ -362,6 +388,8 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=0.01)
     parser.add_argument("--candidates", type=int, default=100)
     parser.add_argument("--candidate-tokens", type=int, default=300)
+    parser.add_argument("--draws", type=int, default=1, help="attack (b) also on the mean of this many draws")
+    parser.add_argument("--no-inversion", action="store_true", help="attack (b) only")
     parser.add_argument("--results-name", default=RESULTS_NAME)
     args = parser.parse_args()
     started = time.perf_counter()
@@ -375,10 +403,11 @@ def main() -> None:
     stop = stop_words(args.language)
     kinds = token_kinds(notes["test"], stop)
     keras.utils.set_random_seed(args.seed)  # the inverters' initial weights, the representer's noise
-    inversion = inversion_readback(representer, notes["train"], notes["test"], stop, seed=args.seed,
-                                   epochs=args.epochs, units=args.units, learning_rate=args.learning_rate)
+    inversion = None if args.no_inversion else inversion_readback(
+        representer, notes["train"], notes["test"], stop, seed=args.seed, epochs=args.epochs, units=args.units,
+        learning_rate=args.learning_rate)
     candidates = candidate_readback(representer, notes["test"], stop, k=args.candidates, tokens=args.candidate_tokens,
-                                    seed=args.seed)
+                                    seed=args.seed, draws=args.draws)
     command = "python experiments/nonphi_readback.py " + " ".join(sys.argv[1:])
     result = {"date": str(date.today()), "commit": git_commit(), "command": command.strip(),
               "representer": str(representer_file), "embeddings": spec, "language": args.language,

@@ -114,12 +114,22 @@ def test_the_candidate_attack_is_no_better_than_chance_when_the_export_is_consta
     assert len(credits) == 420 and 0 < credits.mean() < 1 / K + 0.05
 
 
+def test_draws_that_share_the_same_vectors_average_to_the_same_reads(embeddings, representer):
+    """Noise off and nothing pseudonymized (N = 1): every draw shares the same vectors, so their
+    mean is read back exactly as one draw is."""
+    set_deterministic(representer)
+    test = ExportedNotes(sentences(documents(8, 6)), Pseudonymizer(embeddings, 1, "groups"))
+    candidates = candidate_readback(representer, test, STOP, k=K, tokens=20, draws=3)
+    assert candidates["draws"] == 3 and candidates["averaged"] == candidates["rows"]
+    assert candidates["rows"][0]["count"] == 20 and candidates["rows"][0]["rate"] == 1.0
+
+
 def test_a_whole_run_gives_the_results_page(embeddings, representer):
     set_deterministic(representer, False)
     train, test = notes(embeddings, 40, 4), notes(embeddings, 20, 5)
     inversion = inversion_readback(representer, train, test, STOP, epochs=1, units=4, learning_rate=0.01,
                                    show_progress=False)
-    candidates = candidate_readback(representer, test, STOP, k=K, tokens=30)
+    candidates = candidate_readback(representer, test, STOP, k=K, tokens=30, draws=2)
     rows = {row["tokens"]: row for row in inversion["rows"]}
     assert rows["non-PHI"]["scored"] == 20 * 7 and rows["content words"]["scored"] == 20 * 5
     assert rows["non-PHI"]["inverter"]["tokens"] == 20 * 7  # every word has a vocabulary row here
@@ -136,6 +146,10 @@ def test_a_whole_run_gives_the_results_page(embeddings, representer):
     assert f"| non-PHI | 140 | 140 | **{rows['non-PHI']['inverter']['top1']:.3f}** |" in page
     assert f"| non-PHI | 30 | **{by_kind['non-PHI']['rate']:.3f}** |" in page
     assert "## (b) Nearest candidate, oracle context (5 candidates)" in page
+    averaged = candidates["averaged"][0]
+    assert averaged["count"] == 30 and "the mean of the vectors of 2 draws" in page
+    assert page.count("| non-PHI | 30 |") == 2 and f"| non-PHI | 30 | **{averaged['rate']:.3f}** |" in page
+    assert "## (a) Inversion" in page and "## (a)" not in table({**result, "inversion": None})
 
 
 def test_a_moved_runs_embeddings_are_found_beside_it(tmp_path):
