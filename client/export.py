@@ -9,7 +9,10 @@ that does not depend on it; or a draw from its group of near embedding neighbour
 plausible surrogates of the same shape and range), fresh for every occurrence and every
 export, from the operating system's randomness; whatever the representer leaks, it leaks a surrogate. An
 export may hold several draws of every sentence (fresh surrogates and noise each time): augmentation
-that the pooled tagger gains from, at the price of noisy copies an attacker can average. Labels
+that the pooled tagger gains from, at the price of noisy copies an attacker can average. A
+sentence's draws are written one after another (the sentences shuffled as wholes), so that the
+server holds out all of them or none for validation; they are linkable anyway (the same tags and
+casing, near vectors). Labels
 can miss PHI: a safety net (`deidpool.client.safety_net`) flags tokens no gold span covers that its
 finders take for PHI, and they are pseudonymized too."""
 
@@ -33,7 +36,7 @@ from deidpool.client.inference import apply_to_sentences, built_once, compile_re
 from deidpool.client.safety_net import OFF, Flagged, SafetyNet
 from deidpool.client.shuffle import MEMORY_BYTES, ExternalShuffle
 from deidpool.contribution.container import ContributionHeader, write_contribution
-from deidpool.contribution.records import encode_sentence
+from deidpool.contribution.records import encode_sentence, split_records
 from deidpool.corpus.document import Document
 from deidpool.corpus.errors import CorpusError
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
@@ -90,17 +93,19 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
             for chunk in _chunks(_labeled_sentences(documents, bundle, safety_net, flagged), chunk_sentences):
                 phi.update(token for sentence, tags in chunk
                            for token in pseudonymizer.phi_tokens([t.text for t in sentence.tokens], tags))
-                for _ in range(draws):
-                    records = _draw_records(chunk, pseudonymizer, represent, embeddings, bundle.tags, dtype, rng)
-                    for record in records:
-                        shuffle.add(record)
-                    count += len(records)
-                    bar.update(len(records))
+                copies = [_draw_records(chunk, pseudonymizer, represent, embeddings, bundle.tags, dtype, rng)
+                          for _ in range(draws)]
+                for records in zip(*copies):  # a sentence's draws stay together (module docstring)
+                    shuffle.add(b"".join(records))
+                count += draws * len(chunk)
+                bar.update(draws * len(chunk))
         if not count:
             raise CorpusError("the notes hold no sentences to export")
         if review is not None:
             flagged.write_review(review)
-        records = progress_bar(shuffle, total=count, desc="writing", unit=" sentences", disable=not progress)
+        records = progress_bar((record for copies in shuffle for record in split_records(copies, bundle.repr_size,
+                                                                                         dtype)),
+                               total=count, desc="writing", unit=" sentences", disable=not progress)
         return write_contribution(out, records, institution=institution, representer_id=bundle.representer_id,
                                   dim=bundle.repr_size, neighbours=neighbours, pseudonymization=scheme,
                                   safety_net=flagged.header(), draws=draws, signing_key=signing_key,

@@ -133,7 +133,8 @@ class ContributionHeader:
       (`deidpool.client.safety_net.Flagged.header`: finders, flagged tokens by category), {} in files
       written before it (an optional field);
     - draws: how many times every sentence was exported, each time with fresh surrogates and fresh
-      noise (`sentences` counts every copy), 1 in files written before it (an optional field);
+      noise, the copies of a sentence one after another (`sentences` counts every copy, a multiple
+      of `draws`), 1 in files written before it (an optional field);
     - created: the creation time, ISO 8601 (UTC, seconds);
     - nonce: 16 random bytes in hex, the stream's HKDF salt and the server's replay key;
     - body_sha256: the SHA-256 of every byte of the file before the header;
@@ -164,6 +165,8 @@ class ContributionHeader:
     def __post_init__(self) -> None:
         for name in _HEADER_FIELDS:
             _check_field(name, getattr(self, name))
+        if self.sentences % self.draws:
+            raise ContributionError(f"sentences must be a multiple of draws ({self.draws}), got {self.sentences}")
 
     def fields(self) -> dict:
         """The header's fields as signed: all but an empty optional one."""

@@ -51,6 +51,22 @@ def encode_sentence(vectors: np.ndarray, tags: np.ndarray, casing: np.ndarray, d
 def decode_sentences(data: bytes, dim: int, dtype: str) -> Iterator[ContributionSentence]:
     """The sentences of a run of whole records."""
     vector_type = np.dtype(DTYPES[dtype])
+    for position, count in _records(data, dim, dtype):
+        tags_at, casing_at = position + _LENGTH.size, position + _LENGTH.size + 2 * count
+        vectors_at = casing_at + count
+        yield ContributionSentence(
+            np.frombuffer(data, vector_type, count * dim, vectors_at).reshape(count, dim),
+            np.frombuffer(data, "<u2", count, tags_at), np.frombuffer(data, "u1", count, casing_at))
+
+
+def split_records(data: bytes, dim: int, dtype: str) -> Iterator[bytes]:
+    """The records of a run of whole records, one by one."""
+    for position, count in _records(data, dim, dtype):
+        yield data[position:position + record_size(count, dim, dtype)]
+
+
+def _records(data: bytes, dim: int, dtype: str) -> Iterator[tuple[int, int]]:
+    """(offset, token count) of every record of a run of whole records."""
     position = 0
     while position < len(data):
         if position + _LENGTH.size > len(data):
@@ -59,9 +75,5 @@ def decode_sentences(data: bytes, dim: int, dtype: str) -> Iterator[Contribution
         end = position + record_size(count, dim, dtype)
         if count == 0 or end > len(data):
             raise ContributionError("a sentence record is empty or cut short")
-        tags_at, casing_at = position + _LENGTH.size, position + _LENGTH.size + 2 * count
-        vectors_at = casing_at + count
-        yield ContributionSentence(
-            np.frombuffer(data, vector_type, count * dim, vectors_at).reshape(count, dim),
-            np.frombuffer(data, "<u2", count, tags_at), np.frombuffer(data, "u1", count, casing_at))
+        yield position, count
         position = end

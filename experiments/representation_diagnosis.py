@@ -14,6 +14,9 @@ Variants that keep the representer (`VARIANTS`):
                           product option: noiseless vectors are what the lookup attack reads exactly)
   3 export draws          every party exports its notes three times (fresh surrogates and noise each
                           time), the server pools all draws: augmentation the server can ask for
+                          (three contributions per party: copies of a validation sentence train)
+  client export --draws 3 the same augmentation through the product path: one contribution per party
+                          of 3 draws, each sentence's copies held out for validation together
   no pseudonymization at export   groups at N = 1 (surrogates ignore N): the gold PHI tokens reach
                           the representer as they are (an ablation: it splits the loss into what
                           pseudonymization and what the representation costs)
@@ -48,7 +51,8 @@ REPO = federation.REPO
 class Variant:
     """One change against the federation's default export and pooled tagger."""
     noise: bool = True  # the representer's output noise while exporting
-    draws: int = 1  # exports per party, pooled together
+    draws: int = 1  # draws per party, pooled together
+    one_export: bool = False  # the draws in one contribution (`client export --draws`), else one export each
     units: int = 128  # the pooled tagger's LSTM units per direction
     neighbours: int = DEFAULT_NEIGHBOURS  # the export's N (1: no pseudonymization)
     scheme: str | None = None  # the export's pseudonymization scheme (None: the federation seed's own, `seed_scheme`)
@@ -56,6 +60,7 @@ class Variant:
 
 
 VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Variant(draws=3),
+            "client export --draws 3": Variant(draws=3, one_export=True),
             "tagger 256 units": Variant(units=256), "representer after P1": Variant(representer="representer_p1.keras"),
             "no pseudonymization at export": Variant(neighbours=1, scheme="groups"),
             "surrogates at export": Variant(scheme="surrogates")}
@@ -114,12 +119,14 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     contributions, scheme = [], variant.scheme or seed_scheme(seed_dir)
     for party in federation.PARTIES:
         notes = [*provider_split[0], *provider_split[1]] if party == "provider" else documents[party]
-        for draw in range(variant.draws):
+        exports = 1 if variant.one_export else variant.draws
+        for draw in range(exports):
             path = out / "contributions" / f"{party}-{draw}.dpc"
             if not path.exists():
-                federation.progress(f"seed {seed}, {name}: {party} exports its notes (draw {draw + 1})")
+                federation.progress(f"seed {seed}, {name}: {party} exports its notes (export {draw + 1})")
                 export_contribution(notes, bundle, vectors, path, institution=party, language=corpus.language,
                                     noise=variant.noise, neighbours=variant.neighbours, scheme=scheme,
+                                    draws=variant.draws if variant.one_export else 1,
                                     server_key=server_key.public_key(), progress=False,
                                     signing_key=keys.load_private_key(key_dir / party / "institution.key",
                                                                       keys.SIGNING))

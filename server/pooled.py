@@ -60,7 +60,8 @@ def open_pooled_data(contributions: Sequence[PooledContribution], server_key: X2
     the uploads' `check_sentence`, as every later read does) and count its tags. The split: per
     institution (in id order), its contributions' sentences one after another, a seeded shuffle,
     and the first round(`valid_fraction` x its sentences) for validation, always leaving it at
-    least one training sentence; it depends on the contributions, their order and `seed` only,
+    least one training sentence (counted in sentences of the notes: the draws of one sentence
+    are held out together); it depends on the contributions, their order and `seed` only,
     so a resumed run gets the same. What stays in memory is a flag per sentence."""
     if not 0 < valid_fraction < 1:
         raise PooledDataError(f"valid_fraction must be between 0 and 1, got {valid_fraction}")
@@ -119,14 +120,17 @@ def _held_out(contributions: Sequence[PooledContribution], headers: Sequence[Con
     held: list[np.ndarray] = [np.zeros(0, bool)] * len(contributions)
     split = {}
     for institution in sorted(members):
-        counts = [headers[number].sentences for number in members[institution]]
-        total = sum(counts)
+        # a sentence's draws (one after another in its contribution) are held out together
+        groups = [headers[number].sentences // headers[number].draws for number in members[institution]]
+        total = sum(groups)
         valid = min(total - 1, round(valid_fraction * total))
         flags = np.zeros(total, bool)
         flags[rng.permutation(total)[:valid]] = True
-        for number, part in zip(members[institution], np.split(flags, np.cumsum(counts)[:-1])):
-            held[number] = part
-        split[institution] = {"train": total - valid, "valid": valid}
+        for number, part in zip(members[institution], np.split(flags, np.cumsum(groups)[:-1])):
+            held[number] = np.repeat(part, headers[number].draws)
+        valid_sentences = sum(int(held[number].sum()) for number in members[institution])
+        split[institution] = {"train": sum(headers[number].sentences for number in members[institution])
+                              - valid_sentences, "valid": valid_sentences}
     return held, split
 
 

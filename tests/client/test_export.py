@@ -121,8 +121,9 @@ def test_an_export_without_noise_repeats_the_vectors_of_sentences_without_phi(tm
 
 def test_draws_export_every_sentence_that_often_with_fresh_surrogates_and_noise(tmp_path, documents, pipeline,
                                                                              embeddings, loaded_keys):
-    """Three draws: every sentence three times with the same tags, no two copies with the same
-    vectors; the header counts every copy, records the draws, and bounds each PHI token once."""
+    """Three draws: every sentence three times with the same tags, one copy after the other, no two
+    copies with the same vectors; the header counts every copy, records the draws, and bounds each
+    PHI token once."""
     index = {tag: i for i, tag in enumerate(TAGS)}
     given = [_key_of([index[tag] for tag in sentence.tags], sentence.casing)
              for d in documents[:20] for sentence in prepare_document(d, "BIO", attrgetter("source_type"))]
@@ -130,6 +131,8 @@ def test_draws_export_every_sentence_that_often_with_fresh_surrogates_and_noise(
     header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "three.dpc", draws=3)
     exported = _sentences(tmp_path / "three.dpc", loaded_keys)
     assert sorted(_key(sentence) for sentence in exported) == sorted(given * 3)
+    keys = [_key(sentence) for sentence in exported]
+    assert keys[0::3] == keys[1::3] == keys[2::3] != given  # a sentence's copies one after another, shuffled
     assert len({sentence.vectors.tobytes() for sentence in exported}) == len(exported)
     assert (header.draws, header.sentences, header.tokens) == (3, 3 * once.sentences, 3 * once.tokens)
     assert once.draws == 1 and "draws" not in once.fields()

@@ -185,6 +185,13 @@ def test_an_optional_field_is_signed_bound_and_read_back(tmp_path, parties, fiel
         list(iter_sentences(tmp_path / "b.dpc", server, institution.public_key()))
 
 
+def test_a_header_whose_sentences_are_not_whole_draws_is_refused(tmp_path, parties):
+    write(tmp_path / "a.dpc", parties, random_sentences(count=4))
+    (tmp_path / "b.dpc").write_bytes(resigned((tmp_path / "a.dpc").read_bytes(), parties[0], draws=3))
+    with pytest.raises(ContributionError, match=r"sentences must be a multiple of draws \(3\), got 4"):
+        verify_contribution(tmp_path / "b.dpc", parties[0].public_key())
+
+
 @pytest.mark.parametrize("version", [2, 4, "3"])
 def test_other_format_versions_are_refused_naming_the_version_and_the_field(written, parties, tmp_path, version):
     (tmp_path / "b.dpc").write_bytes(resigned(written[0].read_bytes(), parties[0], format_version=version))

@@ -57,10 +57,10 @@ def pool(key_files, tmp_path_factory):
                         for name, pair in (("site-a", key_files.institution), ("site-b", site_b))}
     server_key = keys.load_private_key(key_files.server.private, keys.ENCRYPTION)
 
-    def write(path, institution, sentences, representer_id=REPRESENTER):
+    def write(path, institution, sentences, representer_id=REPRESENTER, draws=1):
         records = [encode_sentence(*sentence) for sentence in sentences]
         return write_contribution(path, records, institution=institution, representer_id=representer_id, dim=DIM,
-                                  neighbours=100, pseudonymization="groups",
+                                  neighbours=100, pseudonymization="groups", draws=draws,
                                   signing_key=institution_keys[institution], server_key=server_key.public_key())
 
     return SimpleNamespace(dim=DIM, representer=REPRESENTER, tags=TAGS, server_key=server_key,

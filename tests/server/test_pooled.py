@@ -68,6 +68,22 @@ def test_each_institution_gives_its_fraction_of_sentences_to_validation(pool, co
     assert numbers(load(pool, contributions, seed=2).valid) != valid
 
 
+def test_the_draws_of_a_sentence_are_held_out_together(pool, contributions, tmp_path):
+    """site-b's second contribution holds each of 10 sentences twice, one copy after the other:
+    site-b's 20 sentences of notes (10 + 10) give 4 to validation, both copies of each held-out
+    copied one, and no copy of a held-out sentence trains."""
+    twice = contribute(pool, tmp_path, "site-b", [copy for sentence in pool.sentences(300, 10)
+                                                  for copy in (sentence, sentence)], "b2", draws=2)
+    data = load(pool, [*contributions, twice], seed=3)
+    assert data.split["site-a"] == load(pool, contributions, seed=3).split["site-a"]
+    valid = numbers(data.valid)
+    single, held = [n for n in valid if 100 <= n < 300], [n for n in valid if n >= 300]
+    trained = [number for number in numbers(data.train) if number >= 300]
+    assert len(single) + len(set(held)) == 4 and held and sorted(held) == sorted(2 * list(set(held)))
+    assert data.split["site-b"] == {"train": 30 - len(single) - len(held), "valid": len(single) + len(held)}
+    assert not set(held) & set(trained) and sorted(held + trained) == sorted(2 * list(range(300, 310)))
+
+
 def test_an_institution_keeps_a_training_sentence(pool, contributions, tmp_path):
     single = contribute(pool, tmp_path, "site-b", pool.sentences(200, 1))
     data = load(pool, [contributions[0], single], valid_fraction=0.99)
