@@ -21,6 +21,12 @@ Variants that keep the representer (`VARIANTS`):
                           the representer as they are (an ablation: it splits the loss into what
                           pseudonymization and what the representation costs)
   tagger 256 units        the pooled tagger with 256 LSTM units per direction (default 128)
+  tagger every epoch      the pooled tagger trained for every one of --tagger-epochs, no early stop
+                          (the default stops after --patience epochs without a better validation
+                          PHI F1, which counts PHI tokens found, not their type; the best epoch by
+                          that F1 is kept)
+  tagger stops on tag F1  the pooled tagger's early stopping and epoch choice on the validation
+                          exact-tag F1 (type and B/I right) instead of the binary PHI F1
   representer after P1    the representer before adversarial training (P1 only)
   surrogates at export    the "surrogates" scheme as the code has it now (a federation seed exported
                           under "groups" is diagnosed under "groups" otherwise)
@@ -54,6 +60,8 @@ class Variant:
     draws: int = 1  # draws per party, pooled together
     one_export: bool = False  # the draws in one contribution (`client export --draws`), else one export each
     units: int = 128  # the pooled tagger's LSTM units per direction
+    early_stopping: bool = True  # the pooled tagger stops after --patience epochs without improvement
+    monitor: str = "val_f1"  # what the pooled tagger's early stopping watches (TaggerTraining)
     neighbours: int = DEFAULT_NEIGHBOURS  # the export's N (1: no pseudonymization)
     scheme: str | None = None  # the export's pseudonymization scheme (None: the federation seed's own, `seed_scheme`)
     representer: str = "representer.keras"  # the run's model file the bundle carries
@@ -61,7 +69,9 @@ class Variant:
 
 VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Variant(draws=3),
             "client export --draws 3": Variant(draws=3, one_export=True),
-            "tagger 256 units": Variant(units=256), "representer after P1": Variant(representer="representer_p1.keras"),
+            "tagger 256 units": Variant(units=256), "tagger every epoch": Variant(early_stopping=False),
+            "tagger stops on tag F1": Variant(monitor="val_tag_f1"),
+            "representer after P1": Variant(representer="representer_p1.keras"),
             "no pseudonymization at export": Variant(neighbours=1, scheme="groups"),
             "surrogates at export": Variant(scheme="surrogates")}
 DEFAULT = "default (the federation's pooled tagger)"
@@ -138,7 +148,8 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     federation.progress(f"seed {seed}, {name}: the server trains the pooled tagger on {len(data.train):,} sentences")
     training = train_pooled(data, out / "tagger", tags=tags, representer_id=bundle.representer_id,
                             contributions=[c.sha256 for c in contributions], max_epochs=args.tagger_epochs,
-                            patience=args.patience, seed=seed, lstm_units=variant.units)
+                            patience=args.patience if variant.early_stopping else args.tagger_epochs, seed=seed,
+                            lstm_units=variant.units, monitor=variant.monitor)
     pipeline = out / "pipeline.tar"
     if not pipeline.exists():
         publish_pipeline(bundle, out / "tagger" / "models" / "tagger.keras",

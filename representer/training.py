@@ -262,16 +262,21 @@ def _assign(variables, values: list[np.ndarray], what: str) -> None:
         variable.assign(value)
 
 
+MONITORS = ("val_f1", "val_tag_f1")  # what a tagger's early stopping may watch (TaggerTraining)
+
+
 class TaggerTraining(TrainingProcedure):
     """Trains a `Tagger` alone on `SentenceData` (the non-private tagger on raw embeddings, or
     the pooled tagger on representation vectors): Nadam with gradient-norm clipping on
-    `tagger_loss`. Validation reports the loss and the token-level binary PHI F1 of the
-    Viterbi tags (a token is PHI when its tag is not "O", tag id 0).
+    `tagger_loss`. Validation reports the loss, the token-level binary PHI F1 of the Viterbi
+    tags (a token is PHI when its tag is not "O", tag id 0; `f1`) and their exact-tag F1 (a PHI
+    token counts when its tag, type and B/I, is the gold one; `tag_f1`).
 
     The learning rate 0.002 is Nadam's default in Keras 2, which the reference used. Early
     stopping keeps the epoch of the best validation PHI F1 (the validation loss, weighted by the
-    class weights, disagrees with it: on PhysioNet it bottomed out epochs before F1 peaked),
-    and the learning rate halves after every third epoch in a row that does not improve it.
+    class weights, disagrees with it: on PhysioNet it bottomed out epochs before F1 peaked), or
+    with `monitor="val_tag_f1"` of the best exact-tag F1, and the learning rate halves after
+    every third epoch in a row that does not improve it.
 
     Created inside `strategy.scope()`, where its tagger was built, it trains under that
     `tf.distribute` strategy (as Keras optimizers take the strategy of their scope): every
@@ -282,10 +287,13 @@ class TaggerTraining(TrainingProcedure):
     """
 
     name = "tagger"
-    monitor, monitor_mode, plateau_decay, plateau_patience = "val_f1", "max", 0.5, 3
+    monitor_mode, plateau_decay, plateau_patience = "max", 0.5, 3
 
-    def __init__(self, tagger, class_weights=None, learning_rate=0.002, clipnorm=1.0, batch_size=BATCH_SIZE):
-        self.tagger = tagger
+    def __init__(self, tagger, class_weights=None, learning_rate=0.002, clipnorm=1.0, batch_size=BATCH_SIZE,
+                 monitor: str = "val_f1"):
+        if monitor not in MONITORS:
+            raise ValueError(f"monitor must be one of {', '.join(MONITORS)}, got {monitor!r}")
+        self.tagger, self.monitor = tagger, monitor
         self.class_weights = None if class_weights is None else np.asarray(class_weights, dtype=np.float32)
         self.learning_rate, self.clipnorm, self.batch_size = learning_rate, clipnorm, batch_size
         self.strategy = tf.distribute.get_strategy()
@@ -330,11 +338,14 @@ class TaggerTraining(TrainingProcedure):
         return replica.all_reduce("SUM", loss), batch_sentences
 
     def _validation_step(self, batch):
-        """The batch's summed loss (float64) and (tp, fp, fn) of its PHI tokens, summed over the replicas."""
+        """The batch's summed loss (float64) and (tp, fp, fn) of its PHI tokens and of their exact
+        tags (2 x 3), summed over the replicas."""
         sentences = tf.cast(tf.shape(batch["mask"])[0], tf.float64)
         loss = tf.math.multiply_no_nan(tf.cast(tagger_loss(self.tagger, batch, self.class_weights), tf.float64),
                                        sentences)
-        counts = phi_token_counts(self.tagger.predict_tags(batch), batch["tags"], batch["mask"])
+        predicted = self.tagger.predict_tags(batch)
+        counts = tf.stack([phi_token_counts(predicted, batch["tags"], batch["mask"]),
+                           tag_token_counts(predicted, batch["tags"], batch["mask"])])
         replica = tf.distribute.get_replica_context()
         return replica.all_reduce("SUM", loss), replica.all_reduce("SUM", counts)
 
@@ -349,8 +360,8 @@ class TaggerTraining(TrainingProcedure):
 
     def validate(self, valid: SentenceData):
         batches = replica_batches(self.strategy, inference_batches(valid))
-        loss, f1 = summed_loss_and_phi_f1(map(self._compile(self._validation_step, batches), batches), len(valid))
-        return {"loss": loss, "f1": f1}
+        loss, counts = summed_loss_and_counts(map(self._compile(self._validation_step, batches), batches), len(valid))
+        return {"loss": loss, "f1": f1_of(counts[0]), "tag_f1": f1_of(counts[1])}
 
 
 class _NadamClippingSums(keras.optimizers.Nadam):
@@ -378,12 +389,34 @@ def loss_and_phi_f1(step, batches, sentences: int) -> tuple[float, float]:
 
 def summed_loss_and_phi_f1(totals, sentences: int) -> tuple[float, float]:
     """Mean loss per sentence and PHI F1 from each batch's (summed loss, (tp, fp, fn))."""
-    total, counts = 0.0, np.zeros(3, dtype=np.int64)
+    loss, counts = summed_loss_and_counts(totals, sentences)
+    return loss, f1_of(counts)
+
+
+def summed_loss_and_counts(totals, sentences: int) -> tuple[float, np.ndarray]:
+    """Mean loss per sentence and the summed counts from each batch's (summed loss, counts)."""
+    total, counts = 0.0, 0
     for loss, batch_counts in totals:
         total += float(loss)
-        counts += np.asarray(batch_counts)
-    tp, fp, fn = counts
-    return total / sentences, float(2 * tp / max(2 * tp + fp + fn, 1))
+        counts = counts + np.asarray(batch_counts, dtype=np.int64)
+    return total / sentences, counts
+
+
+def f1_of(counts) -> float:
+    """F1 from (tp, fp, fn)."""
+    tp, fp, fn = (int(count) for count in counts)
+    return float(2 * tp / max(2 * tp + fp + fn, 1))
+
+
+def tag_token_counts(predicted, gold, mask) -> tf.Tensor:
+    """(tp, fp, fn) int64 of real PHI tokens by exact tag: a predicted PHI tag is a true positive
+    where it is the gold tag, else a false positive; a gold PHI tag not predicted as it is, a false
+    negative (a PHI token of the wrong type or B/I counts as both)."""
+    mask = tf.cast(mask, tf.bool)
+    same = tf.equal(predicted, gold)
+    predicted_phi, gold_phi = tf.not_equal(predicted, 0) & mask, tf.not_equal(gold, 0) & mask
+    return tf.stack([tf.math.count_nonzero(predicted_phi & same), tf.math.count_nonzero(predicted_phi & ~same),
+                     tf.math.count_nonzero(gold_phi & ~same)])
 
 
 def phi_token_counts(predicted, gold, mask) -> tf.Tensor:

@@ -164,11 +164,11 @@ def _shard(read: Callable[..., Iterator[tuple[bool, ContributionSentence]]], con
 
 def train_pooled(data: PooledData, run_dir: str | Path, *, tags: Sequence[str], representer_id: str,
                  contributions: Sequence[str], max_epochs: int, patience: int, seed: int = 0,
-                 lstm_units: int = 128, batch_size: int = BATCH_SIZE,
+                 lstm_units: int = 128, batch_size: int = BATCH_SIZE, monitor: str = "val_f1",
                  on_epoch: Callable[[dict], None] | None = None) -> dict:
     """Train the pooled tagger on `data` with `run_training` in `run_dir` (resuming from its
-    checkpoint if there is one) and return the best epoch's metrics. Class weights and
-    optimizer settings are the tagger runs' defaults. config.json records the tag
+    checkpoint if there is one) and return the best epoch's metrics (best by `monitor`, see
+    `TaggerTraining`). Class weights and optimizer settings are the tagger runs' defaults. config.json records the tag
     vocabulary, the representer id, the contributions (SHA-256) and the split, so the run
     directory says what it was trained on (and a resume on other data is refused). A
     contribution that fails to read in an epoch raises its `PooledDataError`.
@@ -181,7 +181,8 @@ def train_pooled(data: PooledData, run_dir: str | Path, *, tags: Sequence[str], 
     keras.utils.set_random_seed(seed)
     with strategy.scope():
         tagger = build_tagger(data.train.dim, len(tags), lstm_units=lstm_units)
-        procedure = TaggerTraining(tagger, compute_class_weights(data.tag_counts), batch_size=batch_size)
+        procedure = TaggerTraining(tagger, compute_class_weights(data.tag_counts), batch_size=batch_size,
+                                   monitor=monitor)
     setup = {"tags": list(tags), "representer_id": representer_id, "contributions": sorted(contributions),
              "split": data.split, "train_sentences": len(data.train), "valid_sentences": len(data.valid)}
     try:

@@ -13,6 +13,7 @@ from deidpool.representer.training import (
     TimeBudgetExhausted,
     TrainingProcedure,
     phi_token_counts,
+    tag_token_counts,
     run_training,
     time_budget,
 )
@@ -180,6 +181,14 @@ def test_phi_token_counts():
     np.testing.assert_array_equal(phi_token_counts(predicted, gold, mask), [1, 1, 1])
 
 
+def test_tag_token_counts_want_the_exact_tag():
+    """A PHI token of the wrong tag is a false positive and a false negative; a found one of the
+    right tag a true positive; masked tokens count for nothing."""
+    predicted, gold = np.array([[0, 1, 2, 0, 3, 2]]), np.array([[0, 2, 0, 1, 3, 2]])
+    mask = np.array([[True, True, True, True, True, False]])
+    np.testing.assert_array_equal(tag_token_counts(predicted, gold, mask), [1, 2, 2])
+
+
 def learnable(sentences, seed):
     """Tags 0-2 that the features spell out (one-hot plus noise), random casing."""
     rng = np.random.default_rng(seed)
@@ -215,8 +224,20 @@ def test_tagger_training_learns_the_pattern(uninterrupted):
     procedure, _, _, history = uninterrupted
     assert history[-1]["loss"] < history[0]["loss"] / 2
     assert max(record["val_f1"] for record in history) > 0.9
+    assert max(record["val_tag_f1"] for record in history) > 0.8
+    assert all(record["val_tag_f1"] <= record["val_f1"] for record in history)  # an exact tag is a found PHI token
     predicted = np.concatenate(tag_sentences(procedure.tagger, VALID))
     assert np.mean(predicted == VALID.tags) > 0.9
+
+
+def test_a_tagger_watches_the_monitor_it_is_given(tmp_path):
+    tagger = build_tagger(INPUT_DIM, TAGS, lstm_units=4)
+    assert TaggerTraining(tagger).monitor == "val_f1"
+    procedure = TaggerTraining(tagger, monitor="val_tag_f1")
+    run_training(procedure, TRAIN, VALID, tmp_path, max_epochs=1, patience=1, progress=False)
+    assert json.loads((tmp_path / "config.json").read_text())["monitor"] == "val_tag_f1"
+    with pytest.raises(ValueError, match="monitor must be one of val_f1, val_tag_f1"):
+        TaggerTraining(tagger, monitor="val_loss")
 
 
 def test_resumed_run_ends_like_an_uninterrupted_one(uninterrupted, tmp_path):
