@@ -121,6 +121,7 @@ def test_draws_that_share_the_same_vectors_average_to_the_same_reads(embeddings,
     test = ExportedNotes(sentences(documents(8, 6)), Pseudonymizer(embeddings, 1, "groups"))
     candidates = candidate_readback(representer, test, STOP, k=K, tokens=20, draws=3)
     assert candidates["draws"] == 3 and candidates["averaged"] == candidates["rows"]
+    assert {(row["difference"], tuple(row["ci"])) for row in candidates["differences"] if row["ci"]} == {(0, (0, 0))}
     assert candidates["rows"][0]["count"] == 20 and candidates["rows"][0]["rate"] == 1.0
 
 
@@ -149,6 +150,8 @@ def test_a_whole_run_gives_the_results_page(embeddings, representer):
     averaged = candidates["averaged"][0]
     assert averaged["count"] == 30 and "the mean of the vectors of 2 draws" in page
     assert page.count("| non-PHI | 30 |") == 2 and f"| non-PHI | 30 | **{averaged['rate']:.3f}** |" in page
+    difference = averaged["rate"] - by_kind["non-PHI"]["rate"]
+    assert f"| non-PHI | {difference:+.3f} [" in page
     assert "## (a) Inversion" in page and "## (a)" not in table({**result, "inversion": None})
 
 

@@ -13,8 +13,8 @@ from deidpool.representer.training import (
     TimeBudgetExhausted,
     TrainingProcedure,
     phi_token_counts,
-    tag_token_counts,
     run_training,
+    tag_token_counts,
     time_budget,
 )
 
