@@ -161,18 +161,21 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
 
 
 def run_seed(seed: int, args) -> dict:
-    """The variants' rows of one finished federation seed (kept in its diagnosis/rows.json)."""
+    """The variants' rows of one federation seed (kept in its diagnosis/rows.json) beside its
+    default pooled and raw-text rows. The variants can run once the seed has published its
+    representer; the rows are returned once it has scored its raw-text and pooled taggers."""
     from deidpool.corpus.formats import read_corpus
 
     corpus = federation.CORPORA[args.corpus]
     seed_dir = REPO / "runs" / args.federation / f"seed-{seed}"
-    done = json.loads((seed_dir / "rows.json").read_text()) if (seed_dir / "rows.json").exists() else {}
-    if not all(f"{name}@test" in done for name in ("raw", "pooled")):
-        raise SystemExit(f"federation seed {seed} has not finished its raw-text and pooled taggers ({seed_dir})")
+    federation_rows = seed_dir / "rows.json"
+    done = json.loads(federation_rows.read_text()) if federation_rows.exists() else {}
     cache = seed_dir / "diagnosis" / "rows.json"
     rows = json.loads(cache.read_text()) if cache.exists() else {}
     missing = [name for name in args.variants if f"{name}@test" not in rows]
     if missing:
+        if "budget" not in done or not (seed_dir / "bundle.tar").exists():
+            raise SystemExit(f"federation seed {seed} has not published its representer yet ({seed_dir})")
         documents = {party: read_corpus(corpus.notes, corpus.fmt, split=party) for party in federation.PARTIES}
         path, fmt, split = done["budget"]["test"]
         documents["test"] = read_corpus(REPO.parent / path, fmt, split=split)
@@ -180,6 +183,10 @@ def run_seed(seed: int, args) -> dict:
         for name in missing:
             rows.update(variant_rows(corpus, seed_dir, seed, name, VARIANTS[name], documents, embeddings, args))
             cache.write_text(json.dumps(rows, indent=1) + "\n")
+    done = json.loads(federation_rows.read_text())
+    if not all(f"{name}@test" in done for name in ("raw", "pooled")):
+        raise SystemExit(f"federation seed {seed} has not scored its raw-text and pooled taggers yet ({seed_dir}); "
+                         "the variants' rows are kept: rerun then")
     return {**rows, **{f"{DEFAULT}{suffix}@test": done[f"pooled{suffix}@test"] for suffix in ("", federation.PATTERNS)},
             **{f"raw{suffix}@test": done[f"raw{suffix}@test"] for suffix in ("", federation.PATTERNS)}}
 
@@ -204,9 +211,10 @@ def report(per_seed: dict[int, dict], args) -> str:
         title = federation.titled(corpus, COLUMN_TITLES[key])
         lines += ["", f"## {title}", "", *federation.paired_table(paired[measure], seeds, title)]
     text = "\n".join(lines) + "\n"
-    results_file(args.federation, "_diagnosis.md").parent.mkdir(parents=True, exist_ok=True)
-    results_file(args.federation, "_diagnosis.md").write_text(text)
-    results_file(args.federation, "_diagnosis.json").write_text(json.dumps(
+    name = args.results_name or f"{args.federation}_diagnosis"
+    results_file(name, ".md").parent.mkdir(parents=True, exist_ok=True)
+    results_file(name, ".md").write_text(text)
+    results_file(name, ".json").write_text(json.dumps(
         {"date": str(date.today()), "commit": git_commit(), "paired": paired}, indent=1) + "\n")
     return text
 
@@ -221,6 +229,7 @@ def main() -> None:
     parser.add_argument("--patience", type=int, default=5)
     parser.add_argument("--time-budget", type=float, help="seconds this process may train; exit 75, a rerun resumes")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--results-name", help="the results files' name (default: <federation>_diagnosis)")
     args = parser.parse_args()
     args.federation = args.federation or ("federation_reference" if args.corpus == "physionet"
                                           else f"federation_{args.corpus}")

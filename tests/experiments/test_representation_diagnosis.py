@@ -27,7 +27,7 @@ def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monk
     seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1)}
     other = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1),
              **rows("tagger 256 units", 8, 2)}  # one seed only: left out
-    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan")
+    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name=None)
     text = diagnosis.report({0: seed, 1: other}, args)
     assert "tagger 256 units" not in text
     table = [line for line in text.splitlines() if line.startswith("| 3 export draws") and "| alone |" in line]
@@ -38,6 +38,8 @@ def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monk
     stored = json.loads((tmp_path / "federation" / "federation_meddocan_diagnosis.json").read_text())
     titles = {row["comparison"] for row in stored["paired"]["entity_strict"]}
     assert titles == {f"{diagnosis.DEFAULT} - raw text", "3 export draws - raw text", "3 export draws - default"}
+    diagnosis.report({0: seed}, argparse.Namespace(**{**vars(args), "results_name": "federation_meddocan_seed0"}))
+    assert (tmp_path / "federation" / "federation_meddocan_seed0.md").exists()
 
 
 def test_every_variant_changes_one_thing_against_the_default():
