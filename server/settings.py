@@ -20,8 +20,9 @@ MAX_UPLOAD_BYTES = 512 << 20
 MAX_AGE_SECONDS = 7 * 24 * 3600
 MIN_NEIGHBOURS = 10  # the least pseudonymization N an upload may declare (but under surrogates, without N)
 # The most draws of every sentence an upload may hold: each draw's fresh noise, averaged over the
-# copies an attacker links, reveals more of the non-PHI text (docs/privacy.md).
-MAX_DRAWS = 3
+# copies an attacker links, reveals more of the non-PHI text and of PHI the labels missed, so a
+# coordinator who wants the augmentation raises it knowingly (docs/privacy.md).
+MAX_DRAWS = 1
 MAX_CLOCK_SKEW_SECONDS = 300  # how far in the future a timestamp may be (and a signed request's in the past)
 # Token buckets (server/limits.py): requests naming a registered institution, per institution and
 # client address; other requests (but the admin's), per client address. A bucket holds `burst`

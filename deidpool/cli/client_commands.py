@@ -166,10 +166,12 @@ def export(
                                               "about which group member it replaced)."),
     draws: int = typer.Option(1, "--draws", min=1, help="Export every sentence this many times, each with fresh "
                                                         "surrogates and fresh noise (recorded in the header; the "
-                                                        "server sets a maximum): augmentation for the pooled "
-                                                        "tagger (3 draws: +2.7 entity F1 on MEDDOCAN), at the price "
-                                                        "of copies an attacker can average (docs/privacy.md). Not "
-                                                        "under --pseudonymization neighbours."),
+                                                        "server's max_draws, default 1, caps it): augmentation for "
+                                                        "the pooled tagger (3 draws: +2.7 entity F1 on MEDDOCAN), "
+                                                        "at the price of copies an attacker averages (3 draws: +16 "
+                                                        "points of the words outside PHI read back; "
+                                                        "docs/privacy.md). Not under --pseudonymization "
+                                                        "neighbours."),
     language: str = typer.Option("en", "--language", help="Language of the notes, for the frequency prior of the "
                                                           "re-identification bound (wordfreq code: en, es, ...) and "
                                                           "of surrogates (en or es)."),

@@ -11,10 +11,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from fastapi.testclient import TestClient
 
 from deidpool.contribution import container
 from deidpool.contribution.signed_requests import signed_headers
 from deidpool.representer import keys
+from deidpool.server.app import create_app
 from deidpool.server.database import Contribution
 
 from ..contribution.conftest import resigned
@@ -70,8 +72,8 @@ CASES = {
     "wrong dimension": (lambda s, p: (contribution_file(p, s, dim=3), {}), 422, "size 3"),
     "tag id out of range": (lambda s, p: (contribution_file(p, s, num_tags=200), {}), 422, "tag id"),
     "too few neighbours": (lambda s, p: (contribution_file(p, s, neighbours=9), {}), 422, "at least 10"),
-    "too many draws": (lambda s, p: (contribution_file(p, s, draws=4), {}), 422, "holds 4 draws of every sentence; "
-                                                                                 "this server accepts at most 3"),
+    "too many draws": (lambda s, p: (contribution_file(p, s, draws=2), {}), 422, "holds 2 draws of every sentence; "
+                                                                                 "this server accepts at most 1"),
     "old format version": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, format_version=2), {}),
                            400, "format_version is 2"),
     "ill-typed header field": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, neighbours="100"),
@@ -217,13 +219,23 @@ def _listing(api, key, institution="site-a", **options):
     return api.get("/api/contributions", headers=headers)
 
 
+def test_a_server_that_allows_draws_stores_and_lists_them(server_dir, site, tmp_path):
+    set_limits(server_dir, max_draws=3)
+    with TestClient(create_app(server_dir.path)) as client:
+        assert upload(client, contribution_file(tmp_path / "a.dpc", site, draws=3, sentences=6).read_bytes(),
+                      site.key).status_code == 201
+        assert [row["draws"] for row in _listing(client, site.key).json()] == [3]
+        refused = upload(client, contribution_file(tmp_path / "b.dpc", site, draws=4).read_bytes(), site.key)
+        assert refused.status_code == 422 and "at most 3" in refused.json()["detail"]
+
+
 def test_an_institution_lists_its_own_contributions_with_signed_requests(api, site, admin, key_files, tmp_path):
     other = Ed25519PrivateKey.generate()
     public = other.public_key().public_bytes(serialization.Encoding.PEM,
                                              serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     assert api.post("/api/institutions", headers=admin, json={"id": "site-b", "public_key": public}).status_code == 201
     bound = {"neighbours": 100, "overall": {"mean_success": {"uniform": 0.01, "frequency": 0.04, "empirical": 0.3}}}
-    body = contribution_file(tmp_path / "a.dpc", site, bound=bound, draws=3).read_bytes()
+    body = contribution_file(tmp_path / "a.dpc", site, bound=bound).read_bytes()
     assert upload(api, body, site.key).status_code == 201
     assert upload(api, contribution_file(tmp_path / "b.dpc", site, institution="site-b",
                                          signing_key=other).read_bytes(), other,
@@ -233,7 +245,7 @@ def test_an_institution_lists_its_own_contributions_with_signed_requests(api, si
     assert [row["institution"] for row in mine.json()] == ["site-a"]
     assert set(mine.json()[0]) >= {"sha256", "sentences", "tokens", "received"}
     assert mine.json()[0]["neighbours"] == 100 and mine.json()[0]["reidentification_bound"] == bound
-    assert mine.json()[0]["draws"] == 3
+    assert mine.json()[0]["draws"] == 1
     with api.app.state.server.sessions() as session:
         stored_bounds = {(row.bound_uniform, row.bound_frequency, row.bound_empirical)
                          for row in session.query(Contribution)}
