@@ -27,6 +27,7 @@ Variants that keep the representer (`VARIANTS`):
                           that F1 is kept)
   tagger stops on tag F1  the pooled tagger's early stopping and epoch choice on the validation
                           exact-tag F1 (type and B/I right) instead of the binary PHI F1
+  tagger stops on validation loss   the same on the validation loss
   representer after P1    the representer before adversarial training (P1 only)
   surrogates at export    the "surrogates" scheme as the code has it now (a federation seed exported
                           under "groups" is diagnosed under "groups" otherwise)
@@ -71,6 +72,7 @@ VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Varia
             "client export --draws 3": Variant(draws=3, one_export=True),
             "tagger 256 units": Variant(units=256), "tagger every epoch": Variant(early_stopping=False),
             "tagger stops on tag F1": Variant(monitor="val_tag_f1"),
+            "tagger stops on validation loss": Variant(monitor="val_loss"),
             "representer after P1": Variant(representer="representer_p1.keras"),
             "no pseudonymization at export": Variant(neighbours=1, scheme="groups"),
             "surrogates at export": Variant(scheme="surrogates")}

@@ -262,7 +262,8 @@ def _assign(variables, values: list[np.ndarray], what: str) -> None:
         variable.assign(value)
 
 
-MONITORS = ("val_f1", "val_tag_f1")  # what a tagger's early stopping may watch (TaggerTraining)
+# What a tagger's early stopping may watch (TaggerTraining), and whether higher or lower is better
+MONITORS = {"val_f1": "max", "val_tag_f1": "max", "val_loss": "min"}
 
 
 class TaggerTraining(TrainingProcedure):
@@ -275,8 +276,8 @@ class TaggerTraining(TrainingProcedure):
     The learning rate 0.002 is Nadam's default in Keras 2, which the reference used. Early
     stopping keeps the epoch of the best validation PHI F1 (the validation loss, weighted by the
     class weights, disagrees with it: on PhysioNet it bottomed out epochs before F1 peaked), or
-    with `monitor="val_tag_f1"` of the best exact-tag F1, and the learning rate halves after
-    every third epoch in a row that does not improve it.
+    with `monitor` "val_tag_f1" of the best exact-tag F1, or "val_loss" of the lowest loss, and
+    the learning rate halves after every third epoch in a row that does not improve it.
 
     Created inside `strategy.scope()`, where its tagger was built, it trains under that
     `tf.distribute` strategy (as Keras optimizers take the strategy of their scope): every
@@ -287,13 +288,13 @@ class TaggerTraining(TrainingProcedure):
     """
 
     name = "tagger"
-    monitor_mode, plateau_decay, plateau_patience = "max", 0.5, 3
+    plateau_decay, plateau_patience = 0.5, 3
 
     def __init__(self, tagger, class_weights=None, learning_rate=0.002, clipnorm=1.0, batch_size=BATCH_SIZE,
                  monitor: str = "val_f1"):
         if monitor not in MONITORS:
             raise ValueError(f"monitor must be one of {', '.join(MONITORS)}, got {monitor!r}")
-        self.tagger, self.monitor = tagger, monitor
+        self.tagger, self.monitor, self.monitor_mode = tagger, monitor, MONITORS[monitor]
         self.class_weights = None if class_weights is None else np.asarray(class_weights, dtype=np.float32)
         self.learning_rate, self.clipnorm, self.batch_size = learning_rate, clipnorm, batch_size
         self.strategy = tf.distribute.get_strategy()

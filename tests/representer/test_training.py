@@ -236,8 +236,9 @@ def test_a_tagger_watches_the_monitor_it_is_given(tmp_path):
     procedure = TaggerTraining(tagger, monitor="val_tag_f1")
     run_training(procedure, TRAIN, VALID, tmp_path, max_epochs=1, patience=1, progress=False)
     assert json.loads((tmp_path / "config.json").read_text())["monitor"] == "val_tag_f1"
-    with pytest.raises(ValueError, match="monitor must be one of val_f1, val_tag_f1"):
-        TaggerTraining(tagger, monitor="val_loss")
+    assert (TaggerTraining(tagger, monitor="val_loss").monitor_mode, procedure.monitor_mode) == ("min", "max")
+    with pytest.raises(ValueError, match="monitor must be one of val_f1, val_tag_f1, val_loss"):
+        TaggerTraining(tagger, monitor="loss")
 
 
 def test_resumed_run_ends_like_an_uninterrupted_one(uninterrupted, tmp_path):
