@@ -52,7 +52,7 @@ from deidpool.server.state import ServerState
 STALE_SECONDS = 60  # a running run without a heartbeat for this long belongs to a crashed worker
 HEARTBEAT_SECONDS = 15
 HISTORY = "history.json"
-REQUIRED_CONFIG = ("max_epochs", "patience", "seed", "valid_fraction")  # optional: lstm_units
+REQUIRED_CONFIG = ("max_epochs", "patience", "seed", "valid_fraction")  # optional: lstm_units, monitor
 CLUSTER_RESTART = 75  # exit status (EX_TEMPFAIL): restart every worker of the cluster
 # what a collective operation raises when a worker of the cluster died (or was cut off)
 WORKER_LOST = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError,
@@ -357,7 +357,7 @@ def _train_pooled(state: ServerState, run: _Run, on_epoch: Callable[[dict], None
                             num_tags=len(run.tags), valid_fraction=config["valid_fraction"], seed=config["seed"])
     log.info("run %d: %d training and %d validation sentences from %d institutions", run.id, len(data.train),
              len(data.valid), len(data.split))
-    options = {"lstm_units": config["lstm_units"]} if "lstm_units" in config else {}
+    options = {name: config[name] for name in ("lstm_units", "monitor") if name in config}
     return train_pooled(data, run.run_dir, tags=run.tags, representer_id=run.representer_id,
                         contributions=[c.sha256 for c in run.contributions], max_epochs=config["max_epochs"],
                         patience=config["patience"], seed=config["seed"], on_epoch=on_epoch, **options)

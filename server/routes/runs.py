@@ -3,7 +3,7 @@ as a pipeline (admin)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Path
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
@@ -39,6 +39,10 @@ class RunIn(BaseModel):
     seed: WholeNumber = Field(0, ge=0, le=2**31 - 1)
     valid_fraction: float = Field(0.1, gt=0, lt=1, description="Share of each institution's sentences "
                                                                "held out for validation.")
+    # deidpool.representer.training.MONITORS (a test keeps them the same)
+    monitor: Literal["val_f1", "val_tag_f1", "val_loss"] = Field(
+        "val_f1", description="What early stopping and the kept epoch go by: the validation PHI F1 (found PHI "
+                              "tokens), the exact-tag F1 (their type and B/I too) or the validation loss.")
 
 
 class PublishIn(BaseModel):

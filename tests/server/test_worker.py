@@ -14,6 +14,7 @@ import threading
 import time
 from datetime import timedelta
 from types import SimpleNamespace
+from typing import get_args
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -114,6 +115,18 @@ def test_a_queued_run_is_trained_with_each_epoch_recorded(server, caplog):
     assert config["contributions"] == sorted(server.contributions)
     assert f"run {run_id}: epoch 3/3" in caplog.text and "val PHI F1" in caplog.text
     assert run_worker(server.root, once=True) is None  # nothing left to claim
+
+
+def test_a_run_stops_on_the_monitor_its_config_names(server):
+    """The run API's monitor reaches the tagger's early stopping (config.json records it)."""
+    from deidpool.representer.training import MONITORS
+    from deidpool.server.routes.runs import RunIn
+
+    assert set(get_args(RunIn.model_fields["monitor"].annotation)) == set(MONITORS)
+    run_id = server.queue(monitor="val_loss", max_epochs=1)
+    assert run_worker(server.root, once=True, worker_id="w1") == run_id
+    config = json.loads((server.layout.run_dir(run_id) / "config.json").read_text())
+    assert (config["monitor"], config["monitor_mode"], run_row(server, run_id).status) == ("val_loss", "min", SUCCEEDED)
 
 
 def test_a_run_stopped_by_sigterm_resumes_without_duplicate_epochs(server, monkeypatch):
