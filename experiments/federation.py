@@ -251,7 +251,8 @@ def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documen
                                 max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
                                 loaded_embeddings=vectors, progress=False)
     predicted = predictions(folder, name, {"test": documents["test"]}, vectors)["test"]
-    found = test_rows(corpus, documents["test"], predicted, {"epochs": training["epochs"]})
+    found = test_rows(corpus, documents["test"], predicted, {"epochs": training["epochs"],
+                                                             "best_epoch": training["best_epoch"]})
     return {f"{name}{suffix}@test": row for suffix, row in found.items()}
 
 
@@ -317,7 +318,8 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
         pipeline_path = folder / "pipelines" / f"{name}.tar"
         if not pipeline_path.exists():
             publish_pipeline(bundle, run_dir / "models" / "tagger.keras", provider_key, pipeline_path, training)
-        trained = {"epochs": training["epochs"], "sentences": len(data.train), "epoch_seconds": statistics.median(
+        trained = {"epochs": training["epochs"], "best_epoch": training["best_epoch"], "sentences": len(data.train),
+                   "epoch_seconds": statistics.median(
             epoch["seconds"] for epoch in json.loads((run_dir / "history.json").read_text()))}
         found = predictions(folder, name, {"test": documents["test"], "site_c": documents["site_c"]}, vectors)
         for suffix, row in test_rows(corpus, documents["test"], found["test"], trained).items():

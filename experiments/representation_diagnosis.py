@@ -158,6 +158,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
                          keys.load_private_key(key_dir / "provider.key", keys.SIGNING), pipeline, training)
     found = federation.pipeline_predictions(pipeline, key_dir, {"test": documents["test"]}, vectors)["test"]
     rows = federation.test_rows(corpus, documents["test"], found, {"epochs": training["epochs"],
+                                                                   "best_epoch": training["best_epoch"],
                                                                    "sentences": len(data.train)})
     return {f"{name}{suffix}@test": row for suffix, row in rows.items()}
 
