@@ -28,6 +28,7 @@ Variants that keep the representer (`VARIANTS`):
   tagger stops on tag F1  the pooled tagger's early stopping and epoch choice on the validation
                           exact-tag F1 (type and B/I right) instead of the binary PHI F1
   tagger stops on validation loss   the same on the validation loss
+  client export --draws 3, tagger stops on validation loss   both changes at once
   representer after P1    the representer before adversarial training (P1 only)
   surrogates at export    the "surrogates" scheme as the code has it now (a federation seed exported
                           under "groups" is diagnosed under "groups" otherwise)
@@ -73,6 +74,8 @@ VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Varia
             "tagger 256 units": Variant(units=256), "tagger every epoch": Variant(early_stopping=False),
             "tagger stops on tag F1": Variant(monitor="val_tag_f1"),
             "tagger stops on validation loss": Variant(monitor="val_loss"),
+            "client export --draws 3, tagger stops on validation loss": Variant(draws=3, one_export=True,
+                                                                                monitor="val_loss"),
             "representer after P1": Variant(representer="representer_p1.keras"),
             "no pseudonymization at export": Variant(neighbours=1, scheme="groups"),
             "surrogates at export": Variant(scheme="surrogates")}

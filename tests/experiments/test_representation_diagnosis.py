@@ -51,6 +51,9 @@ def test_every_variant_changes_one_thing_against_the_default():
             assert changed == ["neighbours", "scheme"] and (variant.neighbours, variant.scheme) == (1, "groups")
         elif name == "client export --draws 3":  # 3 export draws, in one contribution
             assert changed == ["draws", "one_export"] and variant.draws == diagnosis.VARIANTS["3 export draws"].draws
+        elif "," in name:  # two variants at once
+            first, second = (diagnosis.VARIANTS[part.strip()] for part in name.split(","))
+            assert variant == dataclasses.replace(first, monitor=second.monitor)
         else:
             assert len(changed) == 1, name
         assert diagnosis.folder_name(name) == name.replace(" ", "-")
