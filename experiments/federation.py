@@ -231,26 +231,29 @@ def stored_rows(cache: Path, budget: dict) -> dict[str, dict]:
 
 
 def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documents: dict, provider_split: tuple,
-                     embeddings: tuple, args) -> dict[str, dict]:
-    """Train (or resume) the text tagger `name` of `TEXT_TAGGERS` in `folder`/taggers and return its
-    rows on the test notes. The provider's notes keep the representer's split (`provider_split`:
-    train, valid); other notes are split anew. `embeddings`: (spec, vectors)."""
+                     embeddings: tuple, args, *, kind: str | None = None, run_dir: Path | None = None,
+                     monitor: str = "val_f1") -> dict[str, dict]:
+    """Train (or resume) the text tagger `kind` of `TEXT_TAGGERS` (default: `name`) in `run_dir`
+    (default `folder`/taggers/`name`), its early stopping on `monitor`, and return its rows on the
+    test notes, named `name`. The provider's notes keep the representer's split
+    (`provider_split`: train, valid); other notes are split anew. `embeddings`: (spec, vectors)."""
     import keras
 
     from deidpool.adversary.pseudonymize import Pseudonymizer
     from deidpool.representer.tagger_runs import split_documents, train_tagger_run
 
     spec, vectors = embeddings
-    parties, neighbours = TEXT_TAGGERS[name]
+    parties, neighbours = TEXT_TAGGERS[kind or name]
+    run_dir = run_dir or folder / "taggers" / name
     train, valid = provider_split if parties == ("provider",) else split_documents(
         [d for party in parties for d in documents[party]], 0.1, seed)
     progress(f"seed {seed}: text tagger {name} on {len(train)} + {len(valid)} notes")
     keras.utils.set_random_seed(seed)
-    training = train_tagger_run(train, valid, folder / "taggers" / name, embeddings=spec,
+    training = train_tagger_run(train, valid, run_dir, embeddings=spec,
                                 pseudonymizer=Pseudonymizer(vectors, neighbours) if neighbours else None,
                                 max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
-                                loaded_embeddings=vectors, progress=False)
-    predicted = predictions(folder, name, {"test": documents["test"]}, vectors)["test"]
+                                loaded_embeddings=vectors, progress=False, monitor=monitor)
+    predicted = tagger_predictions(run_dir, {"test": documents["test"]}, vectors)["test"]
     found = test_rows(corpus, documents["test"], predicted, {"epochs": training["epochs"],
                                                              "best_epoch": training["best_epoch"]})
     return {f"{name}{suffix}@test": row for suffix, row in found.items()}
@@ -335,12 +338,17 @@ def predictions(folder: Path, name: str, splits: dict[str, list], vectors) -> di
     """What the seed folder's tagger `name` finds in the documents of each split of `splits`
     (their PHI spans hidden), the tagger opened once: a published pipeline (a pool of `POOLS`,
     its signature checked) or a text tagger of `TEXT_TAGGERS`."""
+    if name in POOLS:
+        return pipeline_predictions(folder / "pipelines" / f"{name}.tar", folder / "keys", splits, vectors)
+    return tagger_predictions(folder / "taggers" / name, splits, vectors)
+
+
+def tagger_predictions(run_dir: Path, splits: dict[str, list], vectors) -> dict[str, list]:
+    """What the text tagger run in `run_dir` finds in each split of `splits` (PHI spans hidden)."""
     from deidpool.demo import unlabeled
     from deidpool.representer.tagger_runs import load_tagger_run, predict_documents
 
-    if name in POOLS:
-        return pipeline_predictions(folder / "pipelines" / f"{name}.tar", folder / "keys", splits, vectors)
-    tagger, config, _ = load_tagger_run(folder / "taggers" / name, vectors)
+    tagger, config, _ = load_tagger_run(run_dir, vectors)
     return {split: predict_documents(tagger, config, vectors, unlabeled(documents))
             for split, documents in splits.items()}
 

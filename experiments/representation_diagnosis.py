@@ -29,6 +29,9 @@ Variants that keep the representer (`VARIANTS`):
                           exact-tag F1 (type and B/I right) instead of the binary PHI F1
   tagger stops on validation loss   the same on the validation loss
   client export --draws 3, tagger stops on validation loss   both changes at once
+  raw text, tagger stops on validation loss   not an export: the raw-text tagger on all notes
+                          (as the federation's) stopping on its validation loss, the baseline
+                          the monitor variants compare with under `--baseline` (report)
   representer after P1    the representer before adversarial training (P1 only)
   surrogates at export    the "surrogates" scheme as the code has it now (a federation seed exported
                           under "groups" is diagnosed under "groups" otherwise)
@@ -64,6 +67,7 @@ class Variant:
     units: int = 128  # the pooled tagger's LSTM units per direction
     early_stopping: bool = True  # the pooled tagger stops after --patience epochs without improvement
     monitor: str = "val_f1"  # what the pooled tagger's early stopping watches (TaggerTraining)
+    text: bool = False  # not an export: the raw-text tagger on all parties' notes
     neighbours: int = DEFAULT_NEIGHBOURS  # the export's N (1: no pseudonymization)
     scheme: str | None = None  # the export's pseudonymization scheme (None: the federation seed's own, `seed_scheme`)
     representer: str = "representer.keras"  # the run's model file the bundle carries
@@ -76,6 +80,7 @@ VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Varia
             "tagger stops on validation loss": Variant(monitor="val_loss"),
             "client export --draws 3, tagger stops on validation loss": Variant(draws=3, one_export=True,
                                                                                 monitor="val_loss"),
+            "raw text, tagger stops on validation loss": Variant(text=True, monitor="val_loss"),
             "representer after P1": Variant(representer="representer_p1.keras"),
             "no pseudonymization at export": Variant(neighbours=1, scheme="groups"),
             "surrogates at export": Variant(scheme="surrogates")}
@@ -116,7 +121,12 @@ def seed_scheme(seed_dir: Path) -> str:
 def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str, variant: Variant, documents: dict,
                  embeddings: tuple, args) -> dict:
     """Export every party's notes as `variant` says, train the server's tagger on all of them
-    and return its rows on the test notes (alone and with the pattern layer)."""
+    and return its rows on the test notes (alone and with the pattern layer); a `text` variant
+    trains the raw-text tagger instead."""
+    if variant.text:
+        return federation.text_tagger_rows(corpus, seed_dir, seed, name, documents, (), embeddings, args, kind="raw",
+                                           run_dir=seed_dir / "diagnosis" / folder_name(name) / "tagger",
+                                           monitor=variant.monitor)
     from deidpool.client.export import export_contribution
     from deidpool.representer import keys
     from deidpool.representer.bundle import open_bundle, publish_pipeline
@@ -202,13 +212,18 @@ def report(per_seed: dict[int, dict], args) -> str:
     corpus = federation.CORPORA[args.corpus]
     seeds = sorted(per_seed)
     names = [DEFAULT, *(name for name in VARIANTS if all(f"{name}@test" in per_seed[s] for s in seeds))]
-    compared = [(name, "raw", f"{name} - raw text", "> -1.0" if name == DEFAULT else "-") for name in names]
-    compared += [(name, DEFAULT, f"{name} - default", "-") for name in names[1:]]
+    if args.baseline not in ("raw", *names):
+        raise SystemExit(f"--baseline {args.baseline!r} has no rows in seeds {seeds}")
+    baseline = "raw text" if args.baseline == "raw" else args.baseline
+    compared = [(name, args.baseline, f"{name} - {baseline}", "> -1.0" if name == DEFAULT else "-")
+                for name in names if name != args.baseline]
+    compared += [(name, DEFAULT, f"{name} - default", "-") for name in names[1:] if not VARIANTS[name].text]
     lines = [f"# Where the representation loses ({corpus.title}, federation `{args.federation}`)\n",
              f"{date.today()}, commit {git_commit()}; seeds {seeds}. Command: `python experiments/"
-             f"representation_diagnosis.py --corpus {args.corpus} --seeds {' '.join(map(str, seeds))}`. Each row: the "
+             f"representation_diagnosis.py --corpus {args.corpus} --seeds {' '.join(map(str, seeds))}"
+             + (f" --baseline \"{args.baseline}\"" if args.baseline != "raw" else "") + "`. Each row: the "
              "server's tagger trained on every party's exports under one change, scored on the test notes, minus the "
-             "raw-text tagger on the same notes (or minus the default); cells: the F1 difference in points [paired "
+             f"{baseline} tagger on the same notes (or minus the default); cells: the F1 difference in points [paired "
              "95% bootstrap interval over the notes].\n"]
     paired = {}
     for key, measure in federation.MEASURES.items():
@@ -236,6 +251,8 @@ def main() -> None:
     parser.add_argument("--time-budget", type=float, help="seconds this process may train; exit 75, a rerun resumes")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--results-name", help="the results files' name (default: <federation>_diagnosis)")
+    parser.add_argument("--baseline", default="raw", help="the row every variant is compared with: the "
+                                                           "federation's raw-text tagger, or a text variant")
     args = parser.parse_args()
     args.federation = args.federation or ("federation_reference" if args.corpus == "physionet"
                                           else f"federation_{args.corpus}")

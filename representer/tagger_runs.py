@@ -39,12 +39,13 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
                      embeddings: str = "glove", casing: bool = True, scheme: str = "BIO", label: str = "source",
                      pseudonymizer=None, keep_originals: bool = False, lstm_units: int = 128, max_epochs: int = 20,
                      patience: int = 3, seed: int = 0, progress: bool = True,
-                     loaded_embeddings: Embeddings | None = None) -> dict:
+                     loaded_embeddings: Embeddings | None = None, monitor: str = "val_f1") -> dict:
     """Train a tagger on raw embeddings (or, given an `deidpool.adversary.pseudonymize.Pseudonymizer`,
     on pseudonymized training sentences, with `keep_originals` on the originals and a
     pseudonymized copy of each: augmentation) with early stopping on the validation documents;
     writes the run directory (config.json, history.json, metrics.json, models/tagger.keras) and
-    returns the best metrics. Every input problem is reported before any training starts."""
+    returns the best metrics (best by `monitor`, see `TaggerTraining`). Every input problem is
+    reported before any training starts."""
     if label not in LABELS:
         raise ValueError(f"unknown label {label!r}; choose one of: {', '.join(LABELS)}")
     train_sentences = labeled_sentences(train_documents, scheme, label)
@@ -65,7 +66,7 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
     valid = SentenceData.from_sentences(valid_sentences, vectors, vocabulary)
     keras.utils.set_random_seed(seed)
     tagger = build_tagger(vectors.dim, len(vocabulary), use_casing=casing, lstm_units=lstm_units)
-    procedure = TaggerTraining(tagger, compute_class_weights(train.tag_counts(len(vocabulary))))
+    procedure = TaggerTraining(tagger, compute_class_weights(train.tag_counts(len(vocabulary))), monitor=monitor)
     setup = {"format_version": RUN_FORMAT, "embeddings": embeddings, "embeddings_id": vectors.source_id,
              "casing": casing, "scheme": scheme, "label": label, "tag_vocabulary": vocabulary,
              "pseudonymization_neighbours": pseudonymizer and pseudonymizer.neighbours,

@@ -7,6 +7,7 @@ import dataclasses
 import json
 
 import numpy as np
+import pytest
 
 import federation
 import representation_diagnosis as diagnosis
@@ -27,7 +28,7 @@ def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monk
     seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1)}
     other = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1),
              **rows("tagger 256 units", 8, 2)}  # one seed only: left out
-    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name=None)
+    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name=None, baseline="raw")
     text = diagnosis.report({0: seed, 1: other}, args)
     assert "tagger 256 units" not in text
     table = [line for line in text.splitlines() if line.startswith("| 3 export draws") and "| alone |" in line]
@@ -42,6 +43,24 @@ def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monk
     assert (tmp_path / "federation" / "federation_meddocan_seed0.md").exists()
 
 
+def test_variants_are_compared_with_a_text_variant_as_baseline(tmp_path, monkeypatch):
+    """--baseline names a text variant: every other row minus it; a text variant is not compared
+    with the default pooled tagger."""
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path)
+    text = "raw text, tagger stops on validation loss"
+    seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("tagger stops on validation loss", 9, 1),
+            **rows(text, 10, 0)}
+    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name=None, baseline=text)
+    page = diagnosis.report({0: seed}, args)
+    titles = {row["comparison"] for row in json.loads(
+        (tmp_path / "federation" / "federation_meddocan_diagnosis.json").read_text())["paired"]["entity_strict"]}
+    assert titles == {f"{diagnosis.DEFAULT} - {text}", f"tagger stops on validation loss - {text}",
+                      "tagger stops on validation loss - default"}
+    assert f'--baseline "{text}"' in page
+    with pytest.raises(SystemExit, match="has no rows"):
+        diagnosis.report({0: seed}, argparse.Namespace(**{**vars(args), "baseline": "tagger 256 units"}))
+
+
 def test_every_variant_changes_one_thing_against_the_default():
     default = diagnosis.Variant()
     for name, variant in diagnosis.VARIANTS.items():
@@ -51,6 +70,8 @@ def test_every_variant_changes_one_thing_against_the_default():
             assert changed == ["neighbours", "scheme"] and (variant.neighbours, variant.scheme) == (1, "groups")
         elif name == "client export --draws 3":  # 3 export draws, in one contribution
             assert changed == ["draws", "one_export"] and variant.draws == diagnosis.VARIANTS["3 export draws"].draws
+        elif variant.text:  # the raw-text baseline under another stopping rule
+            assert changed == ["monitor", "text"]
         elif "," in name:  # two variants at once
             first, second = (diagnosis.VARIANTS[part.strip()] for part in name.split(","))
             assert variant == dataclasses.replace(first, monitor=second.monitor)
