@@ -167,9 +167,10 @@ def export(
     draws: int = typer.Option(1, "--draws", min=1, help="Export every sentence this many times, each with fresh "
                                                         "surrogates and fresh noise (recorded in the header; the "
                                                         "server's max_draws, default 1, caps it): augmentation for "
-                                                        "the pooled tagger (3 draws: +2.7 entity F1 on MEDDOCAN), "
-                                                        "at the price of copies an attacker averages (3 draws: +16 "
-                                                        "points of the words outside PHI read back; "
+                                                        "the pooled tagger (3 draws on MEDDOCAN: +1.4 to +3.6 "
+                                                        "entity F1 under a short training budget, +0.5 once the "
+                                                        "tagger trains longer), at the price of copies an attacker "
+                                                        "averages (+16 points of the words outside PHI read back; "
                                                         "docs/privacy.md). Not under --pseudonymization "
                                                         "neighbours."),
     language: str = typer.Option("en", "--language", help="Language of the notes, for the frequency prior of the "
