@@ -75,11 +75,7 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     ablation for experiments only (noiseless vectors are what a lookup attack reads exactly), so
     no command offers it.
     """
-    if draws < 1:
-        raise ValueError(f"draws must be at least 1, got {draws}")
-    if draws > 1 and scheme == "neighbours":
-        raise ValueError(f"{draws} draws under the neighbours scheme: its draws all lie among the original's "
-                         "nearest neighbours, so several narrow it down; export one draw, or use surrogates or groups")
+    check_draws(draws, scheme)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     pseudonymizer = Pseudonymizer(embeddings, neighbours, scheme, language)
@@ -112,6 +108,15 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
                                   server_key=server_key, dtype=dtype,
                                   bound=lambda: reidentification_bound(phi.elements(), pseudonymizer,
                                                                        language=language))
+
+
+def check_draws(draws: int, scheme: str) -> None:
+    """Refuse `draws` below 1, or above 1 under "neighbours" (ValueError saying why)."""
+    if draws < 1:
+        raise ValueError(f"draws must be at least 1, got {draws}")
+    if draws > 1 and scheme == "neighbours":
+        raise ValueError(f"{draws} draws under the neighbours scheme: its draws all lie among the original's "
+                         "nearest neighbours, so several narrow it down; export one draw, or use surrogates or groups")
 
 
 def _draw_records(chunk: list[tuple[LabeledSentence, list[str]]], pseudonymizer: Pseudonymizer, represent,

@@ -195,7 +195,7 @@ def export(
     review."""
     start_tensorflow()
 
-    from deidpool.client.export import export_contribution, review_unlabeled_phi
+    from deidpool.client.export import check_draws, export_contribution, review_unlabeled_phi
     from deidpool.client.identity import institution_id
     from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES
     from deidpool.contribution.records import DTYPES
@@ -208,9 +208,10 @@ def export(
                                  param_hint="--pseudonymization")
     if safety_net not in SAFETY_NET_MODES:
         raise typer.BadParameter(f"choose one of {', '.join(SAFETY_NET_MODES)}", param_hint="--safety-net")
-    if draws > 1 and pseudonymization == "neighbours":
-        raise typer.BadParameter("one draw only under --pseudonymization neighbours: its draws all lie among the "
-                                 "original's nearest neighbours, so several narrow it down", param_hint="--draws")
+    try:
+        check_draws(draws, pseudonymization)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--draws") from None
     if safety_net == "off" and (pipeline_path or review):
         raise typer.BadParameter("--pipeline and --review need the safety net on", param_hint="--safety-net")
     _check_language(language, safety_net != "off")
