@@ -21,7 +21,9 @@ Budgets default to METHOD.md's reference: P1 and P2 up to 20 epochs (patience 5)
 20 epochs; smaller ones (--p1 4 --p3 2 ...) check that everything runs. With --time-budget the
 process stops after the last epoch that fits and exits 75; a rerun resumes from the checkpoints.
 --selection f1 picks the representer's best P1 and P3 epochs by validation PHI F1 instead of
-METHOD.md's validation loss (adversary.procedures.SELECTIONS).
+METHOD.md's validation loss (adversary.procedures.SELECTIONS); --monitor val_loss makes every
+tagger stop on its validation loss instead of the validation PHI F1 (the seed's budget records
+it). --skip leaves stages 4-5's named taggers or the audit out; a later run without it adds them.
 
 Per seed, in this order, each stage kept in the seed's rows.json as soon as it is done (the
 representation gap, stage 1 against 3's full pool, is known first):
@@ -58,7 +60,7 @@ from pathlib import Path
 
 from deidpool.adversary.procedures import SELECTIONS
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval
-from deidpool.representer.training import RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
+from deidpool.representer.training import MONITORS, RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import SCORE_COLUMNS, git_commit, over_seeds, results_file, save_figure, score_header, spread
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,6 +86,7 @@ ROWS = [("non-private upper bound (raw text, all parties' notes)", "raw", "test"
         ("sight-unseen: pooled without site_c, on site_c", "pooled-no-c", "site_c")]
 BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience", "audit_epochs",
           "selection", "test")  # in every seed's rows
+SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), "audit")  # stages a shorter run may leave out
 PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
 PATTERN_LAYER = "pattern_layer"  # key of the language whose pattern layer a seed's "+patterns" rows used (absent: "en")
 NOTE_COUNTS = "notes"  # key of a test row's per-note counts: {measure: [[tp, fp, fn], ...]}, document-id order
@@ -154,7 +157,7 @@ def run_seed(seed: int, args) -> dict:
     corpus = CORPORA[args.corpus]
     folder = REPO / "runs" / args.results_name / f"seed-{seed}"
     cache = folder / "rows.json"
-    rows = stored_rows(cache, {key: getattr(args, key) for key in BUDGET})
+    rows = stored_rows(cache, run_budget(args))
     rows.setdefault(PATTERN_LAYER, corpus.language if len(rows) == 1 else "en")
 
     def keep(new_rows: dict) -> None:
@@ -179,13 +182,15 @@ def run_seed(seed: int, args) -> dict:
     # representation gap is known before its other text taggers train
     first, *others = TEXT_TAGGERS
     if f"{first}@test" not in rows:
-        keep(text_tagger_rows(corpus, folder, seed, first, documents, provider_split, embeddings, args))
+        keep(text_tagger_rows(corpus, folder, seed, first, documents, provider_split, embeddings, args,
+                              monitor=args.monitor))
     if not all(f"{name}@test" in rows for name in POOLS):
         keep(pooled_rows(corpus, folder, seed, documents, provider_split, embeddings, rows, args))
     for name in others:
-        if f"{name}@test" not in rows:
-            keep(text_tagger_rows(corpus, folder, seed, name, documents, provider_split, embeddings, args))
-    if "audit" not in rows:
+        if f"{name}@test" not in rows and name not in args.skip:
+            keep(text_tagger_rows(corpus, folder, seed, name, documents, provider_split, embeddings, args,
+                                  monitor=args.monitor))
+    if "audit" not in rows and "audit" not in args.skip:
         from deidpool.adversary.runs import audit_run
 
         progress(f"seed {seed}: auditing the representer")
@@ -219,6 +224,13 @@ def layered_rows(corpus: Corpus, folder: Path, documents: dict, rows: dict, vect
             fresh[f"{name}{PATTERNS}@site_c"] = {**score_row(evaluate_corpus(documents["site_c"], layered,
                                                                              corpus.entity_key)), **kept}
     return fresh
+
+
+def run_budget(args) -> dict:
+    """What a seed's rows were trained with (`BUDGET`; the taggers' monitor only where it is not
+    the default, so that seeds run before it was an option still match)."""
+    budget = {key: getattr(args, key) for key in BUDGET}
+    return budget if args.monitor == "val_f1" else {**budget, "monitor": args.monitor}
 
 
 def stored_rows(cache: Path, budget: dict) -> dict[str, dict]:
@@ -317,7 +329,7 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
                                 representer_id=bundle.representer_id, num_tags=len(tags), valid_fraction=0.1, seed=seed)
         training = train_pooled(data, run_dir, tags=tags, representer_id=bundle.representer_id,
                                 contributions=list(members), max_epochs=args.tagger_epochs, patience=args.patience,
-                                seed=seed)
+                                seed=seed, monitor=args.monitor)
         pipeline_path = folder / "pipelines" / f"{name}.tar"
         if not pipeline_path.exists():
             publish_pipeline(bundle, run_dir / "models" / "tagger.keras", provider_key, pipeline_path, training)
@@ -663,6 +675,11 @@ def main() -> None:
     parser.add_argument("--audit-epochs", type=int, default=20)
     parser.add_argument("--selection", choices=SELECTIONS, default="loss",
                         help="how P1 and P3 pick their best epoch: validation loss (METHOD.md) or PHI F1")
+    parser.add_argument("--monitor", choices=MONITORS, default="val_f1",
+                        help="what every tagger's early stopping and epoch choice watch (validation PHI F1, exact "
+                             "tag F1 or loss)")
+    parser.add_argument("--skip", nargs="+", choices=SKIPPABLE, default=[],
+                        help="stages to leave out (a later run without --skip adds them)")
     parser.add_argument("--test", type=Path, help="the held-out notes to score (default: the corpus's test notes)")
     parser.add_argument("--test-format", help="format of --test (corpus.formats)")
     parser.add_argument("--test-split", help="named split of --test")

@@ -25,8 +25,9 @@ Variants that keep the representer (`VARIANTS`):
                           (the default stops after --patience epochs without a better validation
                           PHI F1, which counts PHI tokens found, not their type; the best epoch by
                           that F1 is kept)
-  tagger stops on tag F1  the pooled tagger's early stopping and epoch choice on the validation
-                          exact-tag F1 (type and B/I right) instead of the binary PHI F1
+  tagger stops on PHI F1  the pooled tagger's early stopping and epoch choice on the validation
+                          binary PHI F1 (for a federation run with another --monitor)
+  tagger stops on tag F1  the same on the validation exact-tag F1 (type and B/I right)
   tagger stops on validation loss   the same on the validation loss
   client export --draws 3, tagger stops on validation loss   both changes at once
   raw text, tagger stops on validation loss   not an export: the raw-text tagger on all notes
@@ -66,7 +67,7 @@ class Variant:
     one_export: bool = False  # the draws in one contribution (`client export --draws`), else one export each
     units: int = 128  # the pooled tagger's LSTM units per direction
     early_stopping: bool = True  # the pooled tagger stops after --patience epochs without improvement
-    monitor: str = "val_f1"  # what the pooled tagger's early stopping watches (TaggerTraining)
+    monitor: str | None = None  # what the tagger's early stopping watches (TaggerTraining; None: the federation's)
     text: bool = False  # not an export: the raw-text tagger on all parties' notes
     neighbours: int = DEFAULT_NEIGHBOURS  # the export's N (1: no pseudonymization)
     scheme: str | None = None  # the export's pseudonymization scheme (None: the federation seed's own, `seed_scheme`)
@@ -76,6 +77,7 @@ class Variant:
 VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Variant(draws=3),
             "client export --draws 3": Variant(draws=3, one_export=True),
             "tagger 256 units": Variant(units=256), "tagger every epoch": Variant(early_stopping=False),
+            "tagger stops on PHI F1": Variant(monitor="val_f1"),
             "tagger stops on tag F1": Variant(monitor="val_tag_f1"),
             "tagger stops on validation loss": Variant(monitor="val_loss"),
             "client export --draws 3, tagger stops on validation loss": Variant(draws=3, one_export=True,
@@ -119,14 +121,16 @@ def seed_scheme(seed_dir: Path) -> str:
 
 
 def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str, variant: Variant, documents: dict,
-                 embeddings: tuple, args) -> dict:
+                 embeddings: tuple, args, federation_monitor: str) -> dict:
     """Export every party's notes as `variant` says, train the server's tagger on all of them
     and return its rows on the test notes (alone and with the pattern layer); a `text` variant
-    trains the raw-text tagger instead."""
+    trains the raw-text tagger instead. Its tagger watches `variant.monitor`, else the
+    federation's `federation_monitor`."""
+    monitor = variant.monitor or federation_monitor
     if variant.text:
         return federation.text_tagger_rows(corpus, seed_dir, seed, name, documents, (), embeddings, args, kind="raw",
                                            run_dir=seed_dir / "diagnosis" / folder_name(name) / "tagger",
-                                           monitor=variant.monitor)
+                                           monitor=monitor)
     from deidpool.client.export import export_contribution
     from deidpool.representer import keys
     from deidpool.representer.bundle import open_bundle, publish_pipeline
@@ -164,7 +168,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     training = train_pooled(data, out / "tagger", tags=tags, representer_id=bundle.representer_id,
                             contributions=[c.sha256 for c in contributions], max_epochs=args.tagger_epochs,
                             patience=args.patience if variant.early_stopping else args.tagger_epochs, seed=seed,
-                            lstm_units=variant.units, monitor=variant.monitor)
+                            lstm_units=variant.units, monitor=monitor)
     pipeline = out / "pipeline.tar"
     if not pipeline.exists():
         publish_pipeline(bundle, out / "tagger" / "models" / "tagger.keras",
@@ -197,7 +201,8 @@ def run_seed(seed: int, args) -> dict:
         documents["test"] = read_corpus(REPO.parent / path, fmt, split=split)
         embeddings = federation.provider_embeddings(corpus, seed_dir, documents["provider"], seed)
         for name in missing:
-            rows.update(variant_rows(corpus, seed_dir, seed, name, VARIANTS[name], documents, embeddings, args))
+            rows.update(variant_rows(corpus, seed_dir, seed, name, VARIANTS[name], documents, embeddings, args,
+                                     done["budget"].get("monitor", "val_f1")))
             cache.write_text(json.dumps(rows, indent=1) + "\n")
     done = json.loads(federation_rows.read_text())
     if not all(f"{name}@test" in done for name in ("raw", "pooled")):

@@ -156,3 +156,53 @@ def test_rows_scored_with_another_language_s_pattern_layer_are_scored_again(monk
     assert row[federation.NOTE_COUNTS]["entity_strict"] == [[2, 0, 0]]
     alone = federation.test_rows(corpus, gold, tagger_found, {})[""]
     assert alone["entity_strict_f1"] < 1.0
+
+
+def test_a_seed_records_the_taggers_monitor_only_where_it_is_not_the_default(tmp_path):
+    """Seeds run before --monitor existed (val_f1) keep matching; a val_loss run is kept apart."""
+    import argparse
+
+    args = argparse.Namespace(p1=5, p1_patience=2, p3=3, p3_patience=2, tagger_epochs=10, patience=3,
+                              audit_epochs=5, selection="loss", test=["t", "meddocan", None], monitor="val_f1")
+    old = federation.run_budget(args)
+    assert "monitor" not in old and set(old) == set(federation.BUDGET)
+    cache = tmp_path / "rows.json"
+    cache.write_text(json.dumps({"budget": old}))
+    assert federation.stored_rows(cache, old)["budget"] == old
+    args.monitor = "val_loss"
+    assert federation.run_budget(args) == {**old, "monitor": "val_loss"}
+    with pytest.raises(SystemExit, match="another --results-name"):
+        federation.stored_rows(cache, federation.run_budget(args))
+
+
+def test_a_shorter_run_skips_the_stages_named_and_passes_the_monitor_to_every_tagger(tmp_path, monkeypatch):
+    """--skip leaves the named text taggers and the audit for a later run; every tagger trained
+    (text and pooled) watches --monitor."""
+    import argparse
+
+    import deidpool.corpus.formats
+    import deidpool.representer.tagger_runs
+
+    monkeypatch.setattr(federation, "REPO", tmp_path / "repo")
+    monkeypatch.setattr(deidpool.corpus.formats, "read_corpus", lambda *a, **k: [])
+    monkeypatch.setattr(deidpool.representer.tagger_runs, "split_documents", lambda *a: ([], []))
+    monkeypatch.setattr(federation, "provider_embeddings", lambda *a: ("glove", None))
+    trained = {}
+
+    def text_tagger(corpus, folder, seed, name, documents, split, embeddings, args, monitor="val_f1"):
+        trained[name] = monitor
+        return {f"{name}@test": {}}
+
+    def pools(corpus, folder, seed, documents, split, embeddings, done, args):
+        trained["pools"] = args.monitor
+        return {f"{name}@test": {} for name in federation.POOLS}
+
+    monkeypatch.setattr(federation, "text_tagger_rows", text_tagger)
+    monkeypatch.setattr(federation, "pooled_rows", pools)
+    args = argparse.Namespace(corpus="meddocan", p1=1, p1_patience=1, p3=1, p3_patience=1, tagger_epochs=2,
+                              patience=1, audit_epochs=1, selection="loss", test=["t", "meddocan", None],
+                              monitor="val_loss", skip=["pseudo", "raw-site_a", "raw-site_b", "raw-site_c", "audit"],
+                              results_name="x")
+    rows = federation.run_seed(0, args)
+    assert trained == {"raw": "val_loss", "pools": "val_loss", "raw-provider": "val_loss"}
+    assert "audit" not in rows and "pseudo@test" not in rows and rows["budget"]["monitor"] == "val_loss"

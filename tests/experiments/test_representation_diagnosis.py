@@ -95,3 +95,17 @@ def test_the_default_variant_exports_under_the_federation_seed_s_own_scheme(tmp_
                        pseudonymization="groups", signing_key=Ed25519PrivateKey.generate(),
                        server_key=X25519PrivateKey.generate().public_key())
     assert diagnosis.Variant().scheme is None and diagnosis.seed_scheme(tmp_path) == "groups"
+
+
+def test_a_variant_s_tagger_watches_its_own_monitor_else_the_federation_s(tmp_path, monkeypatch):
+    watched = []
+    monkeypatch.setattr(federation, "text_tagger_rows", lambda *a, monitor, **k: watched.append(monitor) or {})
+    corpus = federation.CORPORA["meddocan"]
+    for name, federation_monitor in (("raw text, tagger stops on validation loss", "val_f1"),
+                                     ("raw text, tagger stops on validation loss", "val_loss")):
+        diagnosis.variant_rows(corpus, tmp_path, 0, name, diagnosis.VARIANTS[name], {}, ("glove", None), None,
+                               federation_monitor)
+    diagnosis.variant_rows(corpus, tmp_path, 0, "raw", diagnosis.Variant(text=True), {}, ("glove", None), None,
+                           "val_loss")
+    assert watched == ["val_loss", "val_loss", "val_loss"]
+    assert diagnosis.VARIANTS["tagger stops on PHI F1"].monitor == "val_f1"
