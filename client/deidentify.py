@@ -122,7 +122,8 @@ class PhiFinder:
     @property
     def labels(self) -> frozenset[str]:
         """Every label its spans can have: the pipeline's tag labels and the patterns' types."""
-        return frozenset(tag_labels(self.pipeline.tags) | {pattern.label for pattern in self.patterns})
+        return frozenset(tag_labels(self.pipeline.tags)
+                         | {pattern.label for pattern in self.patterns if not pattern.refuses})
 
     def find(self, documents: Iterable[Document], *, chunk_documents: int = CHUNK_DOCUMENTS,
              progress: bool = False) -> Iterator[Document]:

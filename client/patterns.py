@@ -37,6 +37,10 @@ overlap (share a character; touching spans do not) become one span over their jo
 so no character either source marks is left in the clear (a tagger's "8/20" of "8/20/02"
 grows to the whole date), labelled like its longest member (the span that covers most of the
 characters), a pattern span winning ties, since its label is fixed by the form it matched.
+Before the merge, the English layer's look-alikes (`LOOKALIKES`: number pairs after a ventilator or
+pressure word or before a unit, pain scores) drop the tagger spans that lie inside them: on
+PhysioNet's cross-validation folds they remove 87 false-positive HIPAA tokens for 6 of 1,170 gold
+ones (experiments/results/quality/baselines_cv5.md).
 
 Measured (experiments/results/quality/pattern_layer.md): on the PhysioNet training splits, where the
 patterns were written, every default pattern has precision >= 0.87 (all but date_year >= 0.97;
@@ -85,6 +89,8 @@ class Pattern:
         default: part of the default pattern set.
         by_word: a span for each word of the PHI (its letters, "B." giving "B"), as PhysioNet
             annotates names ("[Rich] [Martino]"), so that no two of a tagger's name spans are joined.
+        refuses: a look-alike: its spans are no PHI, and the merge drops every tagger span that
+            lies inside one (`with_patterns`); it adds no span of its own.
     """
 
     name: str
@@ -94,6 +100,7 @@ class Pattern:
     not_before: re.Pattern | None = None
     default: bool = True
     by_word: bool = False
+    refuses: bool = False
 
     def spans(self, text: str) -> Iterator[Span]:
         """The spans this pattern finds in `text`, in offset order."""
@@ -242,7 +249,20 @@ PATTERNS: tuple[Pattern, ...] = (
         r"(?<![\d/.:])(?P<phi>(?:[01]?\d|2[0-3]):[0-5]\d(?:\s*[ap]\.?m\.?)?|(?:1[0-2]|0?[1-9])\s*[ap]\.?m\.?\b)"),
         default=False),
 )
-DEFAULT_PATTERNS: tuple[Pattern, ...] = tuple(pattern for pattern in PATTERNS if pattern.default)
+# Look-alikes a tagger takes for dates: number pairs after a ventilator or pressure word ("bipap 10/5",
+# "PAP/plateau 22/19"), before a unit or count word ("1/4 strength", "crackles 1/3 up"), and pain scores
+# ("pain 5/10"). The cue must sit within 12 characters of the pair: farther, it is as often a date's
+# neighbour ("vent via trach (placed 8/14)"). experiments/results/quality/baselines_cv5.md measures them.
+_PAIR = r"(?<![\w/.])\d+(?:\s*/\s*\d+)+(?!\d)"
+LOOKALIKES: tuple[Pattern, ...] = (
+    Pattern("setting_or_count", "NOT_PHI", _compile(
+        rf"(?:\b{_SETTING_WORDS}\b[^\n]{{0,12}}?|\b{_WEAK_SETTING_WORDS}\s*[:=-]?\s*)(?P<phi>{_PAIR})"
+        rf"|(?P<phi2>{_PAIR})(?={_NOT_BEFORE_MONTH_DAY.pattern})"), refuses=True),
+    Pattern("pain_score", "NOT_PHI", _compile(
+        rf"{_PAIN}[^\n]{{0,{CONTEXT}}}?(?<![\w/.])(?P<phi>\d+\s*/\s*10)\b"
+        rf"|(?<![\w/.])(?P<phi2>\d+\s*/\s*10)\b(?=[^\n]{{0,{CONTEXT}}}?{_PAIN})"), refuses=True),
+)
+DEFAULT_PATTERNS: tuple[Pattern, ...] = (*(pattern for pattern in PATTERNS if pattern.default), *LOOKALIKES)
 
 # Spanish clinical cases (MEDDOCAN): dates, contact details and identifiers by their form or the field
 # that announces them ("Tfno.:", "Fax:", "NHC:", "NASS:", "NºCol:", "Episodio:", "CP:"), ages after the
@@ -301,7 +321,8 @@ SPANISH_PATTERNS: tuple[Pattern, ...] = (
     Pattern("es_postal_code", "TERRITORIO", _compile(rf"\b(?:c\.\s?p\.|cp|código\s+postal){_FIELD}(?P<phi>\d{{5}})\b")),
     Pattern("es_sex", "SEXO_SUJETO_ASISTENCIA", _compile(r"\bsexo\s*:\s*(?P<phi>[a-z]+)\b")),
 )
-LANGUAGES: dict[str, tuple[Pattern, ...]] = {"en": PATTERNS, "es": SPANISH_PATTERNS}  # language -> its patterns
+# language -> its patterns (look-alikes included)
+LANGUAGES: dict[str, tuple[Pattern, ...]] = {"en": (*PATTERNS, *LOOKALIKES), "es": SPANISH_PATTERNS}
 BY_NAME = {pattern.name: pattern for patterns in LANGUAGES.values() for pattern in patterns}
 
 
@@ -329,8 +350,9 @@ def tag_set_label(label: str, labels: Sequence[str], *, by_category: bool = True
 
 
 def find_patterns(text: str, patterns: Sequence[Pattern] = DEFAULT_PATTERNS) -> tuple[Span, ...]:
-    """The spans every pattern finds in `text`, overlapping ones joined as `merge_spans` joins them."""
-    return merge_spans((), [span for pattern in patterns for span in pattern.spans(text)], text)
+    """The spans every pattern finds in `text` (look-alikes aside), overlapping ones joined as
+    `merge_spans` joins them."""
+    return merge_spans((), [span for pattern in patterns if not pattern.refuses for span in pattern.spans(text)], text)
 
 
 def merge_spans(tagger_spans: Iterable[Span], pattern_spans: Iterable[Span], text: str) -> tuple[Span, ...]:
@@ -362,6 +384,12 @@ def merge_spans(tagger_spans: Iterable[Span], pattern_spans: Iterable[Span], tex
 
 
 def with_patterns(document: Document, patterns: Sequence[Pattern] = DEFAULT_PATTERNS) -> Document:
-    """`document` with its spans (the tagger's) merged with the patterns' spans in its text."""
-    found = [span for pattern in patterns for span in pattern.spans(document.text)]
-    return Document(document.id, document.text, merge_spans(document.spans, found, document.text))
+    """`document` with its spans (the tagger's) merged with the patterns' spans in its text, less
+    the tagger spans that lie inside a look-alike (`Pattern.refuses`)."""
+    found: list[Span] = []
+    refused: list[Span] = []
+    for pattern in patterns:
+        (refused if pattern.refuses else found).extend(pattern.spans(document.text))
+    kept = [span for span in document.spans
+            if not any(other.start <= span.start and span.end <= other.end for other in refused)]
+    return Document(document.id, document.text, merge_spans(kept, found, document.text))

@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 
 from deidpool.client.deidentify import find_phi
-from deidpool.client.patterns import BY_NAME, DEFAULT_PATTERNS, PATTERNS, find_patterns, merge_spans, with_patterns
+from deidpool.client.patterns import (
+    BY_NAME,
+    DEFAULT_PATTERNS,
+    LOOKALIKES,
+    PATTERNS,
+    find_patterns,
+    merge_spans,
+    patterns_for,
+    with_patterns,
+)
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
 
@@ -162,6 +171,50 @@ def test_name_patterns_give_a_span_per_word_so_the_taggers_words_stay_apart():
     assert [(s.text, s.source_type) for s in merged] == [("Rich", "PATIENT"), ("Martino", "PATIENT")]
     whole = replace(BY_NAME["relative_name"], by_word=False)
     assert [s.text for s in with_patterns(Document("d", text, tagger), [whole]).spans] == ["Rich Martino"]
+
+
+# (text, the number pair a tagger took for a date): a look-alike drops it
+TAGGER_LOOK_ALIKES = [
+    ("pt tried on nasal bipap, 10/5, unable to tolerate", "10/5"),
+    ("RESP: intubated on IMV 6/5PS/8PEEP", "6/5"),
+    ("Attempted to wean to PSV 8/5 with borderline abg", "8/5"),
+    ("PAP/plateau 23/17. BS coarse", "23/17"),
+    ("formula will be changed to 3/4 str Nepro", "3/4"),
+    ("HAS RALES 1/3 UP BILAT", "1/3"),
+    ("pt c/o CP, 5/10, ECG done", "5/10"),
+    ("describes pain as 5/10 with movement", "5/10"),
+    ("developed severe 10/10 angina", "10/10"),
+]
+# (text, the date a tagger found): no look-alike refuses it
+TAGGER_DATES = [
+    "MECH VENT VIA TRACH (PLACED 8/14). AC 100%",  # the ventilator word 15 characters before
+    "ceftaz rec'd 8/2 - 8/10. currently on vanco",
+    "DAUGHTER TO ARRIVE 9/9 @ APPROX 1900",
+]
+
+
+@pytest.mark.parametrize("text, pair", TAGGER_LOOK_ALIKES)
+def test_a_taggers_number_pair_inside_a_look_alike_is_dropped(text, pair):
+    start = text.index(pair)
+    tagger = Document("d", text, (_span(text, start, start + len(pair), "Date"),))
+    assert with_patterns(tagger).spans == ()
+    assert with_patterns(tagger, [p for p in DEFAULT_PATTERNS if not p.refuses]).spans == tagger.spans
+
+
+@pytest.mark.parametrize("text", TAGGER_DATES)
+def test_a_taggers_dates_outside_look_alikes_stay(text):
+    date = next(word for word in text.replace("(", " ").replace(")", " ").split() if "/" in word and word[0].isdigit())
+    start = text.index(date)
+    span = _span(text, start, start + len(date.rstrip(".")), "Date")
+    assert span in with_patterns(Document("d", text, (span,))).spans
+
+
+def test_look_alikes_add_no_span_of_their_own_and_belong_to_the_english_layer():
+    text = "bipap 10/5, pain 5/10"
+    assert find_patterns(text) == () and with_patterns(Document("d", text)).spans == ()
+    assert [s.text for s in LOOKALIKES[0].spans(text)] == ["10/5"]
+    assert all(p.refuses and p.default for p in LOOKALIKES) and not any(p.refuses for p in PATTERNS)
+    assert set(LOOKALIKES) <= set(patterns_for("en")) and not any(p.refuses for p in patterns_for("es"))
 
 
 TEXT = "Irene Czyzewicz seen 8/20/02, call 204-943-1045 now"
