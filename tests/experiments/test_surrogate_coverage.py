@@ -1,0 +1,28 @@
+"""experiments/surrogate_coverage.py on hand-made notes (nothing is trained): the shares of the
+test notes' PHI words that the training spans and the surrogate pools contain."""
+
+import pytest
+
+import surrogate_coverage
+from deidpool.corpus.document import Document, Span
+
+
+def note(note_id: str, text: str, *phi: tuple[str, str]) -> Document:
+    return Document(note_id, text, tuple(Span(text.index(p), text.index(p) + len(p), label, p) for p, label in phi))
+
+
+def test_the_shares_count_test_words_seen_in_training_spans_and_in_the_pool():
+    train = [note("t", "Vive en Madrid, España.", ("Madrid", "TERRITORIO"), ("España", "PAIS"))]
+    test = [note("a", "Natural de Madrid y de Zzyzx, en España.", ("Madrid", "TERRITORIO"),
+                 ("Zzyzx", "TERRITORIO"), ("España", "PAIS")),
+            note("b", "Calle de la Princesa 3", ("Calle de la Princesa 3", "CALLE"))]
+    rows = {row["type"]: row for row in surrogate_coverage.coverage_rows(
+        surrogate_coverage.span_words(train, "es"), surrogate_coverage.span_words(test, "es"), "es")}
+    city = rows["TERRITORIO"]
+    assert (city["kind"], city["test_words"], city["in_training_spans"]) == ("CITY", 2, 0.5)
+    assert city["in_surrogate_pool"] == pytest.approx(0.5)  # Madrid is a Faker es_ES city, Zzyzx none
+    assert [t["word"] for t in city["top"]] == ["madrid", "zzyzx"] and city["top"][1]["draw_probability"] == 0.0
+    assert 0 < city["top"][0]["draw_probability"] < 1
+    # "Calle" and "de la" are kept words of a street span: "princesa" alone counts, seen nowhere in training
+    assert (rows["CALLE"]["test_words"], rows["CALLE"]["in_training_spans"]) == (1, 0.0)
+    assert rows["PAIS"]["in_training_spans"] == 1.0
