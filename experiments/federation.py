@@ -113,6 +113,7 @@ CORPORA = {
                        "source_type", "entity_strict_f1", "es"),
 }
 MEASURES = {PRIMARY: "token_official_hipaa", "entity_strict_f1": "entity_strict"}  # headline key -> measure
+MONITOR_TITLES = {"val_f1": "PHI F1", "val_tag_f1": "exact-tag F1", "val_loss": "loss"}  # keys: training.MONITORS
 
 
 def progress(message: str) -> None:
@@ -511,8 +512,10 @@ def titled(corpus: Corpus, text: str) -> str:
     return text.replace("(i2b2 types)", "(source types)") if corpus.entity_key == "source_type" else text
 
 
-def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
-    """The tables over the finished `seeds`, with the budget their runs were trained with."""
+def report(seeds: list[int], results_name: str, corpus_name: str, against: str | None = None) -> None:
+    """The tables over the finished `seeds`, with the budget their runs were trained with; with
+    `against` (another federation's results name) also each tagger's paired difference to the same
+    tagger there (`against_lines`)."""
     corpus = CORPORA[corpus_name]
     runs = REPO / "runs" / results_name
     stored = results_file(results_name, ".json")
@@ -544,13 +547,14 @@ def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
              f"--p1 {budget['p1']} --p1-patience {budget['p1_patience']} --p3 {budget['p3']} --p3-patience "
              f"{budget['p3_patience']} --tagger-epochs {budget['tagger_epochs']} --patience {budget['patience']} "
              f"--audit-epochs {budget['audit_epochs']} --selection {budget['selection']} "
-             f"--results-name {results_name}`.",
+             + (f"--monitor {budget['monitor']} " if "monitor" in budget else "")
+             + f"--results-name {results_name}" + (f" --against {against}" if against else "") + "`.",
              f"Budgets (2-core CPU machine): representer P1 and P2 up to {budget['p1']} epochs each (patience "
              f"{budget['p1_patience']}), P3 up to {budget['p3']} (patience {budget['p3_patience']}; METHOD.md's "
              "reference: 20/20/40, patience 5/5/10), their best epochs picked by validation "
              f"{'PHI F1' if budget['selection'] == 'f1' else 'loss (METHOD.md)'}; taggers at most "
-             f"{budget['tagger_epochs']} epochs, patience {budget['patience']}; audit {budget['audit_epochs']} "
-             "epochs.\n",
+             f"{budget['tagger_epochs']} epochs, patience {budget['patience']}, each stopping on and keeping its best "
+             f"validation {MONITOR_TITLES[budget.get('monitor', 'val_f1')]}; audit {budget['audit_epochs']} epochs.\n",
              "| tagger | scored on | " + titled(corpus, score_header()) + " |",
              "|---|---|" + "---|" * len(SCORE_COLUMNS)]
     for title, name, split in present_rows(per_seed):
@@ -578,6 +582,9 @@ def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
     growth = [statistics.mean(per_seed[s][f"{name}@test"][corpus.headline] for s in done) for name in GROWTH] \
         if all(f"{name}{suffix}@test" in per_seed[s] for s in done for name in GROWTH for suffix in ("", PATTERNS)) \
         else []
+    if against:
+        lines += against_lines(per_seed, finished_seeds(done, REPO / "runs" / against, results_file(against, ".json")),
+                               against, corpus)
     targets = target_lines(paired[MEASURES[corpus.headline]], growth)
     if targets:
         lines += ["", f"Targets (issue #36) on the headline {headline}:", "", *targets]
@@ -593,6 +600,27 @@ def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
     plot(per_seed, corpus, results_file(results_name, ".png"))
     if growth:
         plot_growth(per_seed, corpus.headline, headline, results_file(results_name, "_growth.png"))
+
+
+def against_lines(per_seed: dict, other: dict, other_name: str, corpus: Corpus) -> list[str]:
+    """Each tagger's paired F1 difference (this run minus the same tagger of the federation
+    `other_name`, whose finished seeds are `other`) on the seeds both hold, on both measures: the
+    same notes, seeds and training data on both sides, so a difference is what the runs' one
+    setting changes (e.g. the taggers' --monitor)."""
+    seeds = sorted(set(per_seed) & set(other))
+    if not seeds:
+        raise SystemExit(f"{other_name} holds none of seeds {sorted(per_seed)}")
+    lines = []
+    for key, measure in MEASURES.items():
+        mine, theirs = note_counts(per_seed, seeds, measure), note_counts(other, seeds, measure)
+        counts = {**mine, **{(seed, f"{name} ({other_name})", suffix): c for (seed, name, suffix), c in theirs.items()}}
+        names = sorted({name for _, name, _ in mine} & {name for _, name, _ in theirs})
+        rows = paired_rows(counts, seeds, [(name, f"{name} ({other_name})", f"{name}: this run - {other_name}", "-")
+                                           for name in names])
+        title = titled(corpus, COLUMN_TITLES[key])
+        lines += ["", f"Against `{other_name}` (the same taggers there, seeds {seeds}), {title}:", "",
+                  *paired_table(rows, seeds, title)]
+    return lines
 
 
 def growth_lines(per_seed: dict, done: list[int], key: str, title: str) -> list[str]:
@@ -688,6 +716,8 @@ def main() -> None:
     parser.add_argument("--time-budget", type=float, help="seconds this process may train: stop after the last "
                                                           "epoch that fits, exit 75; a rerun resumes")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--against", metavar="NAME", help="also report each tagger's paired difference to the same "
+                                                          "tagger of the federation NAME (its results or runs)")
     args = parser.parse_args()
     corpus = CORPORA[args.corpus]
     if args.test is not None and not args.test_format:
@@ -700,7 +730,7 @@ def main() -> None:
         if not corpus.notes.exists():
             raise SystemExit(f"{corpus.notes} is absent: the benchmark needs the shared {args.corpus} corpus")
         run_seeds(run_seed, args)
-    report(args.seeds, args.results_name, args.corpus)
+    report(args.seeds, args.results_name, args.corpus, args.against)
 
 
 if __name__ == "__main__":

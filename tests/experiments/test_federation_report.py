@@ -9,6 +9,7 @@ import pytest
 import federation
 import results_files
 from deidpool.corpus.metrics import PRIMARY, Counts
+from tests.experiments.test_result_tables import cells
 
 NOTES = 60
 HEADLINE = "entity_strict_f1"
@@ -206,3 +207,23 @@ def test_a_shorter_run_skips_the_stages_named_and_passes_the_monitor_to_every_ta
     rows = federation.run_seed(0, args)
     assert trained == {"raw": "val_loss", "pools": "val_loss", "raw-provider": "val_loss"}
     assert "audit" not in rows and "pseudo@test" not in rows and rows["budget"]["monitor"] == "val_loss"
+
+
+def test_a_run_is_compared_tagger_by_tagger_with_another_federation_on_the_seeds_both_hold():
+    """--against: this run's raw tagger finds one more entity per note than the other run's; the
+    pools are the same; a tagger only one run has is left out."""
+    from deidpool.representer.training import MONITORS
+
+    assert set(federation.MONITOR_TITLES) == set(MONITORS)
+    mine = {seed: rows({"raw": per_note(9, 0, 1), "pooled": per_note(8, 1, 2), "raw-provider": per_note(7, 1, 3)})
+            for seed in (0, 1)}
+    theirs = {seed: rows({"raw": per_note(8, 0, 2), "pooled": per_note(8, 1, 2)}) for seed in (0, 2)}
+    lines = federation.against_lines(mine, theirs, "other", federation.CORPORA["meddocan"])
+    table = [line for line in lines if line.startswith("| raw") or line.startswith("| pooled")]
+    assert len(table) == 8  # raw and pooled, alone and with the layer, on both measures
+    raw = cells(next(line for line in table if line.startswith("| raw: this run - other | alone")))
+    assert raw[2] == raw[3] == "+5.8 [+5.8, +5.8]"  # 0.947 - 0.889 in seed 0, the one seed both hold
+    assert all(cells(line)[3].startswith("+0.0") for line in table if line.startswith("| pooled"))
+    assert "seeds [0]" in lines[1]
+    with pytest.raises(SystemExit, match="none of seeds"):
+        federation.against_lines(mine, {2: theirs[2]}, "other", federation.CORPORA["meddocan"])
