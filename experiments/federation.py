@@ -17,13 +17,14 @@ script's measure), PhysioNet's the official i2b2 2014 token HIPAA F1. Every row 
 the other.
 
 Budgets default to METHOD.md's reference: P1 and P2 up to 20 epochs (patience 5), P3 up to 40
-(patience 10), taggers up to 25 epochs (early stopping on validation PHI F1, patience 5), audits
+(patience 10), taggers up to 25 epochs (early stopping on the validation loss, patience 5), audits
 20 epochs; smaller ones (--p1 4 --p3 2 ...) check that everything runs. With --time-budget the
 process stops after the last epoch that fits and exits 75; a rerun resumes from the checkpoints.
 --selection f1 picks the representer's best P1 and P3 epochs by validation PHI F1 instead of
-METHOD.md's validation loss (adversary.procedures.SELECTIONS); --monitor val_loss makes every
-tagger stop on its validation loss instead of the validation PHI F1 (the seed's budget records
-it). --skip leaves stages 4-5's named taggers or the audit out; a later run without it adds them.
+METHOD.md's validation loss (adversary.procedures.SELECTIONS); every tagger stops on its
+validation loss unless --monitor says otherwise (val_f1: the validation PHI F1 of the runs before
+it was an option, whose budgets name no monitor; another one is recorded in the seed's budget).
+--skip leaves stages 4-5's named taggers or the audit out; a later run without it adds them.
 
 Per seed, in this order, each stage kept in the seed's rows.json as soon as it is done (the
 representation gap, stage 1 against 3's full pool, is known first):
@@ -703,9 +704,9 @@ def main() -> None:
     parser.add_argument("--audit-epochs", type=int, default=20)
     parser.add_argument("--selection", choices=SELECTIONS, default="loss",
                         help="how P1 and P3 pick their best epoch: validation loss (METHOD.md) or PHI F1")
-    parser.add_argument("--monitor", choices=MONITORS, default="val_f1",
-                        help="what every tagger's early stopping and epoch choice watch (validation PHI F1, exact "
-                             "tag F1 or loss)")
+    parser.add_argument("--monitor", choices=MONITORS, default="val_loss",
+                        help="what every tagger's early stopping and epoch choice watch (validation loss, as the "
+                             "server's pooled runs; PHI F1, the runs before it was an option; exact-tag F1)")
     parser.add_argument("--skip", nargs="+", choices=SKIPPABLE, default=[],
                         help="stages to leave out (a later run without --skip adds them)")
     parser.add_argument("--test", type=Path, help="the held-out notes to score (default: the corpus's test notes)")

@@ -76,9 +76,10 @@ def start_run(
     seed: int = typer.Option(0, "--seed", min=0),
     valid_fraction: float = typer.Option(0.1, "--valid-fraction", min=0.0, max=1.0,
                                          help="Share of each institution's sentences held out for validation."),
-    monitor: str = typer.Option("val_f1", "--monitor", help="What early stopping and the kept epoch go by: val_f1 "
-                                                            "(validation PHI F1: PHI tokens found), val_tag_f1 (their "
-                                                            "type and B/I right too) or val_loss."),
+    monitor: str = typer.Option("val_loss", "--monitor", help="What early stopping and the kept epoch go by: "
+                                                              "val_loss (validation loss), val_f1 (validation PHI F1: "
+                                                              "PHI tokens found) or val_tag_f1 (their type and B/I "
+                                                              "right too)."),
 ) -> None:
     """Queue a pooled training run over every contribution of the current representer; prints its id."""
     config = {"max_epochs": max_epochs, "patience": patience, "seed": seed, "valid_fraction": valid_fraction,

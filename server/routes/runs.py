@@ -39,10 +39,10 @@ class RunIn(BaseModel):
     seed: WholeNumber = Field(0, ge=0, le=2**31 - 1)
     valid_fraction: float = Field(0.1, gt=0, lt=1, description="Share of each institution's sentences "
                                                                "held out for validation.")
-    # deidpool.representer.training.MONITORS (a test keeps them the same)
+    # deidpool.representer.training.MONITORS, the default server.pooled.POOLED_MONITOR (a test keeps them the same)
     monitor: Literal["val_f1", "val_tag_f1", "val_loss"] = Field(
-        "val_f1", description="What early stopping and the kept epoch go by: the validation PHI F1 (found PHI "
-                              "tokens), the exact-tag F1 (their type and B/I too) or the validation loss.")
+        "val_loss", description="What early stopping and the kept epoch go by: the validation loss (the default), "
+                                "PHI F1 (found PHI tokens) or exact-tag F1 (their type and B/I too).")
 
 
 class PublishIn(BaseModel):
