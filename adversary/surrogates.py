@@ -60,20 +60,25 @@ ordinals and abbreviations ("Cra. 8 a", "M. a Teresa")."""
 
 STRUCTURE_WORDS = {
     "es": {"HOSPITAL": frozenset({"hospital", "clínica", "clínico", "complejo", "hospitalario", "universitario",
-                                  "centro", "salud", "general", "regional", "comarcal", "provincial"}),
+                                  "centro", "salud", "general", "regional", "comarcal", "provincial", "san", "santa",
+                                  "virgen", "nuestra", "señora", "infantil", "materno", "sanatorio", "policlínica"}),
            "STREET": frozenset({"calle", "c", "avenida", "avda", "av", "pasadizo", "plaza", "pza", "paseo", "pº",
                                 "carretera", "ctra", "camino", "ronda", "travesía", "urbanización", "urb",
                                 "glorieta", "pasaje", "rambla", "alameda", "vía", "via", "vial", "callejón", "cañada",
                                 "acceso", "cuesta", "barrio", "piso", "puerta", "portal", "bajo", "izquierda",
-                                "derecha", "izq", "dcha"})},
+                                "derecha", "izq", "dcha", "san", "santa", "doctor", "dr", "nº", "número"}),
+           "ORGANIZATION": frozenset({"instituto", "facultad", "medicina", "servicio", "universidad", "fundación",
+                                      "departamento", "asociación", "sociedad", "colegio", "consejería", "ministerio",
+                                      "sanidad", "unidad", "laboratorio", "centro", "investigación", "salud"})},
     "en": {"HOSPITAL": frozenset({"hospital", "medical", "center", "centre", "clinic", "health", "general"}),
            "STREET": frozenset({"street", "st", "avenue", "ave", "road", "rd", "boulevard", "blvd", "drive", "dr",
                                 "lane", "ln", "way", "court", "ct", "place", "pl", "square", "sq", "apt", "suite"})},
 }
 """Words that say which kind of place a HOSPITAL or STREET span names, not which one ("Hospital
-Universitario", "Calle", "Avda", "piso"): kept, in any casing and at any position of a span of
-that kind, and left out of its pool, so that the draw fills the name's own words ("Hospital
-Universitario Reina Sofía" -> "Hospital Universitario <two words>"). A tagger trained on
+Universitario", "Calle", "Avda", "piso", "Instituto", "Facultad de Medicina"; in Spanish also the
+"San", "Virgen" or "Doctor" that hospitals and streets are named with): kept, in any casing and at
+any position of a span of that kind, and left out of its pool, so that the draw fills the name's
+own words ("Hospital Universitario Reina Sofía" -> "Hospital Universitario <two words>"). A tagger trained on
 surrogates then sees the words real spans start with; redrawn, "Hospital" could never stay
 "Hospital" and every surrogate would begin with another kind of place. They tell an attacker the
 kind of place, which the span's label mostly tells already; the bound counts them as not hidden."""
@@ -88,7 +93,18 @@ def kept_words(language: str) -> frozenset[str]:
 
 _HOSPITALS = {"en": ("{} Hospital", "{} Medical Center", "{} Clinic", "{} General Hospital", "Saint {} Hospital"),
               "es": ("Hospital {}", "Clínica {}", "Centro de Salud {}", "Hospital Universitario {}",
-                     "Complejo Hospitalario {}")}
+                     "Complejo Hospitalario {}", "Hospital San {}", "Hospital Universitario Virgen de {}")}
+# The forms Spanish notes name streets and organisations in beside Faker's own (streets after saints
+# and doctors, "Avda. Dr. Esquerdo"; institutes, faculties and services, "Facultad de Medicina de X").
+_STREETS_ES = ("Calle San {}", "Avenida Doctor {}", "Calle Doctor {}")
+_ORGANIZATIONS_ES = ("Instituto {}", "Facultad de Medicina de {}", "Servicio de Salud de {}", "Universidad de {}",
+                     "Fundación {}", "Instituto de Investigación {}")
+_RELATIVES = {"en": ("mother", "father", "brother", "sister", "son", "daughter", "wife", "husband", "family",
+                     "parents", "aunt", "uncle", "cousin", "partner", "grandmother", "grandfather"),
+              "es": ("madre", "padre", "hermano", "hermana", "hijo", "hija", "abuelo", "abuela", "tío", "tía",
+                     "primo", "prima", "pareja", "esposo", "esposa", "marido", "familia", "padres", "hijos",
+                     "hermanos", "sobrino", "sobrina", "nieto", "nieta", "suegra", "cuñado", "tío materno",
+                     "abuela paterna", "primo hermano", "hermano mayor", "hija menor", "prima materna")}
 _SEXES = {"en": ("male", "female", "man", "woman"), "es": ("varón", "mujer", "hombre", "femenino", "masculino")}
 _AGE_UNITS = {"en": ("years", "months", "weeks", "days"), "es": ("años", "meses", "semanas", "días")}
 
@@ -105,7 +121,27 @@ def _name(faker: Faker) -> str:
 
 def _hospital(faker: Faker) -> str:
     patterns = _HOSPITALS[faker.locales[0][:2]]
-    return faker.random_element(patterns).format(faker.random_element((faker.last_name(), faker.city())))
+    return faker.random_element(patterns).format(faker.random_element((faker.last_name(), faker.city(),
+                                                                       faker.first_name())))
+
+
+def _street(faker: Faker) -> str:
+    """A street name as Faker's locale writes it, or (Spanish) after a saint or a doctor."""
+    if not faker.locales[0].startswith("es") or faker.random_int(0, 2):
+        return faker.street_name()
+    return faker.random_element(_STREETS_ES).format(faker.random_element((faker.first_name(), faker.last_name())))
+
+
+def _organization(faker: Faker) -> str:
+    """A company (Faker), or (Spanish) an institute, faculty, service, university or foundation."""
+    if not faker.locales[0].startswith("es") or not faker.random_int(0, 2):
+        return faker.company()
+    return faker.random_element(_ORGANIZATIONS_ES).format(faker.random_element((faker.city(), faker.last_name())))
+
+
+def _relative(faker: Faker) -> str:
+    """A relative as notes name one by role ("su madre", "la familia")."""
+    return faker.random_element(_RELATIVES[faker.locales[0][:2]])
 
 
 def _email(faker: Faker) -> str:
@@ -125,17 +161,19 @@ def _age_unit(faker: Faker) -> str:
 
 GENERATORS: dict[str, Callable[[Faker], str]] = {
     "PATIENT": _name, "DOCTOR": _name, "USERNAME": methodcaller("user_name"),
-    "EMAIL": _email, "STREET": methodcaller("street_name"), "CITY": methodcaller("city"),
+    "EMAIL": _email, "STREET": _street, "CITY": methodcaller("city"), "RELATIVE": _relative,
     "LOCATION-OTHER": methodcaller("city"), "STATE": methodcaller("state"), "COUNTRY": methodcaller("country"),
     "HOSPITAL": _hospital,
-    "ORGANIZATION": methodcaller("company"), "DEPARTMENT": methodcaller("company"), "PROFESSION": methodcaller("job"),
+    "ORGANIZATION": _organization, "DEPARTMENT": methodcaller("company"), "PROFESSION": methodcaller("job"),
     "DATE": lambda faker: faker.random_element((faker.month_name(), faker.day_of_week())),
     "AGE": _age_unit, "SEX": _sex, "OTHER": methodcaller("word"),
 }
 """By kind (`generator_kind`), what a value of the pool is made from."""
-_LABEL_KINDS = {"SEXO_SUJETO_ASISTENCIA": "SEX", "NAME": "PATIENT", "LOCATION": "LOCATION-OTHER"}
-"""Labels whose kind is not their PHI type's: a type more specific than MEDDOCAN's OTHER, and
-i2b2 categories used as labels."""
+_LABEL_KINDS = {"SEXO_SUJETO_ASISTENCIA": "SEX", "FAMILIARES_SUJETO_ASISTENCIA": "RELATIVE", "NAME": "PATIENT",
+                "LOCATION": "LOCATION-OTHER"}
+"""Labels whose kind is not their PHI type's: types more specific than MEDDOCAN's OTHER and PATIENT
+(its relatives are mostly named by role: "madre", "familia", "pareja"), and i2b2 categories used as
+labels."""
 
 
 def generator_kind(label: str | None) -> str:

@@ -11,7 +11,17 @@ from gensim.models import KeyedVectors
 
 from deidpool.adversary.bound import reidentification_bound, token_success
 from deidpool.adversary.pseudonymize import Pseudonymizer, number_block
-from deidpool.adversary.surrogates import phi_spans, pool, span_surrogates, token_shape, word_distribution
+from deidpool.adversary.surrogates import (
+    _RELATIVES,
+    STRUCTURE_WORDS,
+    generator_kind,
+    kept_words,
+    phi_spans,
+    pool,
+    span_surrogates,
+    token_shape,
+    word_distribution,
+)
 from deidpool.corpus import Document, Span
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
 from deidpool.corpus.tokenize import Token
@@ -263,3 +273,20 @@ def test_a_fake_pairs_two_exports_avoid_both_candidates(embeddings):
             for shared in (pairs.shared_original[row], pairs.shared_partner[row]):
                 for candidate in (pairs.original[row], pairs.partner[row]):
                     assert not np.array_equal(shared, candidate) or not candidate.any()
+
+
+def test_spanish_relatives_hospitals_and_organisations_draw_what_notes_write(spanish):
+    """MEDDOCAN names relatives by role, hospitals and streets after saints, organisations as
+    institutes and faculties: the surrogates keep those words and draw the rest."""
+    rng = random.Random(0)
+    for _ in range(20):
+        [relative] = span_surrogates(["madre"], "FAMILIARES_SUJETO_ASISTENCIA", "es", rng)
+        assert relative != "madre" and relative in _RELATIVES["es"]
+    hospital = span_surrogates(["Hospital", "San", "Carlos"], "HOSPITAL", "es", rng)
+    assert hospital[:2] == ["Hospital", "San"] and hospital[2] != "Carlos"
+    faculty = span_surrogates(["Facultad", "de", "Medicina", "de", "Sevilla"], "INSTITUCION", "es", rng)
+    assert faculty[:4] == ["Facultad", "de", "Medicina", "de"] and faculty[4] != "Sevilla"
+    street = span_surrogates(["Avda", ".", "Dr", ".", "Esquerdo"], "CALLE", "es", rng)
+    assert street[:4] == ["Avda", ".", "Dr", "."] and street[4] != "Esquerdo"
+    assert generator_kind("FAMILIARES_SUJETO_ASISTENCIA") == "RELATIVE"
+    assert {"san", "virgen"} <= STRUCTURE_WORDS["es"]["HOSPITAL"] and "facultad" in kept_words("es")
