@@ -9,8 +9,8 @@ its kind (`token_kind`):
   a digit, stay as they are ("3 de marzo de 2018" -> "<number> de <month> de <year>");
 - the other words (two letters or more) are filled in order by the words of one value of the span's
   type with as many words (`matched_values`), drawn uniformly from a pool (`pool`: names, e-mail
-  addresses, streets, cities, hospitals, professions, months and weekdays... of the language's Faker
-  locale, made once with a fixed seed, their function words left out), so that a one-word city
+  addresses, streets, cities, hospitals, professions, months and weekdays, relatives by role... of
+  the language's Faker locale, made once with a fixed seed, their function words left out), so that a one-word city
   gets a one-word city; when the pool has too few values of that length, by values laid end to end
   until every word position has one; each takes the casing shape of the word it replaces (all
   capitals, capitalized, else lower case);
