@@ -1,5 +1,5 @@
 """The federation benchmark: does pooling the institutions' noisy representations beat the
-provider's data alone, and what does a hospital gain by joining? (N = 100, d = 50)
+provider's data alone, and what does a hospital gain by joining? (N = 100, d = 50 or --repr-size)
 
     python experiments/federation.py --corpus meddocan --seeds 0 1 2 [--time-budget SECONDS]
     python experiments/federation.py --corpus physionet --seeds 0 1 2 3 4 [--results-name federation_reference]
@@ -24,7 +24,10 @@ process stops after the last epoch that fits and exits 75; a rerun resumes from 
 METHOD.md's validation loss (adversary.procedures.SELECTIONS); every tagger stops on its
 validation loss unless --monitor says otherwise (val_f1: the validation PHI F1 of the runs before
 it was an option, whose budgets name no monitor; another one is recorded in the seed's budget).
---skip leaves stages 4-5's named taggers or the audit out; a later run without it adds them.
+--skip leaves stages 4-5's named taggers, the growth curve's smaller pools or the audit out; a later
+run without it adds them. --repr-size and --output-noise change the representer (METHOD.md's d and
+the initial std of its output noise per dimension; at d = 300, 0.0202 keeps the default's
+noise-to-signal ratio of 0.35), recorded in the seed's budget when not the default.
 
 Per seed, in this order, each stage kept in the seed's rows.json as soon as it is done (the
 representation gap, stage 1 against 3's full pool, is known first):
@@ -87,7 +90,9 @@ ROWS = [("non-private upper bound (raw text, all parties' notes)", "raw", "test"
         ("sight-unseen: pooled without site_c, on site_c", "pooled-no-c", "site_c")]
 BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience", "audit_epochs",
           "selection", "test")  # in every seed's rows
-SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), "audit")  # stages a shorter run may leave out
+SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), *(name for name in GROWTH if name != "pooled"),
+             "audit")  # stages a shorter run may leave out (the growth curve's smaller pools included)
+REPRESENTATION = {"repr_size": 50, "output_noise": None}  # the representer's settings a run may change: defaults
 PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
 PATTERN_LAYER = "pattern_layer"  # key of the language whose pattern layer a seed's "+patterns" rows used (absent: "en")
 NOTE_COUNTS = "notes"  # key of a test row's per-note counts: {measure: [[tp, fp, fn], ...]}, document-id order
@@ -186,7 +191,7 @@ def run_seed(seed: int, args) -> dict:
     if f"{first}@test" not in rows:
         keep(text_tagger_rows(corpus, folder, seed, first, documents, provider_split, embeddings, args,
                               monitor=args.monitor))
-    if not all(f"{name}@test" in rows for name in POOLS):
+    if not all(f"{name}@test" in rows for name in POOLS if name not in args.skip):
         keep(pooled_rows(corpus, folder, seed, documents, provider_split, embeddings, rows, args))
     for name in others:
         if f"{name}@test" not in rows and name not in args.skip:
@@ -229,10 +234,12 @@ def layered_rows(corpus: Corpus, folder: Path, documents: dict, rows: dict, vect
 
 
 def run_budget(args) -> dict:
-    """What a seed's rows were trained with (`BUDGET`; the taggers' monitor only where it is not
-    the default, so that seeds run before it was an option still match)."""
+    """What a seed's rows were trained with (`BUDGET`; the taggers' monitor and the settings of
+    `REPRESENTATION` only where they are not the default, so that seeds run before they were
+    options still match)."""
     budget = {key: getattr(args, key) for key in BUDGET}
-    return budget if args.monitor == "val_f1" else {**budget, "monitor": args.monitor}
+    changed = {key: getattr(args, key) for key, default in REPRESENTATION.items() if getattr(args, key) != default}
+    return {**budget, **({} if args.monitor == "val_f1" else {"monitor": args.monitor}), **changed}
 
 
 def stored_rows(cache: Path, budget: dict) -> dict[str, dict]:
@@ -291,8 +298,9 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     spec, vectors = embeddings
     tags = tag_set(corpus.fmt, documents)
     settings = AdversarialSettings(pretrain_epochs=args.p1, pretrain_patience=args.p1_patience, max_epochs=args.p3,
-                                   patience=args.p3_patience, selection=args.selection, seed=seed)
-    progress(f"seed {seed}: the provider's representer (three-phase)")
+                                   patience=args.p3_patience, selection=args.selection, seed=seed,
+                                   repr_size=args.repr_size, output_noise=args.output_noise)
+    progress(f"seed {seed}: the provider's representer (three-phase, d = {args.repr_size})")
     metrics = train_adversarial_run("three-phase", *provider_split, folder / "representer", settings, tags=tags,
                                     embeddings=spec, loaded_embeddings=vectors,
                                     data={"path": str(corpus.notes), "split": "provider"})
@@ -323,7 +331,7 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     rows = {"representer": {"val_f1": metrics["val_f1"], "p3_adversary_accuracy": metrics["val_adv_accuracy"]}}
     for name in reversed(POOLS):  # the full pool first
         members = POOLS[name]
-        if f"{name}@test" in done:
+        if f"{name}@test" in done or name in args.skip:
             continue
         progress(f"seed {seed}: the server trains {name} ({' + '.join(members)})")
         run_dir = folder / "taggers" / name
@@ -490,15 +498,15 @@ def target_lines(paired: list[dict], growth: list[float]) -> list[str]:
 
 def finished_seeds(seeds: list[int], runs: Path, stored: Path) -> dict[int, dict]:
     """Every seed the results file `stored` holds (finished in an earlier process, session or on
-    another machine, whose run folders may be gone) and every finished seed among `seeds` under
-    `runs` (their run folders' rows win)."""
+    another machine, whose run folders may be gone) and every seed among `seeds` under `runs`
+    whose full pool is scored (their run folders' rows win)."""
     kept = json.loads(stored.read_text())["seeds"] if stored.exists() else {}
     per_seed = {int(seed): rows for seed, rows in kept.items()}
     for seed in seeds:
         cache = runs / f"seed-{seed}" / "rows.json"
         if cache.exists():
             rows = json.loads(cache.read_text())
-            if all(f"{name}@test" in rows for name in POOLS):
+            if "pooled@test" in rows:  # the growth curve's smaller pools may be skipped
                 per_seed[seed] = rows
     return per_seed
 
@@ -540,7 +548,10 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
     commit = git_commit()
     machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU"
     headline = titled(corpus, COLUMN_TITLES[corpus.headline])
-    lines = [f"# Federation benchmark ({corpus.title}, N = {NEIGHBOURS}, d = 50)\n",
+    representation = {**REPRESENTATION, **{key: budget[key] for key in REPRESENTATION if key in budget}}
+    lines = [f"# Federation benchmark ({corpus.title}, N = {NEIGHBOURS}, d = {representation['repr_size']}"
+             + (f", initial output noise {representation['output_noise']}" if representation["output_noise"] else "")
+             + ")\n",
              f"{date.today()}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
              f"each 95% bootstrap interval over the scored notes is listed per seed). Test notes: `{test_path}` "
              f"({test_format}{f', split {test_split}' if test_split else ''}). Headline: {headline}.",
@@ -549,6 +560,7 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
              f"{budget['p3_patience']} --tagger-epochs {budget['tagger_epochs']} --patience {budget['patience']} "
              f"--audit-epochs {budget['audit_epochs']} --selection {budget['selection']} "
              + (f"--monitor {budget['monitor']} " if "monitor" in budget else "")
+             + "".join(f"--{key.replace('_', '-')} {budget[key]} " for key in REPRESENTATION if key in budget)
              + f"--results-name {results_name}" + (f" --against {against}" if against else "") + "`.",
              f"Budgets (2-core CPU machine): representer P1 and P2 up to {budget['p1']} epochs each (patience "
              f"{budget['p1_patience']}), P3 up to {budget['p3']} (patience {budget['p3_patience']}; METHOD.md's "
@@ -707,6 +719,11 @@ def main() -> None:
     parser.add_argument("--monitor", choices=MONITORS, default="val_loss",
                         help="what every tagger's early stopping and epoch choice watch (validation loss, as the "
                              "server's pooled runs; PHI F1, the runs before it was an option; exact-tag F1)")
+    parser.add_argument("--repr-size", type=int, default=REPRESENTATION["repr_size"],
+                        help="the representation size d (METHOD.md evaluates 50, 100, 300)")
+    parser.add_argument("--output-noise", type=float, default=REPRESENTATION["output_noise"],
+                        help="initial std of the representer's output noise per dimension (default: the "
+                             "representer's own)")
     parser.add_argument("--skip", nargs="+", choices=SKIPPABLE, default=[],
                         help="stages to leave out (a later run without --skip adds them)")
     parser.add_argument("--test", type=Path, help="the held-out notes to score (default: the corpus's test notes)")

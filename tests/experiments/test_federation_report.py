@@ -164,7 +164,8 @@ def test_a_seed_records_the_taggers_monitor_only_where_it_is_not_the_default(tmp
     import argparse
 
     args = argparse.Namespace(p1=5, p1_patience=2, p3=3, p3_patience=2, tagger_epochs=10, patience=3,
-                              audit_epochs=5, selection="loss", test=["t", "meddocan", None], monitor="val_f1")
+                              audit_epochs=5, selection="loss", test=["t", "meddocan", None], monitor="val_f1",
+                              repr_size=50, output_noise=None)
     old = federation.run_budget(args)
     assert "monitor" not in old and set(old) == set(federation.BUDGET)
     cache = tmp_path / "rows.json"
@@ -174,6 +175,32 @@ def test_a_seed_records_the_taggers_monitor_only_where_it_is_not_the_default(tmp
     assert federation.run_budget(args) == {**old, "monitor": "val_loss"}
     with pytest.raises(SystemExit, match="another --results-name"):
         federation.stored_rows(cache, federation.run_budget(args))
+
+
+def test_a_seed_records_the_representation_size_and_noise_only_where_they_are_not_the_default(
+        tmp_path, monkeypatch):
+    """--repr-size 300 --output-noise 0.02 enter the budget (a d = 50 seed is reported apart) and
+    the report's title and command."""
+    import argparse
+
+    args = argparse.Namespace(p1=5, p1_patience=2, p3=3, p3_patience=2, tagger_epochs=10, patience=3,
+                              audit_epochs=5, selection="loss", test=["t", "meddocan", None], monitor="val_loss",
+                              repr_size=50, output_noise=None)
+    default = federation.run_budget(args)
+    assert not set(default) & set(federation.REPRESENTATION)
+    args.repr_size, args.output_noise = 300, 0.02
+    assert federation.run_budget(args) == {**default, "repr_size": 300, "output_noise": 0.02}
+    monkeypatch.setattr(federation, "REPO", tmp_path)
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path / "results")
+    made = rows({name: per_note(9, 0, 1) for name in ("raw", "pooled")})
+    made["budget"].update(test=list(federation.CORPORA["meddocan"].test), repr_size=300, output_noise=0.02)
+    (tmp_path / "runs" / "federation_d300" / "seed-0").mkdir(parents=True)
+    (tmp_path / "runs" / "federation_d300" / "seed-0" / "rows.json").write_text(json.dumps(made))
+    federation.report([0], "federation_d300", "meddocan")
+    text = (tmp_path / "results" / "federation" / "federation_d300.md").read_text()
+    assert "N = 100, d = 300, initial output noise 0.02)" in text
+    assert "--repr-size 300 --output-noise 0.02 --results-name federation_d300" in text
+    assert "Growth curve" not in text  # the smaller pools were skipped
 
 
 def test_a_shorter_run_skips_the_stages_named_and_passes_the_monitor_to_every_tagger(tmp_path, monkeypatch):
@@ -203,10 +230,43 @@ def test_a_shorter_run_skips_the_stages_named_and_passes_the_monitor_to_every_ta
     args = argparse.Namespace(corpus="meddocan", p1=1, p1_patience=1, p3=1, p3_patience=1, tagger_epochs=2,
                               patience=1, audit_epochs=1, selection="loss", test=["t", "meddocan", None],
                               monitor="val_loss", skip=["pseudo", "raw-site_a", "raw-site_b", "raw-site_c", "audit"],
-                              results_name="x")
+                              results_name="x", repr_size=50, output_noise=None)
     rows = federation.run_seed(0, args)
     assert trained == {"raw": "val_loss", "pools": "val_loss", "raw-provider": "val_loss"}
     assert "audit" not in rows and "pseudo@test" not in rows and rows["budget"]["monitor"] == "val_loss"
+
+
+def test_a_run_that_skips_the_smaller_pools_is_done_with_its_full_pool(tmp_path, monkeypatch):
+    """--skip provider-only pooled-2 pooled-no-c: the full pool is trained once; a rerun finds
+    nothing to do, and the report takes the seed as finished."""
+    import argparse
+
+    import deidpool.corpus.formats
+    import deidpool.representer.tagger_runs
+
+    monkeypatch.setattr(federation, "REPO", tmp_path / "repo")
+    monkeypatch.setattr(deidpool.corpus.formats, "read_corpus", lambda *a, **k: [])
+    monkeypatch.setattr(deidpool.representer.tagger_runs, "split_documents", lambda *a: ([], []))
+    monkeypatch.setattr(federation, "provider_embeddings", lambda *a: ("glove", None))
+    calls = []
+    monkeypatch.setattr(federation, "text_tagger_rows", lambda corpus, folder, seed, name, *a, **k: {
+        f"{name}@test": {}})
+
+    def pools(corpus, folder, seed, documents, split, embeddings, done, args):
+        calls.append(sorted(args.skip))
+        return {"pooled@test": {}}
+
+    monkeypatch.setattr(federation, "pooled_rows", pools)
+    skipped = [name for name in federation.SKIPPABLE if name != "raw-provider"]
+    assert set(federation.POOLS) - set(federation.SKIPPABLE) == {"pooled"}
+    args = argparse.Namespace(corpus="meddocan", p1=1, p1_patience=1, p3=1, p3_patience=1, tagger_epochs=2,
+                              patience=1, audit_epochs=1, selection="loss", test=["t", "meddocan", None],
+                              monitor="val_loss", skip=skipped, results_name="x", repr_size=300, output_noise=0.02)
+    federation.run_seed(0, args)
+    federation.run_seed(0, args)
+    assert calls == [sorted(skipped)]
+    runs = tmp_path / "repo" / "runs" / "x"
+    assert set(federation.finished_seeds([0], runs, tmp_path / "absent.json")) == {0}
 
 
 def test_a_run_is_compared_tagger_by_tagger_with_another_federation_on_the_seeds_both_hold():
