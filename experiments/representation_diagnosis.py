@@ -21,6 +21,9 @@ Variants that keep the representer (`VARIANTS`):
                           the representer as they are (an ablation: it splits the loss into what
                           pseudonymization and what the representation costs)
   tagger 256 units        the pooled tagger with 256 LSTM units per direction (default 128)
+  tagger word dropout 0.2 the pooled tagger zeroes each token's vector with probability 0.2 in
+                          training (`Tagger`'s word dropout): it must read PHI from the context too,
+                          where the exports' surrogates and the test notes' real PHI look alike
   tagger every epoch      the pooled tagger trained for every one of --tagger-epochs, no early stop
                           (the default stops after --patience epochs without a better validation
                           PHI F1, which counts PHI tokens found, not their type; the best epoch by
@@ -38,8 +41,9 @@ Variants that keep the representer (`VARIANTS`):
                           under "groups" is diagnosed under "groups" otherwise)
 Variants that retrain the representer (epoch selection by validation F1, other representation sizes)
 are federation runs of their own (`federation.py --selection f1 --results-name ...`), compared
-with --baseline in this report. Runs live in the federation seed folder under diagnosis/; the
-table goes to results/federation/<federation>_diagnosis.{md,json}.
+with --baseline in this report. Variants that change only the pooled tagger train on the
+federation seed's own contributions (`same_exports`). Runs live in the federation seed folder under
+diagnosis/; the table goes to results/federation/<federation>_diagnosis.{md,json}.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ class Variant:
     draws: int = 1  # draws per party, pooled together
     one_export: bool = False  # the draws in one contribution (`client export --draws`), else one export each
     units: int = 128  # the pooled tagger's LSTM units per direction
+    word_dropout: float = 0.0  # the pooled tagger's word dropout (`Tagger`)
     early_stopping: bool = True  # the pooled tagger stops after --patience epochs without improvement
     monitor: str | None = None  # what the tagger's early stopping watches (TaggerTraining; None: the federation's)
     text: bool = False  # not an export: the raw-text tagger on all parties' notes
@@ -76,7 +81,8 @@ class Variant:
 
 VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Variant(draws=3),
             "client export --draws 3": Variant(draws=3, one_export=True),
-            "tagger 256 units": Variant(units=256), "tagger every epoch": Variant(early_stopping=False),
+            "tagger 256 units": Variant(units=256), "tagger word dropout 0.2": Variant(word_dropout=0.2),
+            "tagger every epoch": Variant(early_stopping=False),
             "tagger stops on PHI F1": Variant(monitor="val_f1"),
             "tagger stops on tag F1": Variant(monitor="val_tag_f1"),
             "tagger stops on validation loss": Variant(monitor="val_loss"),
@@ -120,6 +126,15 @@ def seed_scheme(seed_dir: Path) -> str:
     return next(name for name, value in PSEUDONYMIZATION_SCHEMES.items() if value == recorded)
 
 
+def same_exports(variant: Variant) -> bool:
+    """Whether the variant exports as the federation did (it changes only the pooled tagger), so
+    that it trains on the federation seed's own contributions: paired with the default up to the
+    tagger's training alone."""
+    default = Variant()
+    return all(getattr(variant, name) == getattr(default, name)
+               for name in ("noise", "draws", "one_export", "neighbours", "scheme", "representer"))
+
+
 def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str, variant: Variant, documents: dict,
                  embeddings: tuple, args, federation_monitor: str) -> dict:
     """Export every party's notes as `variant` says, train the server's tagger on all of them
@@ -150,8 +165,10 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
         notes = [*provider_split[0], *provider_split[1]] if party == "provider" else documents[party]
         exports = 1 if variant.one_export else variant.draws
         for draw in range(exports):
-            path = out / "contributions" / f"{party}-{draw}.dpc"
-            if not path.exists():
+            path, sha256 = out / "contributions" / f"{party}-{draw}.dpc", f"{party}-{draw}"
+            if same_exports(variant):  # the federation's own contributions, named as it named them
+                path, sha256 = seed_dir / "contributions" / f"{party}.dpc", party
+            elif not path.exists():
                 federation.progress(f"seed {seed}, {name}: {party} exports its notes (export {draw + 1})")
                 export_contribution(notes, bundle, vectors, path, institution=party, language=corpus.language,
                                     noise=variant.noise, neighbours=variant.neighbours, scheme=scheme,
@@ -160,7 +177,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
                                     signing_key=keys.load_private_key(key_dir / party / "institution.key",
                                                                       keys.SIGNING))
             contributions.append(PooledContribution(
-                sha256=f"{party}-{draw}", path=path, institution=party,
+                sha256=sha256, path=path, institution=party,
                 public_key=keys.load_public_key(key_dir / party / "institution.pub", keys.SIGNING)))
     data = open_pooled_data(contributions, server_key, representer_id=bundle.representer_id, num_tags=len(tags),
                             valid_fraction=0.1, seed=seed)
@@ -168,7 +185,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     training = train_pooled(data, out / "tagger", tags=tags, representer_id=bundle.representer_id,
                             contributions=[c.sha256 for c in contributions], max_epochs=args.tagger_epochs,
                             patience=args.patience if variant.early_stopping else args.tagger_epochs, seed=seed,
-                            lstm_units=variant.units, monitor=monitor)
+                            lstm_units=variant.units, word_dropout=variant.word_dropout, monitor=monitor)
     pipeline = out / "pipeline.tar"
     if not pipeline.exists():
         publish_pipeline(bundle, out / "tagger" / "models" / "tagger.keras",

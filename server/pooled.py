@@ -173,14 +173,15 @@ POOLED_MONITOR = "val_loss"
 
 def train_pooled(data: PooledData, run_dir: str | Path, *, tags: Sequence[str], representer_id: str,
                  contributions: Sequence[str], max_epochs: int, patience: int, seed: int = 0,
-                 lstm_units: int = 128, batch_size: int = BATCH_SIZE, monitor: str = POOLED_MONITOR,
-                 on_epoch: Callable[[dict], None] | None = None) -> dict:
+                 lstm_units: int = 128, word_dropout: float = 0.0, batch_size: int = BATCH_SIZE,
+                 monitor: str = POOLED_MONITOR, on_epoch: Callable[[dict], None] | None = None) -> dict:
     """Train the pooled tagger on `data` with `run_training` in `run_dir` (resuming from its
     checkpoint if there is one) and return the best epoch's metrics (best by `monitor`, see
-    `TaggerTraining`). Class weights and optimizer settings are the tagger runs' defaults. config.json records the tag
-    vocabulary, the representer id, the contributions (SHA-256) and the split, so the run
-    directory says what it was trained on (and a resume on other data is refused). A
-    contribution that fails to read in an epoch raises its `PooledDataError`.
+    `TaggerTraining`). `word_dropout`: the tagger's (`Tagger`). Class weights and optimizer
+    settings are the tagger runs' defaults. config.json records the tag vocabulary, the
+    representer id, the contributions (SHA-256) and the split, so the run directory says what
+    it was trained on (and a resume on other data is refused). A contribution that fails to
+    read in an epoch raises its `PooledDataError`.
 
     Training runs under `training_strategy()`: with a TF_CONFIG of several workers, every
     worker calls train_pooled with the same arguments and a `run_dir` the chief shares; each
@@ -189,7 +190,7 @@ def train_pooled(data: PooledData, run_dir: str | Path, *, tags: Sequence[str], 
     strategy = training_strategy()
     keras.utils.set_random_seed(seed)
     with strategy.scope():
-        tagger = build_tagger(data.train.dim, len(tags), lstm_units=lstm_units)
+        tagger = build_tagger(data.train.dim, len(tags), lstm_units=lstm_units, word_dropout=word_dropout)
         procedure = TaggerTraining(tagger, compute_class_weights(data.tag_counts), batch_size=batch_size,
                                    monitor=monitor)
     setup = {"tags": list(tags), "representer_id": representer_id, "contributions": sorted(contributions),

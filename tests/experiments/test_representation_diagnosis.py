@@ -80,6 +80,14 @@ def test_every_variant_changes_one_thing_against_the_default():
         assert diagnosis.folder_name(name) == name.replace(" ", "-")
 
 
+def test_variants_that_change_only_the_tagger_train_on_the_federation_s_own_exports():
+    tagger_only = {"tagger 256 units", "tagger word dropout 0.2", "tagger every epoch", "tagger stops on PHI F1",
+                   "tagger stops on tag F1", "tagger stops on validation loss",
+                   "raw text, tagger stops on validation loss"}
+    assert {name for name, variant in diagnosis.VARIANTS.items() if diagnosis.same_exports(variant)} == tagger_only
+    assert diagnosis.VARIANTS["tagger word dropout 0.2"].word_dropout == 0.2
+
+
 def test_the_default_variant_exports_under_the_federation_seed_s_own_scheme(tmp_path):
     """A federation seed exported under groups is diagnosed under groups, whatever the export default."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey

@@ -53,6 +53,21 @@ def test_dropout_acts_in_training_only(tagger):
     assert not np.allclose(numpy(tagger(inputs, training=True)), numpy(tagger(inputs, training=True)))
 
 
+def test_word_dropout_zeroes_whole_tokens_in_training_only_and_is_saved():
+    """Each token's feature vector is kept whole (scaled) or zeroed whole; none at inference; a
+    tagger without it makes no layer for it (its random streams stay as they were)."""
+    keras.utils.set_random_seed(0)
+    dropping = build_tagger(INPUT_DIM, TAGS, lstm_units=UNITS, word_dropout=0.5)
+    features = np.ones((8, 20, INPUT_DIM), "float32")
+    dropped = numpy(dropping.token_dropout(features, training=True))
+    per_token = dropped.reshape(-1, INPUT_DIM)
+    assert set(np.unique(per_token)) == {0.0, 2.0} and (per_token == per_token[:, :1]).all()
+    assert 0.3 < (per_token[:, 0] == 0).mean() < 0.7
+    np.testing.assert_array_equal(numpy(dropping.token_dropout(features, training=False)), features)
+    assert keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(dropping)).word_dropout == 0.5
+    assert build_tagger(INPUT_DIM, TAGS, lstm_units=UNITS).token_dropout is None
+
+
 def test_casing_is_an_input_unless_disabled(tagger):
     inputs = batch([4])
     other = {**inputs, "casing": (inputs["casing"] + 1) % 7}
