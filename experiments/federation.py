@@ -5,7 +5,7 @@ provider's data alone, and what does a hospital gain by joining? (N = 100, d = 5
     python experiments/federation.py --corpus physionet --seeds 0 1 2 3 4 [--results-name federation_reference]
     python experiments/federation.py --corpus meddocan --test PATH --test-format FMT [--test-split NAME] \\
         --results-name NAME        # the same runs scored on other held-out notes
-    python experiments/federation.py --corpus meddocan --seeds 0 1 2 --report-only
+    python experiments/federation.py --corpus meddocan --seeds 0 1 2 --report-only [--against NAME[:VARIANT]]
 
 Corpora (`CORPORA`): PhysioNet (English nursing notes, GloVe + casing, `splits.json`: provider,
 site_a, site_b, site_c; test notes: the `test` split) and MEDDOCAN (Spanish clinical cases,
@@ -596,8 +596,7 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
         if all(f"{name}{suffix}@test" in per_seed[s] for s in done for name in GROWTH for suffix in ("", PATTERNS)) \
         else []
     if against:
-        lines += against_lines(per_seed, finished_seeds(done, REPO / "runs" / against, results_file(against, ".json")),
-                               against, corpus)
+        lines += against_lines(per_seed, against_seeds(against, done), against, corpus)
     targets = target_lines(paired[MEASURES[corpus.headline]], growth)
     if targets:
         lines += ["", f"Targets (issue #36) on the headline {headline}:", "", *targets]
@@ -613,6 +612,23 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
     plot(per_seed, corpus, results_file(results_name, ".png"))
     if growth:
         plot_growth(per_seed, corpus.headline, headline, results_file(results_name, "_growth.png"))
+
+
+def against_seeds(against: str, seeds: list[int]) -> dict[int, dict]:
+    """The finished seeds of `against`: a federation's results name, or NAME:VARIANT, a variant of
+    representation_diagnosis.py run on that federation's seeds (its tagger on every party's exports
+    under one change), whose rows stand for the full pool "pooled"."""
+    name, _, variant = against.partition(":")
+    if not variant:
+        return finished_seeds(seeds, REPO / "runs" / name, results_file(name, ".json"))
+    found = {}
+    for seed in seeds:
+        cache = REPO / "runs" / name / f"seed-{seed}" / "diagnosis" / "rows.json"
+        rows = json.loads(cache.read_text()) if cache.exists() else {}
+        if f"{variant}@test" in rows:
+            found[seed] = {f"pooled{suffix}@test": rows[f"{variant}{suffix}@test"] for suffix in ("", PATTERNS)
+                           if f"{variant}{suffix}@test" in rows}
+    return found
 
 
 def against_lines(per_seed: dict, other: dict, other_name: str, corpus: Corpus) -> list[str]:
@@ -734,8 +750,10 @@ def main() -> None:
     parser.add_argument("--time-budget", type=float, help="seconds this process may train: stop after the last "
                                                           "epoch that fits, exit 75; a rerun resumes")
     parser.add_argument("--report-only", action="store_true")
-    parser.add_argument("--against", metavar="NAME", help="also report each tagger's paired difference to the same "
-                                                          "tagger of the federation NAME (its results or runs)")
+    parser.add_argument("--against", metavar="NAME[:VARIANT]",
+                        help="also report each tagger's paired difference to the same tagger of the federation "
+                             "NAME (its results or runs), or to its full pool against NAME's diagnosis VARIANT "
+                             "(representation_diagnosis.py)")
     args = parser.parse_args()
     corpus = CORPORA[args.corpus]
     if args.test is not None and not args.test_format:

@@ -287,3 +287,21 @@ def test_a_run_is_compared_tagger_by_tagger_with_another_federation_on_the_seeds
     assert "seeds [0]" in lines[1]
     with pytest.raises(SystemExit, match="none of seeds"):
         federation.against_lines(mine, {2: theirs[2]}, "other", federation.CORPORA["meddocan"])
+
+
+def test_a_run_is_compared_with_a_diagnosis_variant_of_another_federation(tmp_path, monkeypatch):
+    """--against NAME:VARIANT: the variant's rows (runs/NAME/seed-S/diagnosis/rows.json) stand for
+    NAME's full pool; seeds without the variant are left out."""
+    monkeypatch.setattr(federation, "REPO", tmp_path)
+    variant = {"pools@test": rows({"pooled": per_note(8, 1, 2)})["pooled@test"]}
+    variant["pools+patterns@test"] = variant["pools@test"]
+    (tmp_path / "runs" / "other" / "seed-0" / "diagnosis").mkdir(parents=True)
+    (tmp_path / "runs" / "other" / "seed-0" / "diagnosis" / "rows.json").write_text(json.dumps(variant))
+    (tmp_path / "runs" / "other" / "seed-1" / "diagnosis").mkdir(parents=True)
+    (tmp_path / "runs" / "other" / "seed-1" / "diagnosis" / "rows.json").write_text("{}")
+    found = federation.against_seeds("other:pools", [0, 1, 2])
+    assert set(found) == {0} and set(found[0]) == {"pooled@test", "pooled+patterns@test"}
+    mine = {0: rows({"raw": per_note(9, 0, 1), "pooled": per_note(9, 0, 1)})}
+    lines = federation.against_lines(mine, found, "other:pools", federation.CORPORA["meddocan"])
+    table = [line for line in lines if line.startswith("| pooled: this run - other:pools")]
+    assert len(table) == 4 and not any(line.startswith("| raw") for line in lines)
