@@ -55,6 +55,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import statistics
 import sys
 from collections.abc import Callable
@@ -561,7 +562,7 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
              f"--audit-epochs {budget['audit_epochs']} --selection {budget['selection']} "
              + (f"--monitor {budget['monitor']} " if "monitor" in budget else "")
              + "".join(f"--{key.replace('_', '-')} {budget[key]} " for key in REPRESENTATION if key in budget)
-             + f"--results-name {results_name}" + (f" --against {against}" if against else "") + "`.",
+             + f"--results-name {results_name}" + (f" --against {shlex.quote(against)}" if against else "") + "`.",
              f"Budgets (2-core CPU machine): representer P1 and P2 up to {budget['p1']} epochs each (patience "
              f"{budget['p1_patience']}), P3 up to {budget['p3']} (patience {budget['p3_patience']}; METHOD.md's "
              "reference: 20/20/40, patience 5/5/10), their best epochs picked by validation "
