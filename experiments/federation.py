@@ -94,6 +94,8 @@ BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience",
 SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), *(name for name in GROWTH if name != "pooled"),
              "audit")  # stages a shorter run may leave out (the growth curve's smaller pools included)
 REPRESENTATION = {"repr_size": 50, "output_noise": None}  # the representer's settings a run may change: defaults
+# settings a seed's budget records only where they are not these (seeds run before they were options still match)
+RECORDED_IF_CHANGED = {"monitor": "val_f1", **REPRESENTATION}
 PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
 PATTERN_LAYER = "pattern_layer"  # key of the language whose pattern layer a seed's "+patterns" rows used (absent: "en")
 NOTE_COUNTS = "notes"  # key of a test row's per-note counts: {measure: [[tp, fp, fn], ...]}, document-id order
@@ -235,12 +237,9 @@ def layered_rows(corpus: Corpus, folder: Path, documents: dict, rows: dict, vect
 
 
 def run_budget(args) -> dict:
-    """What a seed's rows were trained with (`BUDGET`; the taggers' monitor and the settings of
-    `REPRESENTATION` only where they are not the default, so that seeds run before they were
-    options still match)."""
-    budget = {key: getattr(args, key) for key in BUDGET}
-    changed = {key: getattr(args, key) for key, default in REPRESENTATION.items() if getattr(args, key) != default}
-    return {**budget, **({} if args.monitor == "val_f1" else {"monitor": args.monitor}), **changed}
+    """What a seed's rows were trained with: `BUDGET`, and `RECORDED_IF_CHANGED` where not its default."""
+    changed = {key: getattr(args, key) for key, default in RECORDED_IF_CHANGED.items() if getattr(args, key) != default}
+    return {**{key: getattr(args, key) for key in BUDGET}, **changed}
 
 
 def stored_rows(cache: Path, budget: dict) -> dict[str, dict]:
@@ -560,8 +559,7 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
              f"--p1 {budget['p1']} --p1-patience {budget['p1_patience']} --p3 {budget['p3']} --p3-patience "
              f"{budget['p3_patience']} --tagger-epochs {budget['tagger_epochs']} --patience {budget['patience']} "
              f"--audit-epochs {budget['audit_epochs']} --selection {budget['selection']} "
-             + (f"--monitor {budget['monitor']} " if "monitor" in budget else "")
-             + "".join(f"--{key.replace('_', '-')} {budget[key]} " for key in REPRESENTATION if key in budget)
+             + "".join(f"--{key.replace('_', '-')} {budget[key]} " for key in RECORDED_IF_CHANGED if key in budget)
              + f"--results-name {results_name}" + (f" --against {shlex.quote(against)}" if against else "") + "`.",
              f"Budgets (2-core CPU machine): representer P1 and P2 up to {budget['p1']} epochs each (patience "
              f"{budget['p1_patience']}), P3 up to {budget['p3']} (patience {budget['p3_patience']}; METHOD.md's "
