@@ -39,6 +39,7 @@ from deidpool.representer.dataset import (
     training_batches,
 )
 from deidpool.representer.representation import (
+    INPUT_NOISE_STDDEV,
     OUTPUT_NOISE_FLOOR,
     OUTPUT_NOISE_STDDEV,
     build_representer,
@@ -91,14 +92,15 @@ def build_adversary(representation_dim: int, embedding_dim: int, units: int = DE
 
 def build_models(embedding_dim: int, num_tags: int, repr_size: int = 50, *, representer_units: int = 128,
                  tagger_units: int = 128, adversary_units: int = DEFAULT_UNITS, use_casing: bool = True,
-                 recurrent_dropout: float = 0.5, output_noise: float | None = None,
-                 output_noise_floor: float = OUTPUT_NOISE_FLOOR,
+                 recurrent_dropout: float = 0.5, input_noise: float | None = None,
+                 output_noise: float | None = None, output_noise_floor: float = OUTPUT_NOISE_FLOOR,
                  ) -> tuple[keras.Model, keras.Model, CombinedAdversary]:
-    """The representer (its output noise starting at std `output_noise`, None: the representer's
-    default, and never below `output_noise_floor`), the tagger reading its output and the
-    adversaries, all built."""
-    noise = OUTPUT_NOISE_STDDEV if output_noise is None else output_noise
-    return (build_representer(embedding_dim, repr_size, representer_units, output_noise_stddev=noise,
+    """The representer (its input and output noise starting at std `input_noise` and
+    `output_noise`, None: the representer's defaults, the output noise never below
+    `output_noise_floor`), the tagger reading its output and the adversaries, all built."""
+    return (build_representer(embedding_dim, repr_size, representer_units,
+                              input_noise_stddev=INPUT_NOISE_STDDEV if input_noise is None else input_noise,
+                              output_noise_stddev=OUTPUT_NOISE_STDDEV if output_noise is None else output_noise,
                               output_noise_floor=output_noise_floor),
             build_tagger(repr_size, num_tags, use_casing=use_casing, lstm_units=tagger_units,
                          recurrent_dropout=recurrent_dropout),

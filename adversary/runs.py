@@ -36,6 +36,7 @@ class AdversarialSettings:
     adversary_units: int = 64
     casing: bool = True
     learning_rate: float = 0.002
+    input_noise: float | None = None  # initial std of the representer's input noise (None: its default)
     output_noise: float | None = None  # initial std of the representer's output noise (None: its default)
     output_noise_floor: float = 0.0  # the output noise std no training goes below
     selection: str = "loss"  # how P1, P3 and DANN pick their best epoch (adversary.procedures.SELECTIONS)
@@ -73,7 +74,8 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
     keras.utils.set_random_seed(settings.seed)
     models = build_models(vectors.dim, len(tags), settings.repr_size, representer_units=settings.representer_units,
                           tagger_units=settings.tagger_units, adversary_units=settings.adversary_units,
-                          use_casing=settings.casing, output_noise=settings.output_noise,
+                          use_casing=settings.casing, input_noise=settings.input_noise,
+                          output_noise=settings.output_noise,
                           output_noise_floor=settings.output_noise_floor)
     config = {"embeddings": embeddings, "embeddings_id": vectors.source_id, "tags": list(tags), "scheme": "BIO",
               "label": label, "neighbours": settings.neighbours, "repr_size": settings.repr_size,
@@ -81,6 +83,7 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
               "casing": {"feature": "reimers-gurevych-2017", "classes": list(CASING)} if settings.casing else None,
               "units": {"representer": settings.representer_units, "tagger": settings.tagger_units,
                         "adversary": settings.adversary_units},
+              **({"initial_input_noise": settings.input_noise} if settings.input_noise is not None else {}),
               "initial_output_noise": models[0].get_layer("output_noise").initial_stddev,
               "output_noise_floor": models[0].get_layer("output_noise").min_stddev,
               "data": {**(data or {}), "train_sentences": len(train.sentences), "train_pairs": len(train.pairs),

@@ -25,9 +25,10 @@ METHOD.md's validation loss (adversary.procedures.SELECTIONS); every tagger stop
 validation loss unless --monitor says otherwise (val_f1: the validation PHI F1 of the runs before
 it was an option, whose budgets name no monitor; another one is recorded in the seed's budget).
 --skip leaves stages 4-5's named taggers, the growth curve's smaller pools or the audit out; a later
-run without it adds them. --repr-size and --output-noise change the representer (METHOD.md's d and
-the initial std of its output noise per dimension; at d = 300, 0.0202 keeps the default's
-noise-to-signal ratio of 0.35), recorded in the seed's budget when not the default.
+run without it adds them. --repr-size, --input-noise and --output-noise change the representer
+(METHOD.md's d and the initial std of its input and output noise per dimension; at d = 300, an
+output noise of 0.0202 keeps the default's noise-to-signal ratio of 0.35), recorded in the seed's
+budget when not the default.
 
 Per seed, in this order, each stage kept in the seed's rows.json as soon as it is done (the
 representation gap, stage 1 against 3's full pool, is known first):
@@ -93,7 +94,8 @@ BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience",
           "selection", "test")  # in every seed's rows
 SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), *(name for name in GROWTH if name != "pooled"),
              "audit")  # stages a shorter run may leave out (the growth curve's smaller pools included)
-REPRESENTATION = {"repr_size": 50, "output_noise": None}  # the representer's settings a run may change: defaults
+# the representer's settings a run may change, and their defaults
+REPRESENTATION = {"repr_size": 50, "input_noise": None, "output_noise": None}
 # settings a seed's budget records only where they are not these (seeds run before they were options still match)
 RECORDED_IF_CHANGED = {"monitor": "val_f1", **REPRESENTATION}
 PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
@@ -299,7 +301,8 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     tags = tag_set(corpus.fmt, documents)
     settings = AdversarialSettings(pretrain_epochs=args.p1, pretrain_patience=args.p1_patience, max_epochs=args.p3,
                                    patience=args.p3_patience, selection=args.selection, seed=seed,
-                                   repr_size=args.repr_size, output_noise=args.output_noise)
+                                   repr_size=args.repr_size, input_noise=args.input_noise,
+                                   output_noise=args.output_noise)
     progress(f"seed {seed}: the provider's representer (three-phase, d = {args.repr_size})")
     metrics = train_adversarial_run("three-phase", *provider_split, folder / "representer", settings, tags=tags,
                                     embeddings=spec, loaded_embeddings=vectors,
@@ -550,7 +553,8 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
     headline = titled(corpus, COLUMN_TITLES[corpus.headline])
     representation = {**REPRESENTATION, **{key: budget[key] for key in REPRESENTATION if key in budget}}
     lines = [f"# Federation benchmark ({corpus.title}, N = {NEIGHBOURS}, d = {representation['repr_size']}"
-             + (f", initial output noise {representation['output_noise']}" if representation["output_noise"] else "")
+             + "".join(f", initial {kind} noise {representation[f'{kind}_noise']}" for kind in ("input", "output")
+                       if representation[f"{kind}_noise"])
              + ")\n",
              f"{date.today()}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
              f"each 95% bootstrap interval over the scored notes is listed per seed). Test notes: `{test_path}` "
@@ -736,6 +740,9 @@ def main() -> None:
                              "server's pooled runs; PHI F1, the runs before it was an option; exact-tag F1)")
     parser.add_argument("--repr-size", type=int, default=REPRESENTATION["repr_size"],
                         help="the representation size d (METHOD.md evaluates 50, 100, 300)")
+    parser.add_argument("--input-noise", type=float, default=REPRESENTATION["input_noise"],
+                        help="initial std of the representer's input noise per dimension (default: the "
+                             "representer's own)")
     parser.add_argument("--output-noise", type=float, default=REPRESENTATION["output_noise"],
                         help="initial std of the representer's output noise per dimension (default: the "
                              "representer's own)")

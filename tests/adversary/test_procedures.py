@@ -63,6 +63,18 @@ def toy(documents):
     return data, build_models(DIM, len(tags), REPR, **TINY)
 
 
+def test_build_models_starts_the_representers_noise_where_asked():
+    """`input_noise` / `output_noise` set where each trainable std starts; None keeps the
+    representer's defaults."""
+    from deidpool.representer.representation import INPUT_NOISE_STDDEV, OUTPUT_NOISE_STDDEV
+
+    chosen = build_models(DIM, 3, REPR, **TINY, input_noise=0.03, output_noise=0.2)[0]
+    default = build_models(DIM, 3, REPR, **TINY)[0]
+    for model, expected in ((chosen, (0.03, 0.2)), (default, (INPUT_NOISE_STDDEV, OUTPUT_NOISE_STDDEV))):
+        for name, value in zip(("input_noise", "output_noise"), expected):
+            np.testing.assert_allclose(keras.ops.convert_to_numpy(model.get_layer(name).stddev), value, rtol=1e-5)
+
+
 def test_p3b_loss_is_deid_loss_plus_lambda_times_the_per_pair_distance_from_log_2(toy):
     data, (representer, tagger, adversary) = toy
     procedure = AlternatingTraining(representer, tagger, adversary, lam=0.7)
