@@ -2,11 +2,11 @@
 its FLOP ceiling (issue: speed). Writes experiments/results/speed/speed.{md,json} (or --results-name).
 
     python experiments/bench_speed.py [--tasks export deidentify ...] [--runtimes onnxruntime tensorflow]
-                                      [--sentences N] [--repeats 3]
+                                      [--tagger-units 128 256] [--sentences N] [--repeats 3]
 
 Tasks, on PhysioNet with production-size models (GloVe 50d; representer BiLSTM 128 -> d = 50;
-tagger 2 x BiLSTM 128 + CRF; adversaries 2 x BiLSTM 64), untrained, since speed does not depend
-on the weights:
+tagger 2 x BiLSTM 128, or each of --tagger-units, + CRF; adversaries 2 x BiLSTM 64), untrained,
+since speed does not depend on the weights:
 - export: `client export` of `site_a` (prepare, pseudonymize at N = 100, embed, represent,
   shuffle, seal, the re-identification bound), sentences/s;
 - de-identification: `test` end to end from the note files (read, tokenize, tag, write redacted
@@ -62,6 +62,7 @@ from results_files import write_results  # noqa: E402
 
 TASKS = ("export", "deidentify", "tagger-inference", "tagger-epoch", "p1-epoch", "p3-epoch")
 RUNTIME_TASKS = ("export", "deidentify")  # the tasks client.inference serves
+TAGGER_TASKS = ("tagger-inference", "tagger-epoch")  # the tasks timed at every --tagger-units
 NEIGHBOURS = 100
 TRAINING_FACTOR = 3  # a training step: forward, and about twice that backward
 
@@ -169,18 +170,18 @@ def deidentify_task(bench: Bench, repeats: int) -> dict:
             "flops_per_unit": (bench.representer_flops + bench.tagger_flops) * per_note}
 
 
-def tagger_inference_task(bench: Bench, repeats: int) -> dict:
+def tagger_inference_task(bench: Bench, repeats: int, units: int = 128) -> dict:
     keras.utils.set_random_seed(bench.seed)
-    tagger = build_tagger(bench.embeddings.dim, len(bench.tags))
+    tagger = build_tagger(bench.embeddings.dim, len(bench.tags), lstm_units=units)
     seconds = timed(lambda: tag_sentences(tagger, bench.test), repeats)
     return {"split": "test", "units": len(bench.test), "unit": "sentences", "seconds": seconds,
             "flops_per_unit": forward_flops_per_token(tagger) * bench.tokens(bench.test) / len(bench.test)}
 
 
-def tagger_epoch_task(bench: Bench, repeats: int) -> dict:
+def tagger_epoch_task(bench: Bench, repeats: int, units: int = 128) -> dict:
     train = SentenceData.from_sentences(bench.train_sentences, bench.embeddings, bench.tags)
     keras.utils.set_random_seed(bench.seed)
-    tagger = build_tagger(bench.embeddings.dim, len(bench.tags))
+    tagger = build_tagger(bench.embeddings.dim, len(bench.tags), lstm_units=units)
     procedure = TaggerTraining(tagger, compute_class_weights(train.tag_counts(len(bench.tags))))
     epochs = iter(range(1, repeats + 2))
     seconds = timed(lambda: procedure.train_epoch(train, next(epochs), np.random.default_rng(bench.seed)), repeats)
@@ -253,6 +254,9 @@ def main() -> None:
                         help="inference runtimes to time export and de-identification under")
     parser.add_argument("--sentences", type=int, help="random training sentences for the training tasks "
                                                       "(default: all of the training splits)")
+    parser.add_argument("--tagger-units", type=int, nargs="+", default=[128],
+                        help="LSTM units per direction of the tagger tasks' taggers, each timed in turn (the server's "
+                             "pooled tagger: 256)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each task after an untimed one")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results-name", default="speed")
@@ -267,12 +271,14 @@ def main() -> None:
         gc.freeze()  # the bench's own data, like the objects the `deidpool` command freezes, is no task's garbage
         for task in args.tasks:
             for runtime in args.runtimes if task in RUNTIME_TASKS else [None]:
-                label = f"{task} ({runtime})" if runtime else task
-                if runtime:
-                    os.environ["DEIDPOOL_RUNTIME"] = runtime
-                load = os.getloadavg()[0]
-                results[label] = {**RUNNERS[task](bench, args.repeats), "load_before": load}
-                print(_row(label, results[label], peak), flush=True)
+                for units in args.tagger_units if task in TAGGER_TASKS else [None]:
+                    label = f"{task} ({runtime or f'{units} units'})" if runtime or units != 128 else task
+                    if runtime:
+                        os.environ["DEIDPOOL_RUNTIME"] = runtime
+                    load = os.getloadavg()[0]
+                    options = {"units": units} if units else {}
+                    results[label] = {**RUNNERS[task](bench, args.repeats, **options), "load_before": load}
+                    print(_row(label, results[label], peak), flush=True)
             os.environ.pop("DEIDPOOL_RUNTIME", None)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     machine = (f"{len(os.sched_getaffinity(0))} CPU cores, {platform.machine()}, Python {platform.python_version()}, "

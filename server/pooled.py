@@ -169,11 +169,17 @@ def _shard(read: Callable[..., Iterator[tuple[bool, ContributionSentence]]], con
 # and a growth curve that rises with every institution (experiments/results/federation/
 # federation_meddocan_valloss.md).
 POOLED_MONITOR = "val_loss"
+# LSTM units per direction of the pooled tagger's two layers: 256, twice the tagger's 128 (METHOD.md).
+# The pooled tagger reads a frozen representation it cannot retrain; on the MEDDOCAN federation (3
+# seeds, the same exports, notes and seeds) 256 units gave +0.4 [+0.1, +0.7] entity strict F1 points
+# and +0.4 [+0.1, +0.7] token HIPAA F1 (experiments/results/federation/
+# federation_meddocan_valloss_diagnosis.md), for longer epochs.
+POOLED_UNITS = 256
 
 
 def train_pooled(data: PooledData, run_dir: str | Path, *, tags: Sequence[str], representer_id: str,
                  contributions: Sequence[str], max_epochs: int, patience: int, seed: int = 0,
-                 lstm_units: int = 128, word_dropout: float = 0.0, batch_size: int = BATCH_SIZE,
+                 lstm_units: int = POOLED_UNITS, word_dropout: float = 0.0, batch_size: int = BATCH_SIZE,
                  monitor: str = POOLED_MONITOR, on_epoch: Callable[[dict], None] | None = None) -> dict:
     """Train the pooled tagger on `data` with `run_training` in `run_dir` (resuming from its
     checkpoint if there is one) and return the best epoch's metrics (best by `monitor`, see

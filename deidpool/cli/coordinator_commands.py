@@ -80,10 +80,12 @@ def start_run(
                                                               "val_loss (validation loss), val_f1 (validation PHI F1: "
                                                               "PHI tokens found) or val_tag_f1 (their type and B/I "
                                                               "right too)."),
+    lstm_units: int = typer.Option(256, "--lstm-units", min=1, max=1024,
+                                   help="LSTM units per direction of each of the pooled tagger's two layers."),
 ) -> None:
     """Queue a pooled training run over every contribution of the current representer; prints its id."""
     config = {"max_epochs": max_epochs, "patience": patience, "seed": seed, "valid_fraction": valid_fraction,
-              "monitor": monitor}
+              "monitor": monitor, "lstm_units": lstm_units}
     with clean_errors(), ServerConnection(server, token) as connection:
         run = connection.call("POST", "/api/runs", json=config)
     typer.echo(run["id"])

@@ -115,7 +115,8 @@ def test_the_route_accepts_exactly_the_public_keys_the_schema_pattern_does(api, 
 @pytest.mark.parametrize("path, body", [
     ("/api/institutions", b"{not json"), ("/api/runs", b"[]"), ("/api/runs", b'{"max_epochs": "3"}'),
     ("/api/runs", b'{"max_epochs": 3.5}'), ("/api/runs", b'{"monitor": "loss"}'),
-    ("/api/runs", b'{"valid_fraction": 1.5}'), ("/api/runs", b'{"seed": -1}'), ("/api/audits", b'{"report": 1}'),
+    ("/api/runs", b'{"valid_fraction": 1.5}'), ("/api/runs", b'{"seed": -1}'), ("/api/runs", b'{"lstm_units": 0}'),
+    ("/api/audits", b'{"report": 1}'),
     ("/api/runs/1/publish", b'{"override_audit": "yes"}'),
 ])
 def test_malformed_json_and_wrong_types_give_422(api, admin, path, body):

@@ -79,10 +79,12 @@ def test_coordinator_and_client_commands(served, key_files, pipeline_path, works
     listing = run("client", "contributions", "--key", key_files.institution.private, admin=False)
     assert "1 contributions" in listing and site.representer in listing
 
-    run_id = int(run("coordinator", "start-run", "--max-epochs", "2", "--seed", "3", "--monitor", "val_tag_f1").strip())
+    run_id = int(run("coordinator", "start-run", "--max-epochs", "2", "--seed", "3", "--monitor", "val_tag_f1",
+                     "--lstm-units", "64").strip())
     assert f"run {run_id}: queued" in run("coordinator", "runs")
     with state.sessions() as session:
-        assert session.get(TrainingRun, run_id).config["monitor"] == "val_tag_f1"
+        config = session.get(TrainingRun, run_id).config
+        assert (config["monitor"], config["lstm_units"]) == ("val_tag_f1", 64)
     models = state.layout.run_dir(run_id) / "models"
     models.mkdir(parents=True)
     shutil.copyfile(workspace / "run" / "models" / TAGGER_FILE, models / TAGGER_FILE)

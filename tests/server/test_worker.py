@@ -119,15 +119,18 @@ def test_a_queued_run_is_trained_with_each_epoch_recorded(server, caplog):
 
 
 def test_a_run_stops_on_the_monitor_its_config_names(server):
-    """The run API's monitor reaches the tagger's early stopping (config.json records it)."""
+    """The run API's monitor reaches the tagger's early stopping (config.json records it); the API,
+    the coordinator's command and `train_pooled` share the pooled tagger's defaults."""
     from deidpool.cli.coordinator_commands import start_run
     from deidpool.representer.training import MONITORS
-    from deidpool.server.pooled import POOLED_MONITOR
+    from deidpool.server.pooled import POOLED_MONITOR, POOLED_UNITS, train_pooled
     from deidpool.server.routes.runs import RunIn
 
     assert set(get_args(RunIn.model_fields["monitor"].annotation)) == set(MONITORS)
-    assert RunIn.model_fields["monitor"].default == POOLED_MONITOR
-    assert inspect.signature(start_run).parameters["monitor"].default.default == POOLED_MONITOR
+    for name, default in (("monitor", POOLED_MONITOR), ("lstm_units", POOLED_UNITS)):
+        assert RunIn.model_fields[name].default == default
+        assert inspect.signature(start_run).parameters[name].default.default == default
+        assert inspect.signature(train_pooled).parameters[name].default == default
     run_id = server.queue(monitor="val_loss", max_epochs=1)
     assert run_worker(server.root, once=True, worker_id="w1") == run_id
     config = json.loads((server.layout.run_dir(run_id) / "config.json").read_text())
