@@ -25,7 +25,8 @@ METHOD.md's validation loss (adversary.procedures.SELECTIONS); every tagger stop
 validation loss unless --monitor says otherwise (val_f1: the validation PHI F1 of the runs before
 it was an option, whose budgets name no monitor; another one is recorded in the seed's budget).
 --skip leaves stages 4-5's named taggers, the growth curve's smaller pools or the audit out; a later
-run without it adds them. --repr-size, --input-noise and --output-noise change the representer
+run without it adds them. --pooled-units sizes the server's pooled taggers (256, the server's
+default; 128 in runs before 2026-11-27). --repr-size, --input-noise and --output-noise change the representer
 (METHOD.md's d and the initial std of its input and output noise per dimension; at d = 300, an
 output noise of 0.0202 keeps the default's noise-to-signal ratio of 0.35), recorded in the seed's
 budget when not the default.
@@ -97,7 +98,7 @@ SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), *(name for name 
 # the representer's settings a run may change, and their defaults
 REPRESENTATION = {"repr_size": 50, "input_noise": None, "output_noise": None}
 # settings a seed's budget records only where they are not these (seeds run before they were options still match)
-RECORDED_IF_CHANGED = {"monitor": "val_f1", **REPRESENTATION}
+RECORDED_IF_CHANGED = {"monitor": "val_f1", "pooled_units": 128, **REPRESENTATION}
 PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
 PATTERN_LAYER = "pattern_layer"  # key of the language whose pattern layer a seed's "+patterns" rows used (absent: "en")
 NOTE_COUNTS = "notes"  # key of a test row's per-note counts: {measure: [[tp, fp, fn], ...]}, document-id order
@@ -342,7 +343,7 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
                                 representer_id=bundle.representer_id, num_tags=len(tags), valid_fraction=0.1, seed=seed)
         training = train_pooled(data, run_dir, tags=tags, representer_id=bundle.representer_id,
                                 contributions=list(members), max_epochs=args.tagger_epochs, patience=args.patience,
-                                seed=seed, monitor=args.monitor)
+                                seed=seed, lstm_units=args.pooled_units, monitor=args.monitor)
         pipeline_path = folder / "pipelines" / f"{name}.tar"
         if not pipeline_path.exists():
             publish_pipeline(bundle, run_dir / "models" / "tagger.keras", provider_key, pipeline_path, training)
@@ -738,6 +739,9 @@ def main() -> None:
     parser.add_argument("--monitor", choices=MONITORS, default="val_loss",
                         help="what every tagger's early stopping and epoch choice watch (validation loss, as the "
                              "server's pooled runs; PHI F1, the runs before it was an option; exact-tag F1)")
+    parser.add_argument("--pooled-units", type=int, default=256,
+                        help="LSTM units per direction of the server's pooled taggers (the server's default, "
+                             "server.pooled.POOLED_UNITS; 128 in the runs before 2026-11-27, whose budgets name none)")
     parser.add_argument("--repr-size", type=int, default=REPRESENTATION["repr_size"],
                         help="the representation size d (METHOD.md evaluates 50, 100, 300)")
     parser.add_argument("--input-noise", type=float, default=REPRESENTATION["input_noise"],

@@ -69,7 +69,7 @@ class Variant:
     noise: bool = True  # the representer's output noise while exporting
     draws: int = 1  # draws per party, pooled together
     one_export: bool = False  # the draws in one contribution (`client export --draws`), else one export each
-    units: int = 128  # the pooled tagger's LSTM units per direction
+    units: int | None = None  # the pooled tagger's LSTM units per direction (None: the federation's)
     word_dropout: float = 0.0  # the pooled tagger's word dropout (`Tagger`)
     early_stopping: bool = True  # the pooled tagger stops after --patience epochs without improvement
     monitor: str | None = None  # what the tagger's early stopping watches (TaggerTraining; None: the federation's)
@@ -135,13 +135,19 @@ def same_exports(variant: Variant) -> bool:
                for name in ("noise", "draws", "one_export", "neighbours", "scheme", "representer"))
 
 
+def tagger_settings(variant: Variant, budget: dict) -> tuple[str, int]:
+    """(monitor, LSTM units) of the variant's tagger: its own, else those of the federation seed's
+    `budget` (which names them only where they are not the values of the runs before them)."""
+    monitor, units = (budget.get(key, federation.RECORDED_IF_CHANGED[key]) for key in ("monitor", "pooled_units"))
+    return variant.monitor or monitor, variant.units or units
+
+
 def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str, variant: Variant, documents: dict,
-                 embeddings: tuple, args, federation_monitor: str) -> dict:
+                 embeddings: tuple, args, budget: dict) -> dict:
     """Export every party's notes as `variant` says, train the server's tagger on all of them
     and return its rows on the test notes (alone and with the pattern layer); a `text` variant
-    trains the raw-text tagger instead. Its tagger watches `variant.monitor`, else the
-    federation's `federation_monitor`."""
-    monitor = variant.monitor or federation_monitor
+    trains the raw-text tagger instead, on the federation seed's `budget` (`tagger_settings`)."""
+    monitor, units = tagger_settings(variant, budget)
     if variant.text:
         return federation.text_tagger_rows(corpus, seed_dir, seed, name, documents, (), embeddings, args, kind="raw",
                                            run_dir=seed_dir / "diagnosis" / folder_name(name) / "tagger",
@@ -185,7 +191,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     training = train_pooled(data, out / "tagger", tags=tags, representer_id=bundle.representer_id,
                             contributions=[c.sha256 for c in contributions], max_epochs=args.tagger_epochs,
                             patience=args.patience if variant.early_stopping else args.tagger_epochs, seed=seed,
-                            lstm_units=variant.units, word_dropout=variant.word_dropout, monitor=monitor)
+                            lstm_units=units, word_dropout=variant.word_dropout, monitor=monitor)
     pipeline = out / "pipeline.tar"
     if not pipeline.exists():
         publish_pipeline(bundle, out / "tagger" / "models" / "tagger.keras",
@@ -219,7 +225,7 @@ def run_seed(seed: int, args) -> dict:
         embeddings = federation.provider_embeddings(corpus, seed_dir, documents["provider"], seed)
         for name in missing:
             rows.update(variant_rows(corpus, seed_dir, seed, name, VARIANTS[name], documents, embeddings, args,
-                                     done["budget"].get("monitor", "val_f1")))
+                                     done["budget"]))
             cache.write_text(json.dumps(rows, indent=1) + "\n")
     done = json.loads(federation_rows.read_text())
     if not all(f"{name}@test" in done for name in ("raw", "pooled")):

@@ -159,20 +159,21 @@ def test_rows_scored_with_another_language_s_pattern_layer_are_scored_again(monk
     assert alone["entity_strict_f1"] < 1.0
 
 
-def test_a_seed_records_the_taggers_monitor_only_where_it_is_not_the_default(tmp_path):
-    """Seeds run before --monitor existed (val_f1) keep matching; a val_loss run is kept apart."""
+def test_a_seed_records_the_taggers_monitor_and_units_only_where_they_are_not_the_old_defaults(tmp_path):
+    """Seeds run before --monitor and --pooled-units existed (val_f1, 128 units) keep matching; a
+    val_loss or 256-unit run is kept apart."""
     import argparse
 
     args = argparse.Namespace(p1=5, p1_patience=2, p3=3, p3_patience=2, tagger_epochs=10, patience=3,
                               audit_epochs=5, selection="loss", test=["t", "meddocan", None], monitor="val_f1",
-                              repr_size=50, input_noise=None, output_noise=None)
+                              repr_size=50, input_noise=None, output_noise=None, pooled_units=128)
     old = federation.run_budget(args)
     assert "monitor" not in old and set(old) == set(federation.BUDGET)
     cache = tmp_path / "rows.json"
     cache.write_text(json.dumps({"budget": old}))
     assert federation.stored_rows(cache, old)["budget"] == old
-    args.monitor = "val_loss"
-    assert federation.run_budget(args) == {**old, "monitor": "val_loss"}
+    args.monitor, args.pooled_units = "val_loss", 256
+    assert federation.run_budget(args) == {**old, "monitor": "val_loss", "pooled_units": 256}
     with pytest.raises(SystemExit, match="another --results-name"):
         federation.stored_rows(cache, federation.run_budget(args))
 
@@ -185,7 +186,7 @@ def test_a_seed_records_the_representation_size_and_noise_only_where_they_are_no
 
     args = argparse.Namespace(p1=5, p1_patience=2, p3=3, p3_patience=2, tagger_epochs=10, patience=3,
                               audit_epochs=5, selection="loss", test=["t", "meddocan", None], monitor="val_loss",
-                              repr_size=50, input_noise=None, output_noise=None)
+                              repr_size=50, input_noise=None, output_noise=None, pooled_units=128)
     default = federation.run_budget(args)
     assert not set(default) & set(federation.REPRESENTATION)
     args.repr_size, args.input_noise, args.output_noise = 300, 0.03, 0.02
@@ -231,7 +232,7 @@ def test_a_shorter_run_skips_the_stages_named_and_passes_the_monitor_to_every_ta
     args = argparse.Namespace(corpus="meddocan", p1=1, p1_patience=1, p3=1, p3_patience=1, tagger_epochs=2,
                               patience=1, audit_epochs=1, selection="loss", test=["t", "meddocan", None],
                               monitor="val_loss", skip=["pseudo", "raw-site_a", "raw-site_b", "raw-site_c", "audit"],
-                              results_name="x", repr_size=50, input_noise=None, output_noise=None)
+                              results_name="x", repr_size=50, input_noise=None, output_noise=None, pooled_units=128)
     rows = federation.run_seed(0, args)
     assert trained == {"raw": "val_loss", "pools": "val_loss", "raw-provider": "val_loss"}
     assert "audit" not in rows and "pseudo@test" not in rows and rows["budget"]["monitor"] == "val_loss"
@@ -263,7 +264,7 @@ def test_a_run_that_skips_the_smaller_pools_is_done_with_its_full_pool(tmp_path,
     args = argparse.Namespace(corpus="meddocan", p1=1, p1_patience=1, p3=1, p3_patience=1, tagger_epochs=2,
                               patience=1, audit_epochs=1, selection="loss", test=["t", "meddocan", None],
                               monitor="val_loss", skip=skipped, results_name="x", repr_size=300, input_noise=None,
-                              output_noise=0.02)
+                              output_noise=0.02, pooled_units=128)
     federation.run_seed(0, args)
     federation.run_seed(0, args)
     assert calls == [sorted(skipped)]

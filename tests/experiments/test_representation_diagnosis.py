@@ -112,8 +112,16 @@ def test_a_variant_s_tagger_watches_its_own_monitor_else_the_federation_s(tmp_pa
     for name, federation_monitor in (("raw text, tagger stops on validation loss", "val_f1"),
                                      ("raw text, tagger stops on validation loss", "val_loss")):
         diagnosis.variant_rows(corpus, tmp_path, 0, name, diagnosis.VARIANTS[name], {}, ("glove", None), None,
-                               federation_monitor)
+                               {"monitor": federation_monitor})
     diagnosis.variant_rows(corpus, tmp_path, 0, "raw", diagnosis.Variant(text=True), {}, ("glove", None), None,
-                           "val_loss")
+                           {"monitor": "val_loss"})
     assert watched == ["val_loss", "val_loss", "val_loss"]
+
+
+def test_a_variant_s_tagger_has_its_own_units_else_the_federation_s():
+    """A budget without pooled_units is a run from before it was recorded: 128 units, PHI F1."""
+    wide, default = diagnosis.VARIANTS["tagger 256 units"], diagnosis.Variant()
+    assert diagnosis.tagger_settings(default, {}) == ("val_f1", 128)
+    assert diagnosis.tagger_settings(default, {"monitor": "val_loss", "pooled_units": 256}) == ("val_loss", 256)
+    assert diagnosis.tagger_settings(wide, {"monitor": "val_loss"}) == ("val_loss", 256)
     assert diagnosis.VARIANTS["tagger stops on PHI F1"].monitor == "val_f1"
