@@ -272,7 +272,7 @@ def main() -> None:
         for task in args.tasks:
             for runtime in args.runtimes if task in RUNTIME_TASKS else [None]:
                 for units in args.tagger_units if task in TAGGER_TASKS else [None]:
-                    label = f"{task} ({runtime or f'{units} units'})" if runtime or units != 128 else task
+                    label = f"{task} ({runtime})" if runtime else f"{task} ({units} units)" if units else task
                     if runtime:
                         os.environ["DEIDPOOL_RUNTIME"] = runtime
                     load = os.getloadavg()[0]
