@@ -99,6 +99,8 @@ SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), *(name for name 
 REPRESENTATION = {"repr_size": 50, "input_noise": None, "output_noise": None}
 # settings a seed's budget records only where they are not these (seeds run before they were options still match)
 RECORDED_IF_CHANGED = {"monitor": "val_f1", "pooled_units": 128, **REPRESENTATION}
+# their command-line defaults today (a report's command names every one a seed differs in)
+DEFAULTS_NOW = {**RECORDED_IF_CHANGED, "monitor": "val_loss", "pooled_units": 256}
 PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
 PATTERN_LAYER = "pattern_layer"  # key of the language whose pattern layer a seed's "+patterns" rows used (absent: "en")
 NOTE_COUNTS = "notes"  # key of a test row's per-note counts: {measure: [[tp, fp, fn], ...]}, document-id order
@@ -552,7 +554,8 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
     commit = git_commit()
     machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU"
     headline = titled(corpus, COLUMN_TITLES[corpus.headline])
-    representation = {**REPRESENTATION, **{key: budget[key] for key in REPRESENTATION if key in budget}}
+    recorded = {key: budget.get(key, default) for key, default in RECORDED_IF_CHANGED.items()}
+    representation = {key: recorded[key] for key in REPRESENTATION}
     lines = [f"# Federation benchmark ({corpus.title}, N = {NEIGHBOURS}, d = {representation['repr_size']}"
              + "".join(f", initial {kind} noise {representation[f'{kind}_noise']}" for kind in ("input", "output")
                        if representation[f"{kind}_noise"])
@@ -564,7 +567,8 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
              f"--p1 {budget['p1']} --p1-patience {budget['p1_patience']} --p3 {budget['p3']} --p3-patience "
              f"{budget['p3_patience']} --tagger-epochs {budget['tagger_epochs']} --patience {budget['patience']} "
              f"--audit-epochs {budget['audit_epochs']} --selection {budget['selection']} "
-             + "".join(f"--{key.replace('_', '-')} {budget[key]} " for key in RECORDED_IF_CHANGED if key in budget)
+             + "".join(f"--{key.replace('_', '-')} {value} " for key, value in recorded.items()
+                       if value != DEFAULTS_NOW[key])
              + f"--results-name {results_name}" + (f" --against {shlex.quote(against)}" if against else "") + "`.",
              f"Budgets (2-core CPU machine): representer P1 and P2 up to {budget['p1']} epochs each (patience "
              f"{budget['p1_patience']}), P3 up to {budget['p3']} (patience {budget['p3_patience']}; METHOD.md's "
@@ -736,18 +740,18 @@ def main() -> None:
     parser.add_argument("--audit-epochs", type=int, default=20)
     parser.add_argument("--selection", choices=SELECTIONS, default="loss",
                         help="how P1 and P3 pick their best epoch: validation loss (METHOD.md) or PHI F1")
-    parser.add_argument("--monitor", choices=MONITORS, default="val_loss",
+    parser.add_argument("--monitor", choices=MONITORS, default=DEFAULTS_NOW["monitor"],
                         help="what every tagger's early stopping and epoch choice watch (validation loss, as the "
                              "server's pooled runs; PHI F1, the runs before it was an option; exact-tag F1)")
-    parser.add_argument("--pooled-units", type=int, default=256,
+    parser.add_argument("--pooled-units", type=int, default=DEFAULTS_NOW["pooled_units"],
                         help="LSTM units per direction of the server's pooled taggers (the server's default, "
                              "server.pooled.POOLED_UNITS; 128 in the runs before 2026-11-27, whose budgets name none)")
-    parser.add_argument("--repr-size", type=int, default=REPRESENTATION["repr_size"],
+    parser.add_argument("--repr-size", type=int, default=DEFAULTS_NOW["repr_size"],
                         help="the representation size d (METHOD.md evaluates 50, 100, 300)")
-    parser.add_argument("--input-noise", type=float, default=REPRESENTATION["input_noise"],
+    parser.add_argument("--input-noise", type=float, default=DEFAULTS_NOW["input_noise"],
                         help="initial std of the representer's input noise per dimension (default: the "
                              "representer's own)")
-    parser.add_argument("--output-noise", type=float, default=REPRESENTATION["output_noise"],
+    parser.add_argument("--output-noise", type=float, default=DEFAULTS_NOW["output_noise"],
                         help="initial std of the representer's output noise per dimension (default: the "
                              "representer's own)")
     parser.add_argument("--skip", nargs="+", choices=SKIPPABLE, default=[],

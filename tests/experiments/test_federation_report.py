@@ -202,6 +202,8 @@ def test_a_seed_records_the_representation_size_and_noise_only_where_they_are_no
     text = (tmp_path / "results" / "federation" / "federation_d300.md").read_text()
     assert "N = 100, d = 300, initial input noise 0.03, initial output noise 0.02)" in text
     assert "--repr-size 300 --input-noise 0.03 --output-noise 0.02 --results-name federation_d300" in text
+    # a budget that names no monitor or units was run with those of its day, which the command must name
+    assert "--monitor val_f1 --pooled-units 128 --repr-size 300" in text
     assert "Growth curve" not in text  # the smaller pools were skipped
 
 
