@@ -173,7 +173,8 @@ POOLED_MONITOR = "val_loss"
 # The pooled tagger reads a frozen representation it cannot retrain; on the MEDDOCAN federation (3
 # seeds, the same exports, notes and seeds) 256 units gave +0.4 [+0.1, +0.7] entity strict F1 points
 # and +0.4 [+0.1, +0.7] token HIPAA F1 (experiments/results/federation/
-# federation_meddocan_valloss_diagnosis.md), for longer epochs.
+# federation_meddocan_valloss_diagnosis.md), for epochs 2.3 x and tagging 2.4 x slower than at 128 units
+# (experiments/results/speed/speed_pooled_units.md).
 POOLED_UNITS = 256
 
 
