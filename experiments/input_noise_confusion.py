@@ -44,10 +44,15 @@ def corpus_words(documents, embeddings) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(vectors, axis=0, return_counts=True)
 
 
+def squared_distances(queries: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """(len(queries), len(words)) squared Euclidean distances, never below 0."""
+    return np.maximum(np.sum(queries ** 2, axis=1)[:, None] - 2 * queries @ words.T + np.sum(words ** 2, axis=1)[None],
+                      0.0)
+
+
 def nearest(queries: np.ndarray, words: np.ndarray) -> np.ndarray:
     """Index of the row of `words` nearest (Euclidean) each row of `queries`."""
-    squared = np.sum(words ** 2, axis=1)
-    return np.concatenate([np.argmin(squared[None] - 2 * chunk @ words.T, axis=1)
+    return np.concatenate([np.argmin(squared_distances(chunk, words), axis=1)
                            for chunk in np.array_split(queries, max(1, len(queries) // CHUNK))])
 
 
@@ -64,8 +69,7 @@ def neighbour_distance(words: np.ndarray, sample: int, seed: int) -> float:
     """Median distance from a word (a sample of `sample`) to its nearest other word."""
     rng = np.random.default_rng(seed)
     picked = rng.choice(len(words), size=min(sample, len(words)), replace=False)
-    distances = np.sqrt(np.maximum(np.sum(words[picked] ** 2, axis=1)[:, None] - 2 * words[picked] @ words.T
-                                   + np.sum(words ** 2, axis=1)[None], 0.0))
+    distances = np.sqrt(squared_distances(words[picked], words))
     distances[np.arange(len(picked)), picked] = np.inf
     return float(np.median(distances.min(axis=1)))
 
