@@ -81,6 +81,7 @@ NEIGHBOURS = 100
 # name: (the parties whose raw notes it trains on, pseudonymizer's N or None)
 TEXT_TAGGERS = {"raw": (PARTIES, None), "pseudo": (PARTIES, NEIGHBOURS), "raw-provider": (("provider",), None),
                 **{f"raw-{site}": ((site,), None) for site in SITES}}
+TEXT_TAGGER_UNITS = 128  # the text taggers' LSTM units per direction
 ROWS = [("non-private upper bound (raw text, all parties' notes)", "raw", "test"),
         ("non-private, provider's notes only (raw text)", "raw-provider", "test"),
         *((f"non-private, {site}'s own notes only (raw text)", f"raw-{site}", "test") for site in SITES),
@@ -258,9 +259,10 @@ def stored_rows(cache: Path, budget: dict) -> dict[str, dict]:
 
 def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documents: dict, provider_split: tuple,
                      embeddings: tuple, args, *, kind: str | None = None, run_dir: Path | None = None,
-                     monitor: str = "val_f1") -> dict[str, dict]:
+                     monitor: str = "val_f1", lstm_units: int = TEXT_TAGGER_UNITS) -> dict[str, dict]:
     """Train (or resume) the text tagger `kind` of `TEXT_TAGGERS` (default: `name`) in `run_dir`
-    (default `folder`/taggers/`name`), its early stopping on `monitor`, and return its rows on the
+    (default `folder`/taggers/`name`), `lstm_units` per direction, its early stopping on `monitor`,
+    and return its rows on the
     test notes, named `name`. The provider's notes keep the representer's split
     (`provider_split`: train, valid); other notes are split anew. `embeddings`: (spec, vectors)."""
     import keras
@@ -278,7 +280,7 @@ def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documen
     training = train_tagger_run(train, valid, run_dir, embeddings=spec,
                                 pseudonymizer=Pseudonymizer(vectors, neighbours) if neighbours else None,
                                 max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
-                                loaded_embeddings=vectors, progress=False, monitor=monitor)
+                                loaded_embeddings=vectors, progress=False, monitor=monitor, lstm_units=lstm_units)
     predicted = tagger_predictions(run_dir, {"test": documents["test"]}, vectors)["test"]
     found = test_rows(corpus, documents["test"], predicted, {"epochs": training["epochs"],
                                                              "best_epoch": training["best_epoch"]})

@@ -39,6 +39,9 @@ Variants that keep the representer (`VARIANTS`):
   representer after P1    the representer before adversarial training (P1 only)
   surrogates at export    the "surrogates" scheme as the code has it now (a federation seed exported
                           under "groups" is diagnosed under "groups" otherwise)
+  surrogates at export, tagger 256 units   both: the product's defaults since 2026-11-27
+  raw text, tagger 256 units   the raw-text tagger with the pooled tagger's capacity (the
+                          like-for-like baseline of the row above, under `--baseline`)
 Variants that retrain the representer (epoch selection by validation F1, other representation sizes)
 are federation runs of their own (`federation.py --selection f1 --results-name ...`), compared
 with --baseline in this report. Variants that change only the pooled tagger train on the
@@ -91,7 +94,9 @@ VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Varia
             "raw text, tagger stops on validation loss": Variant(text=True, monitor="val_loss"),
             "representer after P1": Variant(representer="representer_p1.keras"),
             "no pseudonymization at export": Variant(neighbours=1, scheme="groups"),
-            "surrogates at export": Variant(scheme="surrogates")}
+            "surrogates at export": Variant(scheme="surrogates"),
+            "surrogates at export, tagger 256 units": Variant(scheme="surrogates", units=256),
+            "raw text, tagger 256 units": Variant(text=True, units=256)}
 DEFAULT = "default (the federation's pooled tagger)"
 
 
@@ -151,7 +156,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     if variant.text:
         return federation.text_tagger_rows(corpus, seed_dir, seed, name, documents, (), embeddings, args, kind="raw",
                                            run_dir=seed_dir / "diagnosis" / folder_name(name) / "tagger",
-                                           monitor=monitor)
+                                           monitor=monitor, lstm_units=variant.units or federation.TEXT_TAGGER_UNITS)
     from deidpool.client.export import export_contribution
     from deidpool.representer import keys
     from deidpool.representer.bundle import open_bundle, publish_pipeline
