@@ -26,10 +26,11 @@ validation loss unless --monitor says otherwise (val_f1: the validation PHI F1 o
 it was an option, whose budgets name no monitor; another one is recorded in the seed's budget).
 --skip leaves stages 4-5's named taggers, the growth curve's smaller pools or the audit out; a later
 run without it adds them. --pooled-units sizes the server's pooled taggers (256, the server's
-default; 128 in runs before 2026-11-27). --repr-size, --input-noise and --output-noise change the representer
-(METHOD.md's d and the initial std of its input and output noise per dimension; at d = 300, an
-output noise of 0.0202 keeps the default's noise-to-signal ratio of 0.35), recorded in the seed's
-budget when not the default.
+default; 128 in runs before 2026-11-27). --repr-size, --representer-units, --input-noise and
+--output-noise change the representer (METHOD.md's d, its BiLSTM's units per direction and the
+initial std of its input and output noise per dimension; at d = 300, an output noise of 0.0202
+keeps the default's noise-to-signal ratio of 0.35), recorded in the seed's budget when not the
+default.
 
 Per seed, in this order, each stage kept in the seed's rows.json as soon as it is done (the
 representation gap, stage 1 against 3's full pool, is known first):
@@ -97,7 +98,7 @@ BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience",
 SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), *(name for name in GROWTH if name != "pooled"),
              "audit")  # stages a shorter run may leave out (the growth curve's smaller pools included)
 # the representer's settings a run may change, and their defaults
-REPRESENTATION = {"repr_size": 50, "input_noise": None, "output_noise": None}
+REPRESENTATION = {"repr_size": 50, "representer_units": 128, "input_noise": None, "output_noise": None}
 # settings a seed's budget records only where they are not these (seeds run before they were options still match)
 RECORDED_IF_CHANGED = {"monitor": "val_f1", "pooled_units": 128, **REPRESENTATION}
 # their command-line defaults today (a report's command names every one a seed differs in)
@@ -306,7 +307,8 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     tags = tag_set(corpus.fmt, documents)
     settings = AdversarialSettings(pretrain_epochs=args.p1, pretrain_patience=args.p1_patience, max_epochs=args.p3,
                                    patience=args.p3_patience, selection=args.selection, seed=seed,
-                                   repr_size=args.repr_size, input_noise=args.input_noise,
+                                   repr_size=args.repr_size, representer_units=args.representer_units,
+                                   input_noise=args.input_noise,
                                    output_noise=args.output_noise)
     progress(f"seed {seed}: the provider's representer (three-phase, d = {args.repr_size})")
     metrics = train_adversarial_run("three-phase", *provider_split, folder / "representer", settings, tags=tags,
@@ -559,6 +561,8 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
     recorded = {key: budget.get(key, default) for key, default in RECORDED_IF_CHANGED.items()}
     representation = {key: recorded[key] for key in REPRESENTATION}
     lines = [f"# Federation benchmark ({corpus.title}, N = {NEIGHBOURS}, d = {representation['repr_size']}"
+             + (f", representer {units} units" if (units := representation["representer_units"])
+                != REPRESENTATION["representer_units"] else "")
              + "".join(f", initial {kind} noise {representation[f'{kind}_noise']}" for kind in ("input", "output")
                        if representation[f"{kind}_noise"])
              + ")\n",
@@ -750,6 +754,8 @@ def main() -> None:
                              "server.pooled.POOLED_UNITS; 128 in the runs before 2026-11-27, whose budgets name none)")
     parser.add_argument("--repr-size", type=int, default=DEFAULTS_NOW["repr_size"],
                         help="the representation size d (METHOD.md evaluates 50, 100, 300)")
+    parser.add_argument("--representer-units", type=int, default=DEFAULTS_NOW["representer_units"],
+                        help="LSTM units per direction of the representer's BiLSTM (METHOD.md: 128)")
     parser.add_argument("--input-noise", type=float, default=DEFAULTS_NOW["input_noise"],
                         help="initial std of the representer's input noise per dimension (default: the "
                              "representer's own)")

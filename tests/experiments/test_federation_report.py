@@ -166,7 +166,7 @@ def test_a_seed_records_the_taggers_monitor_and_units_only_where_they_are_not_th
 
     args = argparse.Namespace(p1=5, p1_patience=2, p3=3, p3_patience=2, tagger_epochs=10, patience=3,
                               audit_epochs=5, selection="loss", test=["t", "meddocan", None], monitor="val_f1",
-                              repr_size=50, input_noise=None, output_noise=None, pooled_units=128)
+                              **federation.REPRESENTATION, pooled_units=128)
     old = federation.run_budget(args)
     assert "monitor" not in old and set(old) == set(federation.BUDGET)
     cache = tmp_path / "rows.json"
@@ -180,28 +180,30 @@ def test_a_seed_records_the_taggers_monitor_and_units_only_where_they_are_not_th
 
 def test_a_seed_records_the_representation_size_and_noise_only_where_they_are_not_the_default(
         tmp_path, monkeypatch):
-    """--repr-size 300 --input-noise 0.03 --output-noise 0.02 enter the budget (a d = 50 seed is
-    reported apart) and the report's title and command."""
+    """--repr-size 300 --representer-units 256 --input-noise 0.03 --output-noise 0.02 enter the
+    budget (a d = 50 seed is reported apart) and the report's title and command."""
     import argparse
 
     args = argparse.Namespace(p1=5, p1_patience=2, p3=3, p3_patience=2, tagger_epochs=10, patience=3,
                               audit_epochs=5, selection="loss", test=["t", "meddocan", None], monitor="val_loss",
-                              repr_size=50, input_noise=None, output_noise=None, pooled_units=128)
+                              **federation.REPRESENTATION, pooled_units=128)
     default = federation.run_budget(args)
     assert not set(default) & set(federation.REPRESENTATION)
-    args.repr_size, args.input_noise, args.output_noise = 300, 0.03, 0.02
-    assert federation.run_budget(args) == {**default, "repr_size": 300, "input_noise": 0.03, "output_noise": 0.02}
+    args.repr_size, args.representer_units, args.input_noise, args.output_noise = 300, 256, 0.03, 0.02
+    assert federation.run_budget(args) == {**default, "repr_size": 300, "representer_units": 256,
+                                           "input_noise": 0.03, "output_noise": 0.02}
     monkeypatch.setattr(federation, "REPO", tmp_path)
     monkeypatch.setattr(results_files, "RESULTS", tmp_path / "results")
     made = rows({name: per_note(9, 0, 1) for name in ("raw", "pooled")})
-    made["budget"].update(test=list(federation.CORPORA["meddocan"].test), repr_size=300, input_noise=0.03,
-                          output_noise=0.02)
+    made["budget"].update(test=list(federation.CORPORA["meddocan"].test), repr_size=300, representer_units=256,
+                          input_noise=0.03, output_noise=0.02)
     (tmp_path / "runs" / "federation_d300" / "seed-0").mkdir(parents=True)
     (tmp_path / "runs" / "federation_d300" / "seed-0" / "rows.json").write_text(json.dumps(made))
     federation.report([0], "federation_d300", "meddocan")
     text = (tmp_path / "results" / "federation" / "federation_d300.md").read_text()
-    assert "N = 100, d = 300, initial input noise 0.03, initial output noise 0.02)" in text
-    assert "--repr-size 300 --input-noise 0.03 --output-noise 0.02 --results-name federation_d300" in text
+    assert "N = 100, d = 300, representer 256 units, initial input noise 0.03, initial output noise 0.02)" in text
+    assert ("--repr-size 300 --representer-units 256 --input-noise 0.03 --output-noise 0.02 "
+            "--results-name federation_d300") in text
     # a budget that names no monitor or units was run with those of its day, which the command must name
     assert "--monitor val_f1 --pooled-units 128 --repr-size 300" in text
     assert "Growth curve" not in text  # the smaller pools were skipped
@@ -234,7 +236,7 @@ def test_a_shorter_run_skips_the_stages_named_and_passes_the_monitor_to_every_ta
     args = argparse.Namespace(corpus="meddocan", p1=1, p1_patience=1, p3=1, p3_patience=1, tagger_epochs=2,
                               patience=1, audit_epochs=1, selection="loss", test=["t", "meddocan", None],
                               monitor="val_loss", skip=["pseudo", "raw-site_a", "raw-site_b", "raw-site_c", "audit"],
-                              results_name="x", repr_size=50, input_noise=None, output_noise=None, pooled_units=128)
+                              results_name="x", **federation.REPRESENTATION, pooled_units=128)
     rows = federation.run_seed(0, args)
     assert trained == {"raw": "val_loss", "pools": "val_loss", "raw-provider": "val_loss"}
     assert "audit" not in rows and "pseudo@test" not in rows and rows["budget"]["monitor"] == "val_loss"
@@ -265,8 +267,8 @@ def test_a_run_that_skips_the_smaller_pools_is_done_with_its_full_pool(tmp_path,
     assert set(federation.POOLS) - set(federation.SKIPPABLE) == {"pooled"}
     args = argparse.Namespace(corpus="meddocan", p1=1, p1_patience=1, p3=1, p3_patience=1, tagger_epochs=2,
                               patience=1, audit_epochs=1, selection="loss", test=["t", "meddocan", None],
-                              monitor="val_loss", skip=skipped, results_name="x", repr_size=300, input_noise=None,
-                              output_noise=0.02, pooled_units=128)
+                              monitor="val_loss", skip=skipped, results_name="x", pooled_units=128,
+                              **{**federation.REPRESENTATION, "repr_size": 300, "output_noise": 0.02})
     federation.run_seed(0, args)
     federation.run_seed(0, args)
     assert calls == [sorted(skipped)]

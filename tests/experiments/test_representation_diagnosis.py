@@ -70,11 +70,11 @@ def test_every_variant_changes_one_thing_against_the_default():
             assert changed == ["neighbours", "scheme"] and (variant.neighbours, variant.scheme) == (1, "groups")
         elif name == "client export --draws 3":  # 3 export draws, in one contribution
             assert changed == ["draws", "one_export"] and variant.draws == diagnosis.VARIANTS["3 export draws"].draws
-        elif variant.text:  # the raw-text baseline under another stopping rule
-            assert changed == ["monitor", "text"]
-        elif "," in name:  # two variants at once
+        elif variant.text:  # the raw-text baseline under another stopping rule or capacity
+            assert changed in (["monitor", "text"], ["units", "text"])
+        elif "," in name:  # two variants at once: the second's tagger setting on the first
             first, second = (diagnosis.VARIANTS[part.strip()] for part in name.split(","))
-            assert variant == dataclasses.replace(first, monitor=second.monitor)
+            assert variant == dataclasses.replace(first, monitor=second.monitor, units=second.units)
         else:
             assert len(changed) == 1, name
         assert diagnosis.folder_name(name) == name.replace(" ", "-")
@@ -83,7 +83,7 @@ def test_every_variant_changes_one_thing_against_the_default():
 def test_variants_that_change_only_the_tagger_train_on_the_federation_s_own_exports():
     tagger_only = {"tagger 256 units", "tagger word dropout 0.2", "tagger every epoch", "tagger stops on PHI F1",
                    "tagger stops on tag F1", "tagger stops on validation loss",
-                   "raw text, tagger stops on validation loss"}
+                   "raw text, tagger stops on validation loss", "raw text, tagger 256 units"}
     assert {name for name, variant in diagnosis.VARIANTS.items() if diagnosis.same_exports(variant)} == tagger_only
     assert diagnosis.VARIANTS["tagger word dropout 0.2"].word_dropout == 0.2
 
@@ -125,3 +125,14 @@ def test_a_variant_s_tagger_has_its_own_units_else_the_federation_s():
     assert diagnosis.tagger_settings(default, {"monitor": "val_loss", "pooled_units": 256}) == ("val_loss", 256)
     assert diagnosis.tagger_settings(wide, {"monitor": "val_loss"}) == ("val_loss", 256)
     assert diagnosis.VARIANTS["tagger stops on PHI F1"].monitor == "val_f1"
+
+
+def test_a_raw_text_variant_has_its_own_units_else_those_of_the_federation_s_text_taggers(tmp_path, monkeypatch):
+    """The raw-text baseline keeps the federation's text-tagger size whatever the pooled tagger's;
+    "raw text, tagger 256 units" is the like-for-like baseline of a 256-unit pooled tagger."""
+    sizes = []
+    monkeypatch.setattr(federation, "text_tagger_rows", lambda *a, lstm_units, **k: sizes.append(lstm_units) or {})
+    corpus, budget = federation.CORPORA["meddocan"], {"monitor": "val_loss", "pooled_units": 256}
+    for name in ("raw text, tagger stops on validation loss", "raw text, tagger 256 units"):
+        diagnosis.variant_rows(corpus, tmp_path, 0, name, diagnosis.VARIANTS[name], {}, ("glove", None), None, budget)
+    assert sizes == [federation.TEXT_TAGGER_UNITS, 256] and federation.TEXT_TAGGER_UNITS == 128
