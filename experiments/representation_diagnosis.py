@@ -42,6 +42,9 @@ Variants that keep the representer (`VARIANTS`):
   surrogates at export, tagger 256 units   both: the product's defaults since 2026-11-27
   raw text, tagger 256 units   the raw-text tagger with the pooled tagger's capacity (the
                           like-for-like baseline of the row above, under `--baseline`)
+  surrogates at export, tagger 25 epochs   "surrogates at export" trained on to at most 25 epochs
+                          (same patience) from its 10-epoch run's checkpoint, on the same exports
+  raw text, tagger 25 epochs   the federation's raw-text tagger trained on the same way
 Variants that retrain the representer (epoch selection by validation F1, other representation sizes)
 are federation runs of their own (`federation.py --selection f1 --results-name ...`), compared
 with --baseline in this report. Variants that change only the pooled tagger train on the
@@ -80,6 +83,9 @@ class Variant:
     neighbours: int = DEFAULT_NEIGHBOURS  # the export's N (1: no pseudonymization)
     scheme: str | None = None  # the export's pseudonymization scheme (None: the federation seed's own, `seed_scheme`)
     representer: str = "representer.keras"  # the run's model file the bundle carries
+    epochs: int | None = None  # its tagger's most epochs (None: --tagger-epochs)
+    continues: str | None = None  # the variant (or "raw", the federation's raw-text tagger) whose exports and
+    # tagger run it carries on to `epochs`: a checkpointed run resumed with more epochs is the longer run exactly
 
 
 VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Variant(draws=3),
@@ -96,7 +102,10 @@ VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Varia
             "no pseudonymization at export": Variant(neighbours=1, scheme="groups"),
             "surrogates at export": Variant(scheme="surrogates"),
             "surrogates at export, tagger 256 units": Variant(scheme="surrogates", units=256),
-            "raw text, tagger 256 units": Variant(text=True, units=256)}
+            "raw text, tagger 256 units": Variant(text=True, units=256),
+            "surrogates at export, tagger 25 epochs": Variant(scheme="surrogates", epochs=25,
+                                                              continues="surrogates at export"),
+            "raw text, tagger 25 epochs": Variant(text=True, epochs=25, continues="raw")}
 DEFAULT = "default (the federation's pooled tagger)"
 
 
@@ -131,6 +140,18 @@ def seed_scheme(seed_dir: Path) -> str:
     return next(name for name, value in PSEUDONYMIZATION_SCHEMES.items() if value == recorded)
 
 
+def carry_on(seed_dir: Path, variant: Variant, out: Path) -> None:
+    """Start the variant's folder `out` as a copy of the run it `continues` (its exports and
+    tagger run, not its published pipeline), unless it is started already."""
+    if variant.continues is None or out.exists():
+        return
+    if variant.continues == "raw":
+        shutil.copytree(seed_dir / "taggers" / "raw", out / "tagger")
+    else:
+        shutil.copytree(seed_dir / "diagnosis" / folder_name(variant.continues), out,
+                        ignore=shutil.ignore_patterns("pipeline.tar"))
+
+
 def same_exports(variant: Variant) -> bool:
     """Whether the variant exports as the federation did (it changes only the pooled tagger), so
     that it trains on the federation seed's own contributions: paired with the default up to the
@@ -153,9 +174,13 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     and return its rows on the test notes (alone and with the pattern layer); a `text` variant
     trains the raw-text tagger instead, on the federation seed's `budget` (`tagger_settings`)."""
     monitor, units = tagger_settings(variant, budget)
+    out = seed_dir / "diagnosis" / folder_name(name)
+    carry_on(seed_dir, variant, out)
     if variant.text:
+        if variant.epochs:
+            args = argparse.Namespace(**{**vars(args), "tagger_epochs": variant.epochs})
         return federation.text_tagger_rows(corpus, seed_dir, seed, name, documents, (), embeddings, args, kind="raw",
-                                           run_dir=seed_dir / "diagnosis" / folder_name(name) / "tagger",
+                                           run_dir=out / "tagger",
                                            monitor=monitor, lstm_units=variant.units or federation.TEXT_TAGGER_UNITS)
     from deidpool.client.export import export_contribution
     from deidpool.representer import keys
@@ -164,7 +189,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     from deidpool.server.pooled import PooledContribution, open_pooled_data, train_pooled
 
     _, vectors = embeddings
-    out = seed_dir / "diagnosis" / folder_name(name)
+    epochs = variant.epochs or args.tagger_epochs
     key_dir = seed_dir / "keys"
     bundle = open_bundle(variant_bundle(seed_dir, variant, out),
                          keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
@@ -194,8 +219,8 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
                             valid_fraction=0.1, seed=seed)
     federation.progress(f"seed {seed}, {name}: the server trains the pooled tagger on {len(data.train):,} sentences")
     training = train_pooled(data, out / "tagger", tags=tags, representer_id=bundle.representer_id,
-                            contributions=[c.sha256 for c in contributions], max_epochs=args.tagger_epochs,
-                            patience=args.patience if variant.early_stopping else args.tagger_epochs, seed=seed,
+                            contributions=[c.sha256 for c in contributions], max_epochs=epochs,
+                            patience=args.patience if variant.early_stopping else epochs, seed=seed,
                             lstm_units=units, word_dropout=variant.word_dropout, monitor=monitor)
     pipeline = out / "pipeline.tar"
     if not pipeline.exists():

@@ -70,6 +70,10 @@ def test_every_variant_changes_one_thing_against_the_default():
             assert changed == ["neighbours", "scheme"] and (variant.neighbours, variant.scheme) == (1, "groups")
         elif name == "client export --draws 3":  # 3 export draws, in one contribution
             assert changed == ["draws", "one_export"] and variant.draws == diagnosis.VARIANTS["3 export draws"].draws
+        elif variant.continues:  # a run carried on to more epochs: the run it continues, and the epochs
+            base = diagnosis.Variant(text=True) if variant.continues == "raw" else diagnosis.VARIANTS[variant.continues]
+            assert variant == dataclasses.replace(base, epochs=variant.epochs, continues=variant.continues)
+            assert variant.epochs > 10
         elif variant.text:  # the raw-text baseline under another stopping rule or capacity
             assert changed in (["monitor", "text"], ["units", "text"])
         elif "," in name:  # two variants at once: the second's tagger setting on the first
@@ -83,7 +87,8 @@ def test_every_variant_changes_one_thing_against_the_default():
 def test_variants_that_change_only_the_tagger_train_on_the_federation_s_own_exports():
     tagger_only = {"tagger 256 units", "tagger word dropout 0.2", "tagger every epoch", "tagger stops on PHI F1",
                    "tagger stops on tag F1", "tagger stops on validation loss",
-                   "raw text, tagger stops on validation loss", "raw text, tagger 256 units"}
+                   "raw text, tagger stops on validation loss", "raw text, tagger 256 units",
+                   "raw text, tagger 25 epochs"}
     assert {name for name, variant in diagnosis.VARIANTS.items() if diagnosis.same_exports(variant)} == tagger_only
     assert diagnosis.VARIANTS["tagger word dropout 0.2"].word_dropout == 0.2
 
@@ -136,3 +141,29 @@ def test_a_raw_text_variant_has_its_own_units_else_those_of_the_federation_s_tex
     for name in ("raw text, tagger stops on validation loss", "raw text, tagger 256 units"):
         diagnosis.variant_rows(corpus, tmp_path, 0, name, diagnosis.VARIANTS[name], {}, ("glove", None), None, budget)
     assert sizes == [federation.TEXT_TAGGER_UNITS, 256] and federation.TEXT_TAGGER_UNITS == 128
+
+
+def test_a_longer_run_carries_on_from_the_exports_and_checkpoint_of_the_run_it_continues(tmp_path, monkeypatch):
+    """Its folder starts as a copy of the shorter run's (not its pipeline, which is published
+    again) and its tagger trains to the variant's epochs; a folder already started is left alone."""
+    short = tmp_path / "diagnosis" / "surrogates-at-export"
+    for path in ("contributions/provider-0.dpc", "tagger/checkpoints/state.npz", "pipeline.tar"):
+        (short / path).parent.mkdir(parents=True, exist_ok=True)
+        (short / path).write_text(path)
+    (tmp_path / "taggers" / "raw" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "taggers" / "raw" / "checkpoints" / "state.npz").write_text("raw")
+    for name in ("surrogates at export, tagger 25 epochs", "raw text, tagger 25 epochs"):
+        out = tmp_path / "diagnosis" / diagnosis.folder_name(name)
+        diagnosis.carry_on(tmp_path, diagnosis.VARIANTS[name], out)
+        assert (out / "tagger" / "checkpoints" / "state.npz").exists() and not (out / "pipeline.tar").exists()
+    longer = tmp_path / "diagnosis" / diagnosis.folder_name("surrogates at export, tagger 25 epochs")
+    assert (longer / "contributions" / "provider-0.dpc").read_text() == "contributions/provider-0.dpc"
+    (longer / "tagger" / "checkpoints" / "state.npz").write_text("epoch 12")
+    diagnosis.carry_on(tmp_path, diagnosis.VARIANTS["surrogates at export, tagger 25 epochs"], longer)
+    assert (longer / "tagger" / "checkpoints" / "state.npz").read_text() == "epoch 12"
+    epochs = []
+    monkeypatch.setattr(federation, "text_tagger_rows", lambda *a, **k: epochs.append(a[7].tagger_epochs) or {})
+    args = argparse.Namespace(tagger_epochs=10, patience=3)
+    diagnosis.variant_rows(federation.CORPORA["meddocan"], tmp_path, 0, "raw text, tagger 25 epochs",
+                           diagnosis.VARIANTS["raw text, tagger 25 epochs"], {}, ("glove", None), args, {})
+    assert epochs == [25] and args.tagger_epochs == 10
