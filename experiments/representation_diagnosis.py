@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 from dataclasses import dataclass
 from datetime import date
@@ -265,6 +266,17 @@ def run_seed(seed: int, args) -> dict:
             **{f"raw{suffix}@test": done[f"raw{suffix}@test"] for suffix in ("", federation.PATTERNS)}}
 
 
+def like_for_like(names: list[str]) -> list[tuple[str, str]]:
+    """(variant, text variant) pairs among `names` whose taggers are alike (units, epochs, stopping)
+    but for the text the tagger reads: the gap of a pooled tagger that is not the default's."""
+    def tagger(variant: Variant) -> tuple:
+        return variant.units, variant.epochs, variant.monitor, variant.early_stopping
+
+    texts = {tagger(VARIANTS[name]): name for name in names if name in VARIANTS and VARIANTS[name].text}
+    return [(name, texts[tagger(VARIANTS[name])]) for name in names
+            if name in VARIANTS and not VARIANTS[name].text and tagger(VARIANTS[name]) in texts]
+
+
 def report(per_seed: dict[int, dict], args) -> str:
     """Each variant against the raw-text tagger and against the default, on both measures."""
     corpus = federation.CORPORA[args.corpus]
@@ -276,13 +288,20 @@ def report(per_seed: dict[int, dict], args) -> str:
     compared = [(name, args.baseline, f"{name} - {baseline}", "> -1.0" if name == DEFAULT else "-")
                 for name in names if name != args.baseline]
     compared += [(name, DEFAULT, f"{name} - default", "-") for name in names[1:] if not VARIANTS[name].text]
+    compared += [(name, text, f"{name} - {text}", "-") for name, text in like_for_like(names)
+                 if text != args.baseline]
     lines = [f"# Where the representation loses ({corpus.title}, federation `{args.federation}`)\n",
              f"{date.today()}, commit {git_commit()}; seeds {seeds}. Command: `python experiments/"
-             f"representation_diagnosis.py --corpus {args.corpus} --seeds {' '.join(map(str, seeds))}"
-             + (f" --baseline \"{args.baseline}\"" if args.baseline != "raw" else "") + "`. Each row: the "
+             f"representation_diagnosis.py --corpus {args.corpus} --federation {args.federation} --seeds "
+             f"{' '.join(map(str, seeds))} --report-only"
+             + (f" --variants {' '.join(shlex.quote(name) for name in names[1:])}"
+                if set(names[1:]) != set(VARIANTS) else "")
+             + (f" --baseline {shlex.quote(args.baseline)}" if args.baseline != "raw" else "")
+             + (f" --results-name {args.results_name}" if args.results_name else "") + "`. Each row: the "
              "server's tagger trained on every party's exports under one change, scored on the test notes, minus the "
-             f"{baseline} tagger on the same notes (or minus the default); cells: the F1 difference in points [paired "
-             "95% bootstrap interval over the notes].\n"]
+             f"{baseline} tagger on the same notes (or minus the default, or minus the raw-text tagger trained as "
+             "the row's own: the same units and epochs); cells: the F1 difference in points [paired 95% bootstrap "
+             "interval over the notes].\n"]
     paired = {}
     for key, measure in federation.MEASURES.items():
         counts = federation.note_counts(per_seed, seeds, measure)

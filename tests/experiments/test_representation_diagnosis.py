@@ -56,7 +56,7 @@ def test_variants_are_compared_with_a_text_variant_as_baseline(tmp_path, monkeyp
         (tmp_path / "federation" / "federation_meddocan_diagnosis.json").read_text())["paired"]["entity_strict"]}
     assert titles == {f"{diagnosis.DEFAULT} - {text}", f"tagger stops on validation loss - {text}",
                       "tagger stops on validation loss - default"}
-    assert f'--baseline "{text}"' in page
+    assert f"--baseline '{text}'" in page
     with pytest.raises(SystemExit, match="has no rows"):
         diagnosis.report({0: seed}, argparse.Namespace(**{**vars(args), "baseline": "tagger 256 units"}))
 
@@ -167,3 +167,24 @@ def test_a_longer_run_carries_on_from_the_exports_and_checkpoint_of_the_run_it_c
     diagnosis.variant_rows(federation.CORPORA["meddocan"], tmp_path, 0, "raw text, tagger 25 epochs",
                            diagnosis.VARIANTS["raw text, tagger 25 epochs"], {}, ("glove", None), args, {})
     assert epochs == [25] and args.tagger_epochs == 10
+
+
+def test_a_variant_s_gap_is_also_taken_to_the_raw_text_tagger_trained_as_its_own(tmp_path, monkeypatch):
+    """A 256-unit pooled tagger against the 256-unit raw-text tagger, a 25-epoch one against the
+    25-epoch raw-text tagger; the default pooled tagger has no such pair."""
+    names = [diagnosis.DEFAULT, "surrogates at export", "surrogates at export, tagger 256 units",
+             "raw text, tagger 256 units", "surrogates at export, tagger 25 epochs", "raw text, tagger 25 epochs",
+             "tagger 256 units"]
+    assert diagnosis.like_for_like(names) == [
+        ("surrogates at export, tagger 256 units", "raw text, tagger 256 units"),
+        ("surrogates at export, tagger 25 epochs", "raw text, tagger 25 epochs"),
+        ("tagger 256 units", "raw text, tagger 256 units")]
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path)
+    seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("tagger 256 units", 9, 1),
+            **rows("raw text, tagger 256 units", 10, 0)}
+    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name="units",
+                              baseline="raw")
+    page = diagnosis.report({0: seed}, args)
+    assert "| tagger 256 units - raw text, tagger 256 units | alone |" in page
+    assert ("--federation federation_meddocan --seeds 0 --report-only --variants 'tagger 256 units' "
+            "'raw text, tagger 256 units' --results-name units`") in page
