@@ -278,10 +278,12 @@ def like_for_like(names: list[str]) -> list[tuple[str, str]]:
 
 
 def report(per_seed: dict[int, dict], args) -> str:
-    """Each variant against the raw-text tagger and against the default, on both measures."""
+    """Each of `args.variants` that every seed has against the raw-text tagger (or `args.baseline`)
+    and against the default, on both measures."""
     corpus = federation.CORPORA[args.corpus]
     seeds = sorted(per_seed)
-    names = [DEFAULT, *(name for name in VARIANTS if all(f"{name}@test" in per_seed[s] for s in seeds))]
+    names = [DEFAULT, *(name for name in VARIANTS
+                        if name in args.variants and all(f"{name}@test" in per_seed[s] for s in seeds))]
     if args.baseline not in ("raw", *names):
         raise SystemExit(f"--baseline {args.baseline!r} has no rows in seeds {seeds}")
     baseline = "raw text" if args.baseline == "raw" else args.baseline

@@ -28,7 +28,8 @@ def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monk
     seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1)}
     other = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1),
              **rows("tagger 256 units", 8, 2)}  # one seed only: left out
-    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name=None, baseline="raw")
+    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name=None, baseline="raw",
+                              variants=list(diagnosis.VARIANTS))
     text = diagnosis.report({0: seed, 1: other}, args)
     assert "tagger 256 units" not in text
     table = [line for line in text.splitlines() if line.startswith("| 3 export draws") and "| alone |" in line]
@@ -50,7 +51,8 @@ def test_variants_are_compared_with_a_text_variant_as_baseline(tmp_path, monkeyp
     text = "raw text, tagger stops on validation loss"
     seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("tagger stops on validation loss", 9, 1),
             **rows(text, 10, 0)}
-    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name=None, baseline=text)
+    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name=None, baseline=text,
+                              variants=list(diagnosis.VARIANTS))
     page = diagnosis.report({0: seed}, args)
     titles = {row["comparison"] for row in json.loads(
         (tmp_path / "federation" / "federation_meddocan_diagnosis.json").read_text())["paired"]["entity_strict"]}
@@ -183,8 +185,10 @@ def test_a_variant_s_gap_is_also_taken_to_the_raw_text_tagger_trained_as_its_own
     seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("tagger 256 units", 9, 1),
             **rows("raw text, tagger 256 units", 10, 0)}
     args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name="units",
-                              baseline="raw")
+                              baseline="raw", variants=[*diagnosis.VARIANTS][::-1])
     page = diagnosis.report({0: seed}, args)
     assert "| tagger 256 units - raw text, tagger 256 units | alone |" in page
     assert ("--federation federation_meddocan --seeds 0 --report-only --variants 'tagger 256 units' "
             "'raw text, tagger 256 units' --results-name units`") in page
+    page = diagnosis.report({0: seed}, argparse.Namespace(**{**vars(args), "variants": ["tagger 256 units"]}))
+    assert "raw text, tagger 256 units" not in page and "| tagger 256 units - raw text | alone |" in page
