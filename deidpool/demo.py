@@ -75,9 +75,7 @@ class DemoSettings:
     audit_workers: int = 2
     pooled_max_epochs: int = 6
     pooled_patience: int = 3
-    # the pooled tagger's units: the server's default is 256 (server.pooled.POOLED_UNITS), which would
-    # add about a minute to the demo's 60 s pooled run on the 2-core machine
-    pooled_units: int = 128
+    pooled_units: int = 128  # the pooled tagger's units: the server's default (server.pooled.POOLED_UNITS)
     valid_fraction: float = 0.1
 
     @classmethod

@@ -25,8 +25,8 @@ METHOD.md's validation loss (adversary.procedures.SELECTIONS); every tagger stop
 validation loss unless --monitor says otherwise (val_f1: the validation PHI F1 of the runs before
 it was an option, whose budgets name no monitor; another one is recorded in the seed's budget).
 --skip leaves stages 4-5's named taggers, the growth curve's smaller pools or the audit out; a later
-run without it adds them. --pooled-units sizes the server's pooled taggers (256, the server's
-default; 128 in runs before 2026-11-27). --repr-size, --representer-units, --input-noise and
+run without it adds them. --pooled-units sizes the server's pooled taggers (128, the server's
+default; another size is recorded in the seed's budget). --repr-size, --representer-units, --input-noise and
 --output-noise change the representer (METHOD.md's d, its BiLSTM's units per direction and the
 initial std of its input and output noise per dimension; at d = 300, an output noise of 0.0202
 keeps the default's noise-to-signal ratio of 0.35), recorded in the seed's budget when not the
@@ -102,7 +102,7 @@ REPRESENTATION = {"repr_size": 50, "representer_units": 128, "input_noise": None
 # settings a seed's budget records only where they are not these (seeds run before they were options still match)
 RECORDED_IF_CHANGED = {"monitor": "val_f1", "pooled_units": 128, **REPRESENTATION}
 # their command-line defaults today (a report's command names every one a seed differs in)
-DEFAULTS_NOW = {**RECORDED_IF_CHANGED, "monitor": "val_loss", "pooled_units": 256}
+DEFAULTS_NOW = {**RECORDED_IF_CHANGED, "monitor": "val_loss"}
 PATTERNS = "+patterns"  # suffix of a tagger's rows merged with the pattern layer
 PATTERN_LAYER = "pattern_layer"  # key of the language whose pattern layer a seed's "+patterns" rows used (absent: "en")
 NOTE_COUNTS = "notes"  # key of a test row's per-note counts: {measure: [[tp, fp, fn], ...]}, document-id order
@@ -751,7 +751,7 @@ def main() -> None:
                              "server's pooled runs; PHI F1, the runs before it was an option; exact-tag F1)")
     parser.add_argument("--pooled-units", type=int, default=DEFAULTS_NOW["pooled_units"],
                         help="LSTM units per direction of the server's pooled taggers (the server's default, "
-                             "server.pooled.POOLED_UNITS; 128 in the runs before 2026-11-27, whose budgets name none)")
+                             "server.pooled.POOLED_UNITS)")
     parser.add_argument("--repr-size", type=int, default=DEFAULTS_NOW["repr_size"],
                         help="the representation size d (METHOD.md evaluates 50, 100, 300)")
     parser.add_argument("--representer-units", type=int, default=DEFAULTS_NOW["representer_units"],

@@ -169,13 +169,12 @@ def _shard(read: Callable[..., Iterator[tuple[bool, ContributionSentence]]], con
 # and a growth curve that rises with every institution (experiments/results/federation/
 # federation_meddocan_valloss.md).
 POOLED_MONITOR = "val_loss"
-# LSTM units per direction of the pooled tagger's two layers: 256, twice the tagger's 128 (METHOD.md).
-# The pooled tagger reads a frozen representation it cannot retrain; on the MEDDOCAN federation (3
-# seeds, the same exports, notes and seeds) 256 units gave +0.4 [+0.1, +0.7] entity strict F1 points
-# and +0.4 [+0.1, +0.7] token HIPAA F1 (experiments/results/federation/
-# federation_meddocan_valloss_diagnosis.md), for epochs 2.3 x and tagging 2.4 x slower than at 128 units
-# (experiments/results/speed/speed_pooled_units.md).
-POOLED_UNITS = 256
+# LSTM units per direction of the pooled tagger's two layers: METHOD.md's 128. Twice as many gave the
+# MEDDOCAN federation's exports under today's surrogate pools -0.3 [-0.6, -0.1] entity strict F1 points
+# (3 seeds, the same exports, notes and seeds; experiments/results/federation/
+# federation_meddocan_valloss_diagnosis_units.md; +0.4 under the pools before them), for epochs 2.3 x
+# and tagging 2.4 x slower (experiments/results/speed/speed_pooled_units.md).
+POOLED_UNITS = 128
 
 
 def train_pooled(data: PooledData, run_dir: str | Path, *, tags: Sequence[str], representer_id: str,

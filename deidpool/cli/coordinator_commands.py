@@ -80,7 +80,7 @@ def start_run(
                                                               "val_loss (validation loss), val_f1 (validation PHI F1: "
                                                               "PHI tokens found) or val_tag_f1 (their type and B/I "
                                                               "right too)."),
-    lstm_units: int = typer.Option(256, "--lstm-units", min=1, max=1024,
+    lstm_units: int = typer.Option(128, "--lstm-units", min=1, max=1024,
                                    help="LSTM units per direction of each of the pooled tagger's two layers."),
 ) -> None:
     """Queue a pooled training run over every contribution of the current representer; prints its id."""

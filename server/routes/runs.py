@@ -39,7 +39,7 @@ class RunIn(BaseModel):
     seed: WholeNumber = Field(0, ge=0, le=2**31 - 1)
     valid_fraction: float = Field(0.1, gt=0, lt=1, description="Share of each institution's sentences "
                                                                "held out for validation.")
-    lstm_units: WholeNumber = Field(256, ge=1, le=1024, description="LSTM units per direction of each of the "
+    lstm_units: WholeNumber = Field(128, ge=1, le=1024, description="LSTM units per direction of each of the "
                                                                      "pooled tagger's two layers.")
     # deidpool.representer.training.MONITORS, the default server.pooled.POOLED_MONITOR (a test keeps them the same)
     monitor: Literal["val_f1", "val_tag_f1", "val_loss"] = Field(

@@ -204,8 +204,8 @@ def test_a_seed_records_the_representation_size_and_noise_only_where_they_are_no
     assert "N = 100, d = 300, representer 256 units, initial input noise 0.03, initial output noise 0.02)" in text
     assert ("--repr-size 300 --representer-units 256 --input-noise 0.03 --output-noise 0.02 "
             "--results-name federation_d300") in text
-    # a budget that names no monitor or units was run with those of its day, which the command must name
-    assert "--monitor val_f1 --pooled-units 128 --repr-size 300" in text
+    # a budget that names no monitor was run with that of its day (PHI F1), which the command must name
+    assert "--monitor val_f1 --repr-size 300" in text
     assert "Growth curve" not in text  # the smaller pools were skipped
 
 

@@ -68,7 +68,7 @@ def test_run_settings_take_whole_numbers_written_as_floats(api, admin, contribut
     reply = api.post("/api/runs", headers=admin, json={"max_epochs": 3.0, "seed": 4e0})
     assert reply.status_code == 202
     assert reply.json()["config"] == {"max_epochs": 3, "patience": 5, "seed": 4, "valid_fraction": 0.1,
-                                     "lstm_units": 256, "monitor": "val_loss"}
+                                     "lstm_units": 128, "monitor": "val_loss"}
     assert '"max_epochs":3,' in reply.text
 
 
@@ -78,7 +78,7 @@ def test_a_queued_run_covers_every_contribution_of_the_current_representer(api, 
     assert reply.status_code == 202
     run = reply.json()
     assert run["status"] == "queued" and run["contributions"] == 2
-    assert run["config"] == {"max_epochs": 3, "patience": 2, "seed": 4, "valid_fraction": 0.25, "lstm_units": 256,
+    assert run["config"] == {"max_epochs": 3, "patience": 2, "seed": 4, "valid_fraction": 0.25, "lstm_units": 128,
                              "monitor": "val_loss"}
     with api.app.state.server.sessions() as session:
         assert sorted(session.get(TrainingRun, run["id"]).contributions) == sorted(contributed)

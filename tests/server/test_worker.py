@@ -122,6 +122,7 @@ def test_a_run_stops_on_the_monitor_its_config_names(server):
     """The run API's monitor reaches the tagger's early stopping (config.json records it); the API,
     the coordinator's command and `train_pooled` share the pooled tagger's defaults."""
     from deidpool.cli.coordinator_commands import start_run
+    from deidpool.demo import DemoSettings
     from deidpool.representer.training import MONITORS
     from deidpool.server.pooled import POOLED_MONITOR, POOLED_UNITS, train_pooled
     from deidpool.server.routes.runs import RunIn
@@ -131,6 +132,7 @@ def test_a_run_stops_on_the_monitor_its_config_names(server):
         assert RunIn.model_fields[name].default == default
         assert inspect.signature(start_run).parameters[name].default.default == default
         assert inspect.signature(train_pooled).parameters[name].default == default
+    assert DemoSettings().pooled_units == POOLED_UNITS
     run_id = server.queue(monitor="val_loss", max_epochs=1)
     assert run_worker(server.root, once=True, worker_id="w1") == run_id
     config = json.loads((server.layout.run_dir(run_id) / "config.json").read_text())
