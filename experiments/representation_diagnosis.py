@@ -39,7 +39,8 @@ Variants that keep the representer (`VARIANTS`):
   representer after P1    the representer before adversarial training (P1 only)
   surrogates at export    the "surrogates" scheme as the code has it now (a federation seed exported
                           under "groups" is diagnosed under "groups" otherwise)
-  surrogates at export, tagger 256 units   both: the product's defaults since 2026-11-27
+  surrogates at export, tagger 256 units   both changes at once (256 units: the server's default
+                          for a few hours on 2026-11-27, 128 again since this row)
   raw text, tagger 256 units   the raw-text tagger with the pooled tagger's capacity (the
                           like-for-like baseline of the row above, under `--baseline`)
   surrogates at export, tagger 25 epochs   "surrogates at export" trained on to at most 25 epochs
