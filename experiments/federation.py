@@ -263,9 +263,9 @@ def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documen
                      monitor: str = "val_f1", lstm_units: int = TEXT_TAGGER_UNITS) -> dict[str, dict]:
     """Train (or resume) the text tagger `kind` of `TEXT_TAGGERS` (default: `name`) in `run_dir`
     (default `folder`/taggers/`name`), `lstm_units` per direction, its early stopping on `monitor`,
-    and return its rows on the
-    test notes, named `name`. The provider's notes keep the representer's split
-    (`provider_split`: train, valid); other notes are split anew. `embeddings`: (spec, vectors)."""
+    and return its rows on the test notes, named `name`. The provider's notes keep the
+    representer's split (`provider_split`: train, valid); other notes are split anew.
+    `embeddings`: (spec, vectors)."""
     import keras
 
     from deidpool.adversary.pseudonymize import Pseudonymizer

@@ -273,9 +273,10 @@ def like_for_like(names: list[str]) -> list[tuple[str, str]]:
     def tagger(variant: Variant) -> tuple:
         return variant.units, variant.epochs, variant.monitor, variant.early_stopping
 
-    texts = {tagger(VARIANTS[name]): name for name in names if name in VARIANTS and VARIANTS[name].text}
-    return [(name, texts[tagger(VARIANTS[name])]) for name in names
-            if name in VARIANTS and not VARIANTS[name].text and tagger(VARIANTS[name]) in texts]
+    variants = {name: VARIANTS[name] for name in names if name in VARIANTS}
+    texts = {tagger(variant): name for name, variant in variants.items() if variant.text}
+    return [(name, texts[tagger(variant)]) for name, variant in variants.items()
+            if not variant.text and tagger(variant) in texts]
 
 
 def report(per_seed: dict[int, dict], args) -> str:
