@@ -5,10 +5,12 @@ TensorFlow is imported only when a run starts, so importing the settings stays l
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.adversary.verdicts import HELD_OUT_DRAWS
 from deidpool.corpus.casing import CASING
@@ -40,6 +42,7 @@ class AdversarialSettings:
     output_noise: float | None = None  # initial std of the representer's output noise (None: its default)
     output_noise_floor: float = 0.0  # the output noise std no training goes below
     selection: str = "loss"  # how P1, P3 and DANN pick their best epoch (adversary.procedures.SELECTIONS)
+    pseudonymized_copy: bool = False  # also train on every training sentence with its PHI replaced as at export
     seed: int = 0
 
 
@@ -52,12 +55,14 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
                           out: str | Path, settings: AdversarialSettings = AdversarialSettings(), *,
                           embeddings: str = "glove", tags: Sequence[str] | None = None, label: str = "source_type",
                           loaded_embeddings: Embeddings | None = None, data: dict | None = None,
-                          progress: bool = True) -> dict:
+                          language: str = "en", progress: bool = True) -> dict:
     """Train representer, tagger and adversaries by `procedure` ("three-phase" or "dann") in
     the run folder `out` (an interrupted run resumes); returns the final metrics.
 
     `tags` is the tag vocabulary (default: BIO tags of the labels in the documents); `data`
-    describes the data source in config.json."""
+    describes the data source in config.json. With `settings.pseudonymized_copy` the training
+    sentences are doubled by a copy of each whose PHI tokens are replaced under the export's scheme
+    in the notes' `language` (`pseudonymized_copy`); validation stays on the notes as they are."""
     import keras
 
     from deidpool.adversary.procedures import AdversarialData, build_models, train_dann, train_three_phase
@@ -69,7 +74,10 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
     if tags is None:
         tags = tag_vocabulary({LABELS[label](span) for document in (*train_documents, *valid_documents)
                                for span in document.spans})
-    train = AdversarialData.from_sentences(sentences(train_documents, label), vectors, tags, settings.neighbours)
+    train_sentences = sentences(train_documents, label)
+    if settings.pseudonymized_copy:
+        train_sentences += pseudonymized_copy(train_sentences, vectors, language, settings.seed)
+    train = AdversarialData.from_sentences(train_sentences, vectors, tags, settings.neighbours)
     valid = AdversarialData.from_sentences(sentences(valid_documents, label), vectors, tags, settings.neighbours)
     keras.utils.set_random_seed(settings.seed)
     models = build_models(vectors.dim, len(tags), settings.repr_size, representer_units=settings.representer_units,
@@ -87,6 +95,7 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
               "initial_output_noise": models[0].get_layer("output_noise").initial_stddev,
               "output_noise_floor": models[0].get_layer("output_noise").min_stddev,
               "data": {**(data or {}), "train_sentences": len(train.sentences), "train_pairs": len(train.pairs),
+                       **({"pseudonymized_copy": EXPORT_SCHEME} if settings.pseudonymized_copy else {}),
                        "valid_sentences": len(valid.sentences), "valid_pairs": len(valid.pairs)}}
     options = {"class_weights": compute_class_weights(train.sentences.tag_counts(len(tags))), "lam": settings.lam,
                "seed": settings.seed, "selection": settings.selection, "config": config,
@@ -96,6 +105,13 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
         patience = (settings.pretrain_patience, settings.pretrain_patience, settings.patience)
         return train_three_phase(*models, train, valid, out, max_epochs=pretrain, patience=patience, **options)
     return train_dann(*models, train, valid, out, max_epochs=settings.max_epochs, patience=settings.patience, **options)
+
+
+def pseudonymized_copy(sentences: Sequence[LabeledSentence], vectors: Embeddings, language: str,
+                       seed: int) -> list[LabeledSentence]:
+    """`sentences` with every PHI token replaced as `client export` replaces it (`EXPORT_SCHEME`, one
+    seeded draw), so that a representer also learns from text shaped like what it will be given."""
+    return Pseudonymizer(vectors, 1, EXPORT_SCHEME, language).labeled_sentences(sentences, random.Random(seed))
 
 
 def run_models(representer: Path, adversary: Path | None = None,

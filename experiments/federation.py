@@ -98,7 +98,9 @@ BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience",
 SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), *(name for name in GROWTH if name != "pooled"),
              "audit")  # stages a shorter run may leave out (the growth curve's smaller pools included)
 # the representer's settings a run may change, and their defaults
-REPRESENTATION = {"repr_size": 50, "representer_units": 128, "input_noise": None, "output_noise": None}
+REPRESENTATION = {"repr_size": 50, "representer_units": 128, "input_noise": None, "output_noise": None,
+                  "representer_data": "provider"}
+REPRESENTER_DATA = ("provider", "provider+copy")  # its notes; them and a copy pseudonymized as at export
 # settings a seed's budget records only where they are not these (seeds run before they were options still match)
 RECORDED_IF_CHANGED = {"monitor": "val_f1", "pooled_units": 128, **REPRESENTATION}
 # their command-line defaults today (a report's command names every one a seed differs in)
@@ -308,12 +310,12 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     settings = AdversarialSettings(pretrain_epochs=args.p1, pretrain_patience=args.p1_patience, max_epochs=args.p3,
                                    patience=args.p3_patience, selection=args.selection, seed=seed,
                                    repr_size=args.repr_size, representer_units=args.representer_units,
-                                   input_noise=args.input_noise,
-                                   output_noise=args.output_noise)
+                                   input_noise=args.input_noise, output_noise=args.output_noise,
+                                   pseudonymized_copy=args.representer_data == "provider+copy")
     progress(f"seed {seed}: the provider's representer (three-phase, d = {args.repr_size})")
     metrics = train_adversarial_run("three-phase", *provider_split, folder / "representer", settings, tags=tags,
                                     embeddings=spec, loaded_embeddings=vectors,
-                                    data={"path": str(corpus.notes), "split": "provider"})
+                                    data={"path": str(corpus.notes), "split": "provider"}, language=corpus.language)
     key_dir = folder / "keys"
     if not key_dir.exists():
         keys.create_provider_keys(key_dir)
@@ -565,6 +567,8 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
                 != REPRESENTATION["representer_units"] else "")
              + "".join(f", initial {kind} noise {representation[f'{kind}_noise']}" for kind in ("input", "output")
                        if representation[f"{kind}_noise"])
+             + (f", representer trained on {data}" if (data := representation["representer_data"])
+                != REPRESENTATION["representer_data"] else "")
              + ")\n",
              f"{date.today()}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
              f"each 95% bootstrap interval over the scored notes is listed per seed). Test notes: `{test_path}` "
@@ -762,6 +766,9 @@ def main() -> None:
     parser.add_argument("--output-noise", type=float, default=DEFAULTS_NOW["output_noise"],
                         help="initial std of the representer's output noise per dimension (default: the "
                              "representer's own)")
+    parser.add_argument("--representer-data", choices=REPRESENTER_DATA, default=DEFAULTS_NOW["representer_data"],
+                        help="what the representer trains on: the provider's training notes, or them and a copy of "
+                             "each pseudonymized as `client export` pseudonymizes (validation on the notes as is)")
     parser.add_argument("--skip", nargs="+", choices=SKIPPABLE, default=[],
                         help="stages to leave out (a later run without --skip adds them)")
     parser.add_argument("--test", type=Path, help="the held-out notes to score (default: the corpus's test notes)")

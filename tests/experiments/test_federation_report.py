@@ -180,8 +180,9 @@ def test_a_seed_records_the_taggers_monitor_and_units_only_where_they_are_not_th
 
 def test_a_seed_records_the_representation_size_and_noise_only_where_they_are_not_the_default(
         tmp_path, monkeypatch):
-    """--repr-size 300 --representer-units 256 --input-noise 0.03 --output-noise 0.02 enter the
-    budget (a d = 50 seed is reported apart) and the report's title and command."""
+    """--repr-size 300 --representer-units 256 --input-noise 0.03 --output-noise 0.02
+    --representer-data provider+copy enter the budget (a d = 50 seed is reported apart) and the
+    report's title and command."""
     import argparse
 
     args = argparse.Namespace(p1=5, p1_patience=2, p3=3, p3_patience=2, tagger_epochs=10, patience=3,
@@ -190,20 +191,23 @@ def test_a_seed_records_the_representation_size_and_noise_only_where_they_are_no
     default = federation.run_budget(args)
     assert not set(default) & set(federation.REPRESENTATION)
     args.repr_size, args.representer_units, args.input_noise, args.output_noise = 300, 256, 0.03, 0.02
+    args.representer_data = "provider+copy"
     assert federation.run_budget(args) == {**default, "repr_size": 300, "representer_units": 256,
-                                           "input_noise": 0.03, "output_noise": 0.02}
+                                           "input_noise": 0.03, "output_noise": 0.02,
+                                           "representer_data": "provider+copy"}
     monkeypatch.setattr(federation, "REPO", tmp_path)
     monkeypatch.setattr(results_files, "RESULTS", tmp_path / "results")
     made = rows({name: per_note(9, 0, 1) for name in ("raw", "pooled")})
     made["budget"].update(test=list(federation.CORPORA["meddocan"].test), repr_size=300, representer_units=256,
-                          input_noise=0.03, output_noise=0.02)
+                          input_noise=0.03, output_noise=0.02, representer_data="provider+copy")
     (tmp_path / "runs" / "federation_d300" / "seed-0").mkdir(parents=True)
     (tmp_path / "runs" / "federation_d300" / "seed-0" / "rows.json").write_text(json.dumps(made))
     federation.report([0], "federation_d300", "meddocan")
     text = (tmp_path / "results" / "federation" / "federation_d300.md").read_text()
-    assert "N = 100, d = 300, representer 256 units, initial input noise 0.03, initial output noise 0.02)" in text
+    assert ("N = 100, d = 300, representer 256 units, initial input noise 0.03, initial output noise 0.02, "
+            "representer trained on provider+copy)") in text
     assert ("--repr-size 300 --representer-units 256 --input-noise 0.03 --output-noise 0.02 "
-            "--results-name federation_d300") in text
+            "--representer-data provider+copy --results-name federation_d300") in text
     # a budget that names no monitor was run with that of its day (PHI F1), which the command must name
     assert "--monitor val_f1 --repr-size 300" in text
     assert "Growth curve" not in text  # the smaller pools were skipped
