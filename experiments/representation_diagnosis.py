@@ -7,6 +7,9 @@ bootstrap intervals.
         [--time-budget SECONDS]
     python experiments/representation_diagnosis.py --corpus meddocan --seeds 0 1 2 --report-only
 
+Training prints the table of its own seeds and variants and writes it only under --results-name;
+--report-only writes the page (<federation>_diagnosis unless --results-name) from every seed named.
+
 Reads the finished federation seeds (runs/federation_<corpus>/seed-S, or --federation NAME): their
 representer, keys, embeddings and the rows of the default pooled tagger and the raw-text tagger.
 Variants that keep the representer (`VARIANTS`):
@@ -279,9 +282,9 @@ def like_for_like(names: list[str]) -> list[tuple[str, str]]:
             if not variant.text and tagger(variant) in texts]
 
 
-def report(per_seed: dict[int, dict], args) -> str:
+def report(per_seed: dict[int, dict], args, write: bool = True) -> str:
     """Each of `args.variants` that every seed has against the raw-text tagger (or `args.baseline`)
-    and against the default, on both measures."""
+    and against the default, on both measures; written to the results files when `write`."""
     corpus = federation.CORPORA[args.corpus]
     seeds = sorted(per_seed)
     names = [DEFAULT, *(name for name in VARIANTS
@@ -313,6 +316,8 @@ def report(per_seed: dict[int, dict], args) -> str:
         title = federation.titled(corpus, COLUMN_TITLES[key])
         lines += ["", f"## {title}", "", *federation.paired_table(paired[measure], seeds, title)]
     text = "\n".join(lines) + "\n"
+    if not write:
+        return text
     name = args.results_name or f"{args.federation}_diagnosis"
     results_file(name, ".md").parent.mkdir(parents=True, exist_ok=True)
     results_file(name, ".md").write_text(text)
@@ -337,7 +342,12 @@ def main() -> None:
     args = parser.parse_args()
     args.federation = args.federation or ("federation_reference" if args.corpus == "physionet"
                                           else f"federation_{args.corpus}")
-    print(report(federation.run_seeds(run_seed, args), args))
+    # a training process writes its page only under a name of its own: the default page holds every seed's
+    # rows, which a process training some seeds or variants would replace by its own
+    written = args.report_only or args.results_name is not None
+    print(report(federation.run_seeds(run_seed, args), args, write=written))
+    if not written:
+        print("(not written to the results files: rerun with --report-only, or train with --results-name)")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,11 @@ def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monk
     assert titles == {f"{diagnosis.DEFAULT} - raw text", "3 export draws - raw text", "3 export draws - default"}
     diagnosis.report({0: seed}, argparse.Namespace(**{**vars(args), "results_name": "federation_meddocan_seed0"}))
     assert (tmp_path / "federation" / "federation_meddocan_seed0.md").exists()
+    # a process training seed 0 alone prints its table and leaves the three-seed page as it is
+    page = (tmp_path / "federation" / "federation_meddocan_diagnosis.md").read_text()
+    printed = diagnosis.report({0: seed}, args, write=False)
+    assert "seeds [0]" in printed and "seeds [0, 1]" in page
+    assert (tmp_path / "federation" / "federation_meddocan_diagnosis.md").read_text() == page
 
 
 def test_variants_are_compared_with_a_text_variant_as_baseline(tmp_path, monkeypatch):
