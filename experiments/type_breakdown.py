@@ -32,24 +32,29 @@ def tagger_counts(corpus: federation.Corpus, spec: str, seed: int, test: list) -
     from deidpool.corpus.metrics import evaluate_corpus
 
     run, _, name = spec.partition(":")
-    folder = REPO / "runs" / run / f"seed-{seed}"
-    kept = folder / "type_breakdown" / f"{name.replace('/', '-')}.json"
+    kept = REPO / "runs" / run / f"seed-{seed}" / "type_breakdown" / f"{name.replace('/', '-')}.json"
     if kept.exists():
         return json.loads(kept.read_text())
+    per_type = evaluate_corpus(test, found_documents(corpus, spec, seed, test), corpus.entity_key)[
+        "entity_strict"]["per_type"]
+    counts = {kind: {key: int(row[key]) for key in COUNTS} for kind, row in per_type.items()}
+    kept.parent.mkdir(exist_ok=True)
+    kept.write_text(json.dumps(counts, indent=1) + "\n")
+    return counts
+
+
+def found_documents(corpus: federation.Corpus, spec: str, seed: int, test: list) -> list:
+    """The test notes with the spans that the tagger `spec` (RUN:NAME) of one seed finds."""
+    run, _, name = spec.partition(":")
+    folder = REPO / "runs" / run / f"seed-{seed}"
     if not folder.is_dir():
         raise SystemExit(f"{folder} is absent: run the experiment that trains {spec} for seed {seed} first")
     _, vectors = federation.provider_embeddings(corpus, folder, [], seed)
     federation.progress(f"seed {seed}: {spec} tags the test notes")
     if name.startswith("diagnosis/"):
-        found = federation.pipeline_predictions(folder / name / "pipeline.tar", folder / "keys", {"test": test},
-                                                vectors)["test"]
-    else:
-        found = federation.predictions(folder, name, {"test": test}, vectors)["test"]
-    per_type = evaluate_corpus(test, found, corpus.entity_key)["entity_strict"]["per_type"]
-    counts = {kind: {key: int(row[key]) for key in COUNTS} for kind, row in per_type.items()}
-    kept.parent.mkdir(exist_ok=True)
-    kept.write_text(json.dumps(counts, indent=1) + "\n")
-    return counts
+        return federation.pipeline_predictions(folder / name / "pipeline.tar", folder / "keys", {"test": test},
+                                               vectors)["test"]
+    return federation.predictions(folder, name, {"test": test}, vectors)["test"]
 
 
 def pooled_f1(per_seed: list[dict[str, dict[str, int]]], kind: str | None = None) -> float:
