@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import typer
 from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.cli.groups import command_group
 from deidpool.cli.runtime import start_tensorflow
+from deidpool.client.memory import MIN_PRECISION
 from deidpool.corpus.errors import CorpusError
 from deidpool.representer import keys
 
@@ -41,12 +43,14 @@ def clean_errors() -> Iterator[None]:
 def _input_errors() -> tuple[type[Exception], ...]:
     """The errors `clean_errors` reports, imported only once one is raised (some modules are slow)."""
     from deidpool.cli.http import ServerError
+    from deidpool.client.memory import PhiMemoryError
     from deidpool.client.transport import UploadError
     from deidpool.contribution.records import ContributionError
     from deidpool.representer.bundle import BundleError
     from deidpool.server.settings import SettingsError
 
-    return CorpusError, BundleError, ContributionError, keys.KeyFileError, UploadError, ServerError, SettingsError
+    return (CorpusError, BundleError, ContributionError, keys.KeyFileError, UploadError, ServerError, SettingsError,
+            PhiMemoryError)
 
 
 def _new_passphrase(protect: bool) -> str | None:
@@ -345,23 +349,64 @@ def deidentify(
                                   "tagger alone."),
     language: str = typer.Option("en", "--language", help="Language of the notes, for the pattern layer: en "
                                                           "(English) or es (Spanish)."),
+    memory: Path | None = typer.Option(None, "--memory", help="The institution's PHI memory (`client remember`): "
+                                                              "the PHI strings of its own labeled notes, found "
+                                                              "again wherever they recur and merged like the "
+                                                              "pattern layer."),
 ) -> None:
     """Find PHI in unlabeled notes with a published pipeline, and write spans or de-identified notes."""
     _check_language(language, patterns)
     start_tensorflow()
 
-    from deidpool.client.deidentify import OUTPUT_FORMATS, PhiFinder, pipeline_patterns, read_notes, write_deidentified
+    from deidpool.client.deidentify import (
+        OUTPUT_FORMATS,
+        PhiFinder,
+        pipeline_patterns,
+        read_notes,
+        tag_labels,
+        write_deidentified,
+    )
+    from deidpool.client.memory import load_memory, memory_patterns
 
     if fmt not in OUTPUT_FORMATS:
         raise typer.BadParameter(f"choose one of {', '.join(OUTPUT_FORMATS)}", param_hint="--format")
     if surrogate and fmt != "text":
         raise typer.BadParameter("--surrogate applies to --format text only", param_hint="--surrogate")
     with clean_errors():
+        remembered = load_memory(memory) if memory else {}
         pipeline, vectors = _open_bundle(pipeline_path, provider_key, embeddings)
-        finder = PhiFinder(pipeline, vectors, pipeline_patterns(pipeline, language) if patterns else ())
+        finder = PhiFinder(pipeline, vectors, (*(pipeline_patterns(pipeline, language) if patterns else ()),
+                                               *memory_patterns(remembered, sorted(tag_labels(pipeline.tags)))))
         found = finder.find(read_notes(notes, notes_format), progress=True)
         count = write_deidentified(found, out, fmt, surrogates=surrogate, labels=finder.labels)
     typer.echo(f"de-identified {count} notes to {out} ({fmt})")
+
+
+@client_app.command("remember")
+def remember(
+    notes: Path = typer.Option(..., "--notes", help="The institution's PHI-labeled notes (file or folder, as "
+                                                    "--format needs)."),
+    fmt: str = typer.Option(..., "--format", help="Format of the notes: i2b2, meddocan, brat, physionet, conll, json."),
+    split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest splits.json)."),
+    out: Path = typer.Option(..., "--out", help="The PHI memory file to write (JSON, readable by its owner only)."),
+    min_precision: float = typer.Option(MIN_PRECISION, "--min-precision", min=0.0, max=1.0,
+                                        help="Keep a PHI string only where the notes label at least this share of "
+                                             "its whole-word occurrences."),
+) -> None:
+    """Build the institution's PHI memory from its labeled notes, for `client deidentify --memory`.
+
+    It holds the PHI strings of the notes as they are: keep it with the notes. Nothing of it is
+    exported, published or printed (only counts)."""
+    from deidpool.client.memory import remembered_phi, save_memory
+    from deidpool.corpus.formats import read_corpus
+
+    with clean_errors():
+        documents = read_corpus(notes, fmt, split=split)
+        memory = remembered_phi(documents, min_precision=min_precision)
+        save_memory(memory, out)
+    labels = Counter(entry["label"] for entry in memory.values())
+    typer.echo(f"remembered {len(memory)} PHI strings of {len(documents)} notes in {out} (owner-only): "
+               + ", ".join(f"{label} {count}" for label, count in labels.most_common()))
 
 
 @client_app.command("contributions")
