@@ -447,13 +447,15 @@ def _cell(value: dict) -> str:
 
 
 def paired_table(rows: list[dict], seeds: list[int], title: str) -> list[str]:
-    """The paired differences as a Markdown table, with the width of a single seed's interval."""
+    """The paired differences as a Markdown table, with the width of a single seed's interval; a
+    row's "layer" (else its "patterns") names what the taggers' spans were merged with."""
     if not rows:
         return []
     lines = [f"| difference ({title}, points) | tagger | " + " | ".join(f"seed {seed}" for seed in seeds)
              + " | mean over seeds | target |", "|---|---|" + "---:|" * (len(seeds) + 1) + "---|"]
     for row in rows:
-        lines.append(f"| {row['comparison']} | {'+ pattern layer' if row['patterns'] else 'alone'} | "
+        layer = row.get("layer", "+ pattern layer" if row["patterns"] else "alone")
+        lines.append(f"| {row['comparison']} | {layer} | "
                      + " | ".join(_cell(row["seeds"][seed]) for seed in seeds)
                      + f" | {_cell(row['mean'])} | {row['target']} |")
     widths = [high - low for row in rows for low, high in [s["interval"] for s in row["seeds"].values()]]

@@ -20,7 +20,7 @@ GROUPS = {
     "privacy": ("adversarial", "audit", "export_schemes", "noise", "privacy_table", "reidentification_bound",
                 "shared_text_lookup", "whitebox_lookup", "document_linkage", "pseudonymization_utility",
                 "simulated_misses", "nonphi_readback", "phi_candidate_search"),
-    "federation": ("federation", "type_breakdown", "novelty_breakdown", "surrogate_coverage"),
+    "federation": ("federation", "type_breakdown", "novelty_breakdown", "phi_memory", "surrogate_coverage"),
     "speed": ("speed", "client_speed", "corpus_speed", "demo", "distributed_training", "pooled_memory"),
     "server": ("load_uploads",),
 }

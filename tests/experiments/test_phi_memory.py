@@ -1,0 +1,36 @@
+"""experiments/phi_memory.py's layers and report on hand-made notes and counts (nothing is tagged)."""
+
+import argparse
+
+import federation
+import phi_memory
+import results_files
+from deidpool.corpus import Document, Span
+
+
+def test_each_layer_merges_more_spans_into_the_tagger_s():
+    text = "Visto en Teruel el 3 de marzo de 2019."
+    found = [Document("n", text, (Span(0, 5, "NOMBRE_SUJETO_ASISTENCIA", "Visto"),))]
+    memory = {"Teruel": {"label": "TERRITORIO", "labeled": 3, "occurrences": 3}}
+    layers = phi_memory.layered(found, "es", memory)
+    spans = {layer: [span.text for span in notes[0].spans] for layer, notes in layers.items()}
+    assert spans[""] == ["Visto"]
+    assert "Teruel" not in spans["+patterns"] and "3 de marzo de 2019" in spans["+patterns"]
+    assert spans["+patterns+memory"] == [*spans["+patterns"][:1], "Teruel", *spans["+patterns"][1:]]
+
+
+def test_the_report_pairs_each_comparison_on_the_same_notes(tmp_path, monkeypatch):
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path)
+    good, worse = [[9, 1, 1]] * 20, [[8, 1, 2]] * 20
+    names = {name for first, second, *_ in phi_memory.comparisons(["site_a"]) for name in (first, second)}
+    per_seed = {0: {measure: {name: worse if name.startswith("pooled") and "memory" not in name else good
+                              for name in names} for measure in federation.MEASURES.values()}}
+    args = argparse.Namespace(corpus="meddocan", federation="fed", pooled="pooled", results_name="phi_memory_x")
+    text, rows = phi_memory.report_text(per_seed, [0], args, ["site_a"], {"all": 7, "site_a": 2})
+    gap = 100 * (federation.f1(worse) - federation.f1(good))
+    assert f"| representation gap: pooled pipeline - raw text (all notes) | alone | {gap:+.1f} [" in text
+    assert "| + patterns + memory of all parties | +0.0 [+0.0, +0.0]" in text
+    assert f"| site_a's memory's gain: pooled pipeline | + patterns + site_a's memory against + patterns | " \
+           f"{-gap:+.1f} [" in text
+    assert "all parties 7, site_a 2" in text
+    assert len(rows["entity_strict"]) == len(phi_memory.comparisons(["site_a"]))
