@@ -1,7 +1,9 @@
 """The export's safety net for PHI the labels miss (METHOD.md, "Beyond the paper"): a token no
 gold span covers reaches the representer as it is, so before an export the client looks for PHI
 in each labeled note's raw text, with the pattern layer (`deidpool.client.patterns`) always and a
-published pipeline's tagger (`deidpool.client.deidentify.find_phi`) when the institution has one.
+published pipeline's tagger (`deidpool.client.deidentify.find_phi`) when the institution has one,
+and the PHI memory of the exported notes themselves (`deidpool.client.memory`): a string the notes
+label almost everywhere it occurs is flagged where its label is missing.
 
 A token with a letter or a digit that a found span overlaps and no gold span covers is flagged.
 The export pseudonymizes it like a gold PHI token of the found span's label (its exported tag
@@ -13,7 +15,8 @@ training notes (`client export --notes DIR --format brat`, docs/integrations.md)
 
 What it catches is what its finders catch: the pattern layer's dates, phone and fax numbers,
 ages over 89, record and reference numbers, e-mail addresses, URLs and names after a cue ("Dr",
-"Mr", "wife", a signature); with a pipeline, whatever its tagger finds. It misses the rest:
+"Mr", "wife", a signature); the memory's strings labeled elsewhere in the notes (a patient's
+name in the one note where the annotator missed it); with a pipeline, whatever its tagger finds. It misses the rest:
 names, places, hospitals and professions without a cue the patterns know when no pipeline
 runs (or that the tagger misses). The patterns are those of the notes' language (`client export
 --language`: `deidpool.client.patterns.patterns_for`); the Spanish ones find dates, contact
@@ -24,12 +27,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import tee
 from pathlib import Path
 
 from deidpool.client.deidentify import find_phi
+from deidpool.client.memory import memory_patterns
 from deidpool.client.patterns import DEFAULT_PATTERNS, Pattern, find_patterns, tag_set_label
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
@@ -46,20 +50,22 @@ class SafetyNet:
     patterns: Sequence[Pattern] = DEFAULT_PATTERNS
     pipeline: Bundle | None = None
     embeddings: object = None
+    memory: Mapping[str, dict] = field(default_factory=dict)  # `remembered_phi` of the notes exported
 
     @property
     def finders(self) -> list[str]:
-        """What looks for PHI ("patterns", "pipeline <representer id>"); none when off."""
-        return ((["patterns"] if self.patterns else [])
+        """What looks for PHI ("patterns", "memory", "pipeline <representer id>"); none when off."""
+        return ((["patterns"] if self.patterns else []) + (["memory"] if self.memory else [])
                 + ([f"pipeline {self.pipeline.representer_id}"] if self.pipeline is not None else []))
 
     def found(self, documents: Iterable[Document]) -> Iterator[tuple[Document, tuple[Span, ...]]]:
         """Each document with the PHI spans the finders find in its text (sorted, not overlapping)."""
+        patterns = (*self.patterns, *memory_patterns(self.memory))
         if self.pipeline is None:
-            return ((document, find_patterns(document.text, self.patterns)) for document in documents)
+            return ((document, find_patterns(document.text, patterns)) for document in documents)
         mine, theirs = tee(documents)
         predicted = find_phi((Document(document.id, document.text) for document in theirs), self.pipeline,
-                             self.embeddings, patterns=self.patterns)
+                             self.embeddings, patterns=patterns)
         return ((document, found.spans) for document, found in zip(mine, predicted, strict=True))
 
 

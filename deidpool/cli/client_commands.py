@@ -8,7 +8,7 @@ import dataclasses
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import typer
@@ -134,8 +134,9 @@ _EMBEDDINGS_HELP = "Where to find the bundle's embeddings, if not by its own spe
 SAFETY_NET_MODES = ("pseudonymize", "review", "off")
 _SAFETY_NET_HELP = ("Look for PHI the labels miss before exporting: the pattern layer of --language (en: dates, phone "
                     "numbers, ages over 89, IDs, e-mail, URLs, names after Dr/Mr/Mrs or a relative's 'wife', 'son', "
-                    "signatures; es: dates, phone and fax numbers, e-mail, IDs, ages, postal codes), and "
-                    "the --pipeline's tagger if given. pseudonymize: the tokens it flags are pseudonymized like "
+                    "signatures; es: dates, phone and fax numbers, e-mail, IDs, ages, postal codes), the PHI "
+                    "memory of the notes (a string they label almost wherever it occurs, unlabeled in one place), "
+                    "and the --pipeline's tagger if given. pseudonymize: the tokens it flags are pseudonymized like "
                     "labeled PHI (their tags stay as annotated), counted in the signed header, and the notes that "
                     "hold them written to the --review folder; review: only write the --review folder, export "
                     "nothing; off: look for nothing (unlabeled PHI reaches the representer as it is).")
@@ -224,7 +225,8 @@ def export(
     with clean_errors():
         if safety_net == "review":
             bundle, _ = _open_bundle(bundle_path, provider_key, embeddings, load_embeddings=False)
-            net = _safety_net(safety_net, language, pipeline_path, pipeline_key, embeddings, bundle, None)
+            net = _safety_net(safety_net, language, pipeline_path, pipeline_key, embeddings, bundle, None,
+                              iter_corpus(notes, fmt, split=split))
             flagged = review_unlabeled_phi(iter_corpus(notes, fmt, split=split), bundle, net, review)
             _echo_safety_net(flagged.header(), review)
             typer.echo(f"nothing exported (--safety-net review): review {review}, then export with --safety-net "
@@ -234,7 +236,8 @@ def export(
         institution = institution_id(key)
         server = keys.load_public_key(server_key, keys.ENCRYPTION)
         bundle, vectors = _open_bundle(bundle_path, provider_key, embeddings)
-        net = _safety_net(safety_net, language, pipeline_path, pipeline_key, embeddings, bundle, vectors)
+        net = _safety_net(safety_net, language, pipeline_path, pipeline_key, embeddings, bundle, vectors,
+                          iter_corpus(notes, fmt, split=split))
         header = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out,
                                      institution=institution, signing_key=signing_key, server_key=server, dtype=dtype,
                                      neighbours=neighbours, scheme=pseudonymization, language=language,
@@ -257,26 +260,27 @@ def _check_language(language: str, patterns: bool) -> None:
 
 
 def _safety_net(mode: str, language: str, pipeline_path: Path | None, pipeline_key: Path, embeddings: str | None,
-                bundle, vectors):
-    """The export's safety net in `mode`: off, or the pattern layer for notes in `language` and the pipeline at
-    `pipeline_path` (verified with `pipeline_key`) with its embeddings (the bundle's `vectors`
-    when they are the same, else loaded)."""
+                bundle, vectors, notes: Iterable):
+    """The export's safety net in `mode`: off, or the pattern layer for notes in `language`, the PHI
+    memory of the labeled `notes` exported, and the pipeline at `pipeline_path` (verified with
+    `pipeline_key`) with its embeddings (the bundle's `vectors` when they are the same, else loaded)."""
+    from deidpool.client.memory import remembered_phi
     from deidpool.client.patterns import patterns_for
     from deidpool.client.safety_net import OFF, SafetyNet
     from deidpool.representer.bundle import BundleError
 
     if mode == "off":
         return OFF
-    patterns = patterns_for(language)
+    patterns, memory = patterns_for(language), remembered_phi(notes)
     if pipeline_path is None:
-        return SafetyNet(patterns)
+        return SafetyNet(patterns, memory=memory)
     pipeline, _ = _open_bundle(pipeline_path, pipeline_key, None, load_embeddings=False)
     if not pipeline.is_pipeline:
         raise BundleError(f"{pipeline_path} is a representer bundle without a tagger, not a pipeline (--pipeline)")
     same = pipeline.manifest["embeddings"]["source_id"] == bundle.manifest["embeddings"]["source_id"]
     if not (same and vectors is not None):
         vectors = pipeline.load_embeddings(embeddings if same else None)
-    return SafetyNet(patterns, pipeline, vectors)
+    return SafetyNet(patterns, pipeline, vectors, memory)
 
 
 def _echo_safety_net(counts: dict, review: Path | None) -> None:

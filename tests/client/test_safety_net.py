@@ -14,6 +14,7 @@ from deidpool.cli import app
 from deidpool.client import export as export_module
 from deidpool.client import safety_net as safety_net_module
 from deidpool.client.export import export_contribution, review_unlabeled_phi
+from deidpool.client.memory import remembered_phi
 from deidpool.client.patterns import tag_set_label, with_patterns
 from deidpool.client.safety_net import OFF, SafetyNet
 from deidpool.contribution.container import iter_sentences, verify_contribution
@@ -31,6 +32,16 @@ UNLABELED = FLAGGED + ["Retterer"]  # a bare surname: only a tagger finds it
 def _note(number: int = 0) -> Document:
     spans = tuple(Span(TEXT.index(word), TEXT.index(word) + len(word), "PATIENT", word) for word in ("John", "Smith"))
     return Document(f"note-{number}", TEXT, spans)
+
+
+def test_the_memory_flags_a_string_the_notes_label_everywhere_but_here():
+    labeled = [_note(number) for number in range(9)]
+    missed = Document("note-9", TEXT, _note().spans[:1])  # "Smith" left unlabeled
+    net = SafetyNet(patterns=(), memory=remembered_phi([*labeled, missed]))
+    assert net.finders == ["memory"]
+    (_, found), = net.found([missed])
+    assert [(span.text, span.source_type) for span in found if span.text not in ("John",)] == [("Smith", "PATIENT")]
+    assert SafetyNet(patterns=(), memory=remembered_phi([missed, _note()])).memory.keys() == {"John"}  # 1 of 2
 
 
 def _export(documents, pipeline, embeddings, loaded_keys, out, **options):
@@ -138,7 +149,8 @@ def test_client_export_safety_net_modes(tmp_path, pipeline_path, key_files, note
 
     result = _cli_export(pipeline_path, key_files, notes, tmp_path / "a.dpc")  # default: pseudonymize
     assert result.exit_code == 0, result.output
-    assert "safety net (patterns): 8 unlabeled tokens flagged (DATE 6, NAME 2)" in result.output
+    # the memory of the notes (John, Smith: labeled wherever they occur) flags nothing more here
+    assert "safety net (patterns, memory): 8 unlabeled tokens flagged (DATE 6, NAME 2)" in result.output
     assert len(read_corpus(tmp_path / "a.review", "brat")) == 2
     assert verify_contribution(tmp_path / "a.dpc", loaded_keys.institution_public).safety_net["flagged_tokens"] == 8
 
@@ -164,4 +176,5 @@ def test_client_export_runs_a_pipeline_s_tagger_in_the_safety_net(tmp_path, pipe
                          "--pipeline-key", key_files.provider.public)
     assert result.exit_code == 0, result.output
     counts = verify_contribution(tmp_path / "a.dpc", loaded_keys.institution_public).safety_net
-    assert counts["finders"] == ["patterns", f"pipeline {pipeline.representer_id}"] and counts["flagged_tokens"] >= 8
+    assert counts["finders"] == ["patterns", "memory", f"pipeline {pipeline.representer_id}"]
+    assert counts["flagged_tokens"] >= 8
