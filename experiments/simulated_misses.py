@@ -9,8 +9,10 @@ does (`SafetyNet.found`, then `Flagged.add` on the notes' prepared sentences wit
 labels): a missed token it flags is caught; a token it flags that no gold span covers (the FULL
 labels) is a false flag. Finders: the pattern layer of the corpus's language, and with
 `--pipeline CORPUS=FILE` also that published pipeline's tagger (verified with keys/provider.pub
-of the federation seed folder holding it, with that folder's fasttext-provider.bin when present).
-What the finders find does not depend on the labels, so each corpus's finders run once.
+of the federation seed folder holding it, with that folder's fasttext-provider.bin when present);
+each net also with the PHI memory `client export` builds from the labels it has (here those left
+after the drop: `with_memory`). What the patterns and the tagger find does not depend on the
+labels, so they run once per corpus; the memory once per miss rate and seed.
 
     python experiments/simulated_misses.py [--data-root ../shared/data] [--corpora physionet meddocan]
         [--rates 0.01 0.05] [--seeds 0 1 2] [--pipeline meddocan=runs/.../seed-0/pipelines/pooled.tar]
@@ -32,7 +34,8 @@ from deidpool.representer.threads import configure_threads
 
 configure_threads()
 
-from deidpool.client.patterns import patterns_for  # noqa: E402
+from deidpool.client.memory import memory_patterns, remembered_phi  # noqa: E402
+from deidpool.client.patterns import find_patterns, merge_spans, patterns_for  # noqa: E402
 from deidpool.client.safety_net import Flagged, SafetyNet  # noqa: E402
 from deidpool.corpus.categories import PHI_TYPES  # noqa: E402
 from deidpool.corpus.document import Document, Span  # noqa: E402
@@ -186,6 +189,37 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def net_rows(name: str, title: str, parts: dict[str, list[Document]], found: list[tuple[Span, ...]],
+             finders: list[str], remembers: bool, args) -> list[dict]:
+    """The rows of one net on corpus `name` (`found`: its spans in each note of `parts`, in order) at
+    each miss rate over the seeds, for all notes and each part; with `remembers` the net also
+    merges the PHI memory of the labels each drop leaves."""
+    documents = [document for part in parts.values() for document in part]
+    part_of = [part for part, members in parts.items() for _ in members]
+    labels = [phi.source_type for phi in PHI_TYPES.values() if phi.corpus == name]
+    rows = []
+    for rate in args.rates:
+        runs = []
+        for seed in args.seeds:
+            seen = with_memory([kept for kept, _ in drop_spans(documents, rate, seed)], found) if remembers else found
+            runs.append(simulate(documents, part_of, seen, labels, finders, rate, seed))
+        progress(f"{name} {title} at {rate:.0%}: {len(args.seeds)} seeds done")
+        by_part = {"all": [merge(list(run.values())) for run in runs]}
+        if len(parts) > 1:
+            by_part.update({part: [run[part] for run in runs] for part in parts})
+        rows += [{"corpus": name, "part": part, "notes": seeds[0]["notes"], "finders": title, "rate": rate,
+                  "seeds": seeds, "summary": summary(seeds)} for part, seeds in by_part.items()]
+    return rows
+
+
+def with_memory(kept: list[Document], found: list[tuple[Span, ...]]) -> list[tuple[Span, ...]]:
+    """Each note's spans `found` merged (`merge_spans`) with those of the PHI memory of the notes'
+    labels (`kept`: the notes with the labels left after the drop)."""
+    patterns = memory_patterns(remembered_phi(kept))
+    return [merge_spans(spans, find_patterns(document.text, patterns), document.text)
+            for document, spans in zip(kept, found, strict=True)]
+
+
 def open_pipeline(path: Path):
     """The published pipeline at `path` (a federation seed folder's pipelines/NAME.tar), verified
     with the seed folder's keys/provider.pub, and its embeddings (the folder's FastText when there)."""
@@ -235,20 +269,14 @@ def main() -> None:
     for name in args.corpora:
         parts = read_parts(name, args.data_root)
         documents = [document for part in parts.values() for document in part]
-        part_of = [part for part, members in parts.items() for _ in members]
-        labels = [phi.source_type for phi in PHI_TYPES.values() if phi.corpus == name]
         for net_name, net in nets(name, pipelines).items():
-            finders[f"{name} {net_name}"] = ", ".join(net.finders)
             progress(f"{name}: {net_name} over {len(documents)} notes")
             found = [spans for _, spans in net.found(documents)]
-            for rate in args.rates:
-                runs = [simulate(documents, part_of, found, labels, net.finders, rate, seed) for seed in args.seeds]
-                progress(f"{name} {net_name} at {rate:.0%}: {len(args.seeds)} seeds done")
-                by_part = {"all": [merge(list(run.values())) for run in runs]}
-                if len(parts) > 1:
-                    by_part.update({part: [run[part] for run in runs] for part in parts})
-                rows += [{"corpus": name, "part": part, "notes": seeds[0]["notes"], "finders": net_name, "rate": rate,
-                          "seeds": seeds, "summary": summary(seeds)} for part, seeds in by_part.items()]
+            for remembers in (False, True):
+                title = net_name.replace("patterns", "patterns + memory") if remembers else net_name
+                listed = net.finders + ["memory"] * remembers
+                finders[f"{name} {title}"] = ", ".join(listed)
+                rows += net_rows(name, title, parts, found, listed, remembers, args)
     command = "python experiments/simulated_misses.py " + " ".join(sys.argv[1:])
     result = {"date": str(date.today()), "commit": git_commit(), "command": command.strip(), "seeds": args.seeds,
               "rates": args.rates, "finders": finders, "rows": rows,
