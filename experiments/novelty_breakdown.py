@@ -15,15 +15,13 @@ experiments/results/federation/<name>.md and .json.
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections import Counter
 from collections.abc import Iterable
 from datetime import date
 
 import federation
-from results_files import git_commit, results_file
-from type_breakdown import REPO, found_documents
+from results_files import git_commit
+from type_breakdown import found_documents, tagger_arguments, test_notes, write_report
 
 CLASSES = ("PHI in the provider's notes", "PHI in a site's notes only", "in no training span")
 
@@ -90,26 +88,14 @@ def report_text(counts: dict[str, list[dict]], seeds: list[int], corpus_name: st
 def main() -> None:
     from deidpool.corpus.formats import read_corpus
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", choices=federation.CORPORA, default="meddocan")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--taggers", nargs="+", required=True, help="RUN:NAME, the reference first")
-    parser.add_argument("--results-name", required=True, help="stem of the result files (novelty_breakdown_...)")
-    args = parser.parse_args()
-    if any(":" not in spec for spec in args.taggers):
-        parser.error("every tagger is RUN:NAME, e.g. federation_meddocan_valloss:pooled")
+    args = tagger_arguments(__doc__.splitlines()[0], "novelty_breakdown")
     corpus = federation.CORPORA[args.corpus]
-    path, fmt, split = corpus.test
-    test = read_corpus(REPO.parent / path, fmt, split=split)
+    test = test_notes(corpus)
     provider = seen_texts(read_corpus(corpus.notes, corpus.fmt, split="provider"))
     sites = set().union(*(seen_texts(read_corpus(corpus.notes, corpus.fmt, split=site)) for site in federation.SITES))
     counts = {spec: [recall_counts(test, found_documents(corpus, spec, seed, test), corpus.entity_key, provider, sites)
                      for seed in args.seeds] for spec in args.taggers}
-    text, numbers = report_text(counts, args.seeds, args.corpus, args.results_name)
-    print(text)
-    results_file(args.results_name, ".md").write_text(text)
-    results_file(args.results_name, ".json").write_text(json.dumps(
-        {"date": str(date.today()), "commit": git_commit(), "seeds": args.seeds, **numbers}, indent=1) + "\n")
+    write_report(args.results_name, *report_text(counts, args.seeds, args.corpus, args.results_name), args.seeds)
 
 
 if __name__ == "__main__":

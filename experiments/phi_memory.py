@@ -19,12 +19,11 @@ experiments/results/federation/<name>.md and .json.
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import date
 
 import federation
-from results_files import git_commit, results_file
-from type_breakdown import REPO, found_documents
+from results_files import git_commit
+from type_breakdown import REPO, found_documents, test_notes, write_report
 
 LAYERS = ("", "+patterns", "+patterns+memory")
 LAYER_TITLES = {"": "alone", "+patterns": "+ patterns", "+patterns+memory": "+ patterns + memory of all parties"}
@@ -117,8 +116,7 @@ def main() -> None:
     parser.add_argument("--results-name", required=True, help="stem of the result files (phi_memory_...)")
     args = parser.parse_args()
     corpus = federation.CORPORA[args.corpus]
-    path, fmt, split = corpus.test
-    test = read_corpus(REPO.parent / path, fmt, split=split)
+    test = test_notes(corpus)
     notes = {party: read_corpus(corpus.notes, corpus.fmt, split=party) for party in federation.PARTIES}
     memories = {site: remembered_phi(notes[site]) for site in federation.SITES}
     memories["all"] = remembered_phi(document for party in federation.PARTIES for document in notes[party])
@@ -128,10 +126,7 @@ def main() -> None:
     per_seed = {seed: seed_counts(corpus, args.federation, args.pooled, seed, test, memories, sites)
                 for seed in args.seeds}
     text, rows = report_text(per_seed, args.seeds, args, sites, {name: len(m) for name, m in memories.items()})
-    print(text)
-    results_file(args.results_name, ".md").write_text(text)
-    results_file(args.results_name, ".json").write_text(json.dumps(
-        {"date": str(date.today()), "commit": git_commit(), "seeds": args.seeds, "paired": rows}, indent=1) + "\n")
+    write_report(args.results_name, text, {"paired": rows}, args.seeds)
 
 
 if __name__ == "__main__":

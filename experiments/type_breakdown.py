@@ -95,26 +95,42 @@ def report_text(counts: dict[str, list[dict]], seeds: list[int], corpus_name: st
     return "\n".join(lines) + "\n", {"gold": gold, "f1": {kind or "all": row for kind, row in table.items()}}
 
 
-def main() -> None:
-    from deidpool.corpus.formats import read_corpus
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def tagger_arguments(description: str, stem: str) -> argparse.Namespace:
+    """The command line of a script that scores taggers RUN:NAME on a federation's test notes:
+    --corpus, --seeds, --taggers (the reference first) and --results-name (`stem`_...)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--corpus", choices=federation.CORPORA, default="meddocan")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--taggers", nargs="+", required=True, help="RUN:NAME, the reference first")
-    parser.add_argument("--results-name", required=True, help="stem of the result files (type_breakdown_...)")
+    parser.add_argument("--results-name", required=True, help=f"stem of the result files ({stem}_...)")
     args = parser.parse_args()
     if any(":" not in spec for spec in args.taggers):
-        parser.error("every tagger is RUN:NAME, e.g. federation_meddocan_short:pooled")
-    corpus = federation.CORPORA[args.corpus]
+        parser.error("every tagger is RUN:NAME, e.g. federation_meddocan_valloss:pooled")
+    return args
+
+
+def test_notes(corpus: federation.Corpus) -> list:
+    """The federation's test notes."""
+    from deidpool.corpus.formats import read_corpus
+
     path, fmt, split = corpus.test
-    test = read_corpus(REPO.parent / path, fmt, split=split)
-    counts = {spec: [tagger_counts(corpus, spec, seed, test) for seed in args.seeds] for spec in args.taggers}
-    text, numbers = report_text(counts, args.seeds, args.corpus, args.results_name)
+    return read_corpus(REPO.parent / path, fmt, split=split)
+
+
+def write_report(name: str, text: str, numbers: dict, seeds: list[int]) -> None:
+    """Print the table `text` and write it and its `numbers` to the results files `name`."""
     print(text)
-    results_file(args.results_name, ".md").write_text(text)
-    results_file(args.results_name, ".json").write_text(json.dumps(
-        {"date": str(date.today()), "commit": git_commit(), "seeds": args.seeds, **numbers}, indent=1) + "\n")
+    results_file(name, ".md").write_text(text)
+    results_file(name, ".json").write_text(json.dumps(
+        {"date": str(date.today()), "commit": git_commit(), "seeds": seeds, **numbers}, indent=1) + "\n")
+
+
+def main() -> None:
+    args = tagger_arguments(__doc__.splitlines()[0], "type_breakdown")
+    corpus = federation.CORPORA[args.corpus]
+    test = test_notes(corpus)
+    counts = {spec: [tagger_counts(corpus, spec, seed, test) for seed in args.seeds] for spec in args.taggers}
+    write_report(args.results_name, *report_text(counts, args.seeds, args.corpus, args.results_name), args.seeds)
 
 
 if __name__ == "__main__":
