@@ -3,7 +3,7 @@ gold span covers reaches the representer as it is, so before an export the clien
 in each labeled note's raw text, with the pattern layer (`deidpool.client.patterns`) always and a
 published pipeline's tagger (`deidpool.client.deidentify.find_phi`) when the institution has one,
 and the PHI memory of the exported notes themselves (`deidpool.client.memory`): a string the notes
-label almost everywhere it occurs is flagged where its label is missing.
+label in at least half of its occurrences (`SAFETY_NET_PRECISION`) is flagged where its label is missing.
 
 A token with a letter or a digit that a found span overlaps and no gold span covers is flagged.
 The export pseudonymizes it like a gold PHI token of the found span's label (its exported tag

@@ -34,7 +34,7 @@ from deidpool.representer.threads import configure_threads
 
 configure_threads()
 
-from deidpool.client.memory import memory_patterns, remembered_phi  # noqa: E402
+from deidpool.client.memory import SAFETY_NET_PRECISION, memory_patterns, remembered_phi  # noqa: E402
 from deidpool.client.patterns import find_patterns, merge_spans, patterns_for  # noqa: E402
 from deidpool.client.safety_net import Flagged, SafetyNet  # noqa: E402
 from deidpool.corpus.categories import PHI_TYPES  # noqa: E402
@@ -215,7 +215,7 @@ def net_rows(name: str, title: str, parts: dict[str, list[Document]], found: lis
 def with_memory(kept: list[Document], found: list[tuple[Span, ...]]) -> list[tuple[Span, ...]]:
     """Each note's spans `found` merged (`merge_spans`) with those of the PHI memory of the notes'
     labels (`kept`: the notes with the labels left after the drop)."""
-    patterns = memory_patterns(remembered_phi(kept))
+    patterns = memory_patterns(remembered_phi(kept, min_precision=SAFETY_NET_PRECISION))
     return [merge_spans(spans, find_patterns(document.text, patterns), document.text)
             for document, spans in zip(kept, found, strict=True)]
 

@@ -135,7 +135,7 @@ SAFETY_NET_MODES = ("pseudonymize", "review", "off")
 _SAFETY_NET_HELP = ("Look for PHI the labels miss before exporting: the pattern layer of --language (en: dates, phone "
                     "numbers, ages over 89, IDs, e-mail, URLs, names after Dr/Mr/Mrs or a relative's 'wife', 'son', "
                     "signatures; es: dates, phone and fax numbers, e-mail, IDs, ages, postal codes), the PHI "
-                    "memory of the notes (a string they label almost wherever it occurs, unlabeled in one place), "
+                    "memory of the notes (a string they label in at least half of its occurrences, unlabeled here), "
                     "and the --pipeline's tagger if given. pseudonymize: the tokens it flags are pseudonymized like "
                     "labeled PHI (their tags stay as annotated), counted in the signed header, and the notes that "
                     "hold them written to the --review folder; review: only write the --review folder, export "
@@ -264,14 +264,14 @@ def _safety_net(mode: str, language: str, pipeline_path: Path | None, pipeline_k
     """The export's safety net in `mode`: off, or the pattern layer for notes in `language`, the PHI
     memory of the labeled `notes` exported, and the pipeline at `pipeline_path` (verified with
     `pipeline_key`) with its embeddings (the bundle's `vectors` when they are the same, else loaded)."""
-    from deidpool.client.memory import remembered_phi
+    from deidpool.client.memory import SAFETY_NET_PRECISION, remembered_phi
     from deidpool.client.patterns import patterns_for
     from deidpool.client.safety_net import OFF, SafetyNet
     from deidpool.representer.bundle import BundleError
 
     if mode == "off":
         return OFF
-    patterns, memory = patterns_for(language), remembered_phi(notes)
+    patterns, memory = patterns_for(language), remembered_phi(notes, min_precision=SAFETY_NET_PRECISION)
     if pipeline_path is None:
         return SafetyNet(patterns, memory=memory)
     pipeline, _ = _open_bundle(pipeline_path, pipeline_key, None, load_embeddings=False)

@@ -178,3 +178,16 @@ def test_client_export_runs_a_pipeline_s_tagger_in_the_safety_net(tmp_path, pipe
     counts = verify_contribution(tmp_path / "a.dpc", loaded_keys.institution_public).safety_net
     assert counts["finders"] == ["patterns", "memory", f"pipeline {pipeline.representer_id}"]
     assert counts["flagged_tokens"] >= 8
+
+
+def test_client_export_s_memory_flags_a_string_labeled_in_half_of_its_occurrences(tmp_path, pipeline_path, key_files):
+    notes = tmp_path / "notes"
+    missed = Document("note-1", TEXT, _note().spans[:1])  # "Smith" labeled in note-0 only
+    write_corpus([_note(0), missed], notes, "brat")
+    result = _cli_export(pipeline_path, key_files, notes, tmp_path / "a.dpc", "--safety-net", "review",
+                         "--review", tmp_path / "review")
+    assert result.exit_code == 0, result.output
+    reviewed = {document.id: document for document in read_corpus(tmp_path / "review", "brat")}
+    flagged = [span.text for span in reviewed["note-1"].spans if span not in missed.spans]
+    assert "Smith" in flagged and "Smith" not in [span.text for span in reviewed.get("note-0", _note()).spans
+                                                   if span not in _note().spans]

@@ -81,10 +81,11 @@ def test_summary_and_table_report_reduction_and_false_flags_over_seeds():
 
 
 def test_the_memory_of_the_labels_left_catches_a_string_dropped_where_other_notes_keep_it():
-    others = [Document(f"o{n}", "Dr Smith saw him.", (Span(3, 8, "HCPName", "Smith"),)) for n in range(9)]
+    other = Document("o", "Dr Smith saw him.", (Span(3, 8, "HCPName", "Smith"),))
     kept, dropped = simulated_misses.drop_spans([NOTE], 1.0, seed=0)[0]
     assert [span.text for span in dropped] == ["8/23/2012", "Smith", "Boston"]
-    found = simulated_misses.with_memory([kept, *others], [()] * 10)
-    # "Smith" labeled in 9 of its 10 occurrences: remembered; "Boston" has no label left
+    found = simulated_misses.with_memory([kept, other], [(), ()])
+    # "Smith" labeled in 1 of its 2 occurrences: remembered by the net; "Boston" has no label left
     assert [(span.text, span.source_type) for span in found[0]] == [("Smith", "HCPName")]
-    assert simulated_misses.with_memory([kept, *others[:8]], [()] * 9)[0] == ()  # 8 of 9: below 0.9
+    unlabeled = Document("u", "Smith again.", ())
+    assert simulated_misses.with_memory([kept, other, unlabeled], [()] * 3)[0] == ()  # 1 of 3: below half
