@@ -16,8 +16,8 @@ prints counts only), and its file is written readable by its owner alone.
 
 A gold span's text enters when it has at least `MIN_CHARACTERS` characters, is not all digits
 (numbers recur as other things: the patterns find dates and identifiers), and is labeled in at
-least `MIN_PRECISION` of its whole-word, case-sensitive occurrences in the notes (a surname that
-is also a common word, "Rosa" the colour, stays out); its label is the one it has most often.
+least `MIN_PRECISION` of its whole-word, case-sensitive occurrences in the notes (a string the notes
+also use as an ordinary word stays out); its label is the one it has most often.
 """
 
 from __future__ import annotations
@@ -87,9 +87,13 @@ def memory_patterns(memory: Mapping[str, dict], labels: Sequence[str] = ()) -> t
 
 
 def save_memory(memory: Mapping[str, dict], path: str | Path) -> None:
-    """Write `memory` as JSON to `path`, readable and writable by its owner only."""
+    """Write `memory` as JSON to `path`, readable and writable by its owner only; PhiMemoryError
+    naming the file when it cannot be written."""
     path = Path(path)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError as error:
+        raise PhiMemoryError(f"{path}: cannot write the PHI memory ({error.strerror})") from None
     os.chmod(path, 0o600)  # an existing file keeps its mode under os.open
     with os.fdopen(descriptor, "w", encoding="utf-8") as out:
         json.dump({"format": FORMAT, "entries": dict(memory)}, out, ensure_ascii=False, indent=1)

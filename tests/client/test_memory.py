@@ -72,6 +72,8 @@ def test_the_memory_file_is_its_owner_s_alone_and_bad_files_name_the_file_not_th
         with pytest.raises(PhiMemoryError) as error:
             load_memory(path)
         assert str(path) in str(error.value) and field in str(error.value) and "Madrid" not in str(error.value)
+    with pytest.raises(PhiMemoryError, match="cannot write the PHI memory"):
+        save_memory(memory, tmp_path / "missing" / "memory.json")
 
 
 def test_remember_then_deidentify_with_the_memory(tmp_path, notes_dir, documents, pipeline_path, key_files):
