@@ -71,10 +71,11 @@ def seed_counts(corpus: federation.Corpus, run: str, pooled: str, seed: int, tes
         for layer, notes in layered(found[tagger], corpus.language, memories["all"]).items():
             scored[f"{tagger}{layer}"] = notes
     for site in sites:
-        for tagger in ("pooled", f"raw-{site}"):
-            notes = layered(found[tagger], corpus.language, memories[site])["+patterns+memory"]
-            scored[f"{tagger}+patterns+memory@{site}"] = notes
-        scored[f"raw-{site}+patterns"] = layered(found[f"raw-{site}"], corpus.language, {})["+patterns"]
+        own = layered(found[f"raw-{site}"], corpus.language, memories[site])
+        scored[f"raw-{site}+patterns"] = own["+patterns"]
+        scored[f"raw-{site}+patterns+memory@{site}"] = own["+patterns+memory"]
+        scored[f"pooled+patterns+memory@{site}"] = layered(found["pooled"], corpus.language,
+                                                           memories[site])["+patterns+memory"]
     return {measure: {name: [[c.tp, c.fp, c.fn] for c in document_counts(test, notes, measure, corpus.entity_key)]
                       for name, notes in scored.items()} for measure in federation.MEASURES.values()}
 
