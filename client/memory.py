@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from deidpool.client.patterns import Pattern, tag_set_label
-from deidpool.corpus.document import Document
+if TYPE_CHECKING:  # the pattern layer is imported where used: the CLI reads MIN_PRECISION at start-up
+    from deidpool.client.patterns import Pattern
+    from deidpool.corpus.document import Document
 
 MIN_CHARACTERS = 3
 MIN_PRECISION = 0.9
@@ -46,12 +47,6 @@ class PhiMemoryError(ValueError):
     """A PHI memory file that cannot be read; the message names the file and the field."""
 
 
-def _alternation(texts: Iterable[str]) -> re.Pattern:
-    """A regex matching any of `texts` as a whole word (not inside a longer word), longest first."""
-    ordered = sorted(set(texts), key=lambda text: (-len(text), text))
-    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, ordered)) + r")(?!\w)")
-
-
 def remembered_phi(documents: Iterable[Document], *, min_precision: float = MIN_PRECISION,
                    min_characters: int = MIN_CHARACTERS) -> dict[str, dict]:
     """{text: {"label", "labeled", "occurrences"}} of every gold span text of `documents` that
@@ -65,7 +60,9 @@ def remembered_phi(documents: Iterable[Document], *, min_precision: float = MIN_
                 labels[span.text][span.source_type] += 1
     if not labels:
         return {}
-    pattern = _alternation(labels)
+    from deidpool.client.patterns import word_alternation
+
+    pattern = word_alternation(labels)
     occurrences, labeled = Counter(), Counter()
     for document in documents:
         gold = {(span.start, span.end) for span in document.spans}
@@ -80,10 +77,13 @@ def remembered_phi(documents: Iterable[Document], *, min_precision: float = MIN_
 def memory_patterns(memory: Mapping[str, dict], labels: Sequence[str] = ()) -> tuple[Pattern, ...]:
     """One pattern per label of `memory` finding its texts, labelled as the tag set `labels` (a
     pipeline's span labels) names the label's i2b2 type (`tag_set_label`; none: as remembered)."""
+    from deidpool.client.patterns import Pattern, tag_set_label, word_alternation
+
     by_label: dict[str, list[str]] = defaultdict(list)
     for text, entry in memory.items():
         by_label[tag_set_label(entry["label"], labels, by_category=False)].append(text)
-    return tuple(Pattern(f"memory {label}", label, _alternation(texts)) for label, texts in sorted(by_label.items()))
+    return tuple(Pattern(f"memory {label}", label, word_alternation(texts))
+                 for label, texts in sorted(by_label.items()))
 
 
 def save_memory(memory: Mapping[str, dict], path: str | Path) -> None:

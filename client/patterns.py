@@ -20,8 +20,9 @@ is searched in the `CONTEXT` characters before the PHI (anchored at their end) a
 The layer is per language (`LANGUAGES`; `patterns_for(language, labels)`, English by default, any
 other language refused): English patterns (`PATTERNS`) are labelled with i2b2 2014 types, Spanish
 ones (`SPANISH_PATTERNS`, for MEDDOCAN's clinical cases: dates, phone vs fax by their field,
-e-mail, NHC/NASS/NºCol/episode numbers, patients' ages, postal codes after "CP", sex after "Sexo:")
-with MEDDOCAN's source types; given a pipeline's labels, each is renamed to the label of its i2b2
+e-mail, NHC/NASS/NºCol/episode numbers, patients' ages, postal codes after "CP", sex after "Sexo:";
+countries from a public list, `deidpool.client.gazetteers`, where the tagger marks nothing, and a
+tagger's "country" the list lacks relabelled a city) with MEDDOCAN's source types; given a pipeline's labels, each is renamed to the label of its i2b2
 type there (`tag_set_label`), so pattern spans score and render beside the pipeline's. Measured
 in experiments/results/quality/spanish_patterns.md: every default Spanish pattern has precision >= 0.97
 on MEDDOCAN `dev` (>= 0.87 on train, where they were written), and merged with a raw-text tagger
@@ -58,6 +59,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from deidpool.client.gazetteers import country_names
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
 
@@ -91,6 +93,11 @@ class Pattern:
             annotates names ("[Rich] [Martino]"), so that no two of a tagger's name spans are joined.
         refuses: a look-alike: its spans are no PHI, and the merge drops every tagger span that
             lies inside one (`with_patterns`); it adds no span of its own.
+        defers: a guess the tagger may know better (a list name: "Granada" is a country, a city
+            and a surname): the merge keeps its spans only where no tagger span overlaps them.
+        relabels: the pattern's list is closed: a tagger span of the pattern's label whose whole
+            text the regex does not match takes this label instead (a "country" that is no country
+            is a city). No span is dropped: only its label changes.
     """
 
     name: str
@@ -101,6 +108,8 @@ class Pattern:
     default: bool = True
     by_word: bool = False
     refuses: bool = False
+    defers: bool = False
+    relabels: str | None = None
 
     def spans(self, text: str) -> Iterator[Span]:
         """The spans this pattern finds in `text`, in offset order."""
@@ -128,6 +137,12 @@ class Pattern:
 
 def _compile(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern:
     return re.compile(pattern, flags)
+
+
+def word_alternation(texts: Iterable[str]) -> re.Pattern:
+    """A regex matching any of `texts` as a whole word (not inside a longer word), longest first."""
+    ordered = sorted(set(texts), key=lambda text: (-len(text), text))
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, ordered)) + r")(?!\w)")
 
 
 # Words after which an m/d pair is a setting, pressure, score or count: the strong ones anywhere in the
@@ -320,6 +335,8 @@ SPANISH_PATTERNS: tuple[Pattern, ...] = (
         rf"|(?P<phi3>{_AGE})\s+de\s+edad", re.IGNORECASE | re.MULTILINE), not_after=_compile(_RELATIVE)),
     Pattern("es_postal_code", "TERRITORIO", _compile(rf"\b(?:c\.\s?p\.|cp|código\s+postal){_FIELD}(?P<phi>\d{{5}})\b")),
     Pattern("es_sex", "SEXO_SUJETO_ASISTENCIA", _compile(r"\bsexo\s*:\s*(?P<phi>[a-z]+)\b")),
+    # a public list, deferring to the tagger (a list's "Granada" may be a city or a surname)
+    Pattern("es_country", "PAIS", word_alternation(country_names("es")), defers=True, relabels="TERRITORIO"),
 )
 # language -> its patterns (look-alikes included)
 LANGUAGES: dict[str, tuple[Pattern, ...]] = {"en": (*PATTERNS, *LOOKALIKES), "es": SPANISH_PATTERNS}
@@ -333,7 +350,10 @@ def patterns_for(language: str = "en", labels: Sequence[str] = ()) -> tuple[Patt
     without `labels`, the patterns' own labels."""
     if language not in LANGUAGES:
         raise ValueError(f"the pattern layer knows no language {language!r}; known: {', '.join(LANGUAGES)}")
-    return tuple(replace(pattern, label=tag_set_label(pattern.label, labels, by_category=False))
+    def renamed(label: str | None) -> str | None:
+        return label and tag_set_label(label, labels, by_category=False)
+
+    return tuple(replace(pattern, label=renamed(pattern.label), relabels=renamed(pattern.relabels))
                  for pattern in LANGUAGES[language] if pattern.default)
 
 
@@ -385,11 +405,25 @@ def merge_spans(tagger_spans: Iterable[Span], pattern_spans: Iterable[Span], tex
 
 def with_patterns(document: Document, patterns: Sequence[Pattern] = DEFAULT_PATTERNS) -> Document:
     """`document` with its spans (the tagger's) merged with the patterns' spans in its text, less
-    the tagger spans that lie inside a look-alike (`Pattern.refuses`)."""
+    the tagger spans that lie inside a look-alike (`Pattern.refuses`) and the spans of deferring
+    patterns (`Pattern.defers`) that overlap a tagger span kept; the tagger spans' labels decided
+    by the closed lists (`Pattern.relabels`)."""
     found: list[Span] = []
     refused: list[Span] = []
+    deferring: list[Span] = []
     for pattern in patterns:
-        (refused if pattern.refuses else found).extend(pattern.spans(document.text))
-    kept = [span for span in document.spans
+        (refused if pattern.refuses else deferring if pattern.defers else found).extend(pattern.spans(document.text))
+    kept = [_relabelled(span, patterns) for span in document.spans
             if not any(other.start <= span.start and span.end <= other.end for other in refused)]
+    found += [span for span in deferring
+              if not any(span.start < other.end and other.start < span.end for other in kept)]
     return Document(document.id, document.text, merge_spans(kept, found, document.text))
+
+
+def _relabelled(span: Span, patterns: Sequence[Pattern]) -> Span:
+    """`span` relabelled by the first closed list (`Pattern.relabels`) of its label that lacks its text."""
+    for pattern in patterns:
+        if pattern.relabels and span.source_type == pattern.label and not pattern.regex.fullmatch(span.text):
+            return replace(span, source_type=pattern.relabels)
+    return span
+

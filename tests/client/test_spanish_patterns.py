@@ -53,6 +53,8 @@ POSITIVES = [
     ("es_postal_code", "Localidad/ Provincia: Madrid.\nCP: 28016.\n", ["28016"]),
     ("es_postal_code", "Avda. Martín Lagos, s/n C.P. 28045 - Madrid", ["28045"]),
     ("es_sex", "Edad: 70 años Sexo: H.\n", ["H"]),
+    ("es_country", "Natural de Marruecos, reside en España desde 2001", ["Marruecos", "España"]),
+    ("es_country", "Houston, TX 77030, EE.UU. y Londres, Reino Unido.", ["EE.UU.", "Reino Unido"]),
 ]
 
 # Look-alikes on MEDDOCAN's training notes that no default Spanish pattern may take.
@@ -120,6 +122,24 @@ def test_a_pattern_merged_with_a_tagger_keeps_the_taggers_longer_span():
     text = "Antecedentes: hijo de 27 años con asma."
     tagger = Document("n", text, (Span(14, 30, "FAMILIARES_SUJETO_ASISTENCIA", text[14:30]),))
     assert with_patterns(tagger, patterns_for("es")).spans == tagger.spans
+
+
+def test_a_country_name_defers_to_the_taggers_span_over_it():
+    text = "Natural de Granada, vive en Francia."
+    tagger = Document("n", text, (Span(11, 18, "TERRITORIO", "Granada"),))
+    assert [(s.text, s.source_type) for s in with_patterns(tagger, patterns_for("es")).spans] == [
+        ("Granada", "TERRITORIO"), ("Francia", "PAIS")]
+
+
+@pytest.mark.parametrize("labels, city, country", [((), "TERRITORIO", "PAIS"),
+                                                   (("CITY", "COUNTRY"), "CITY", "COUNTRY")])
+def test_a_country_the_list_lacks_is_a_city(labels, city, country):
+    text = "Vive en Pamplona, nacido en Portugal; Dr. Montenegro"
+    tagger = Document("n", text, (Span(8, 16, country, "Pamplona"), Span(28, 36, country, "Portugal"),
+                                  Span(42, 52, "NOMBRE_PERSONAL_SANITARIO", "Montenegro")))
+    found = with_patterns(tagger, patterns_for("es", labels)).spans
+    assert [(s.text, s.source_type) for s in found] == [
+        ("Pamplona", city), ("Portugal", country), ("Montenegro", "NOMBRE_PERSONAL_SANITARIO")]
 
 
 @pytest.mark.parametrize("command", [
