@@ -22,11 +22,14 @@ other language refused): English patterns (`PATTERNS`) are labelled with i2b2 20
 ones (`SPANISH_PATTERNS`, for MEDDOCAN's clinical cases: dates, phone vs fax by their field,
 e-mail, NHC/NASS/NºCol/episode numbers, patients' ages, postal codes after "CP", sex after "Sexo:";
 countries from a public list, `deidpool.client.gazetteers`, where the tagger marks nothing, and a
-tagger's "country" the list lacks relabelled a city) with MEDDOCAN's source types; given a pipeline's labels, each is renamed to the label of its i2b2
-type there (`tag_set_label`), so pattern spans score and render beside the pipeline's. Measured
-in experiments/results/quality/spanish_patterns.md: every default Spanish pattern has precision >= 0.97
-on MEDDOCAN `dev` (>= 0.87 on train, where they were written), and merged with a raw-text tagger
-they add 0.7 entity-strict F1 points on `dev` where the English layer cost 6.7.
+tagger's "country" the list lacks relabelled a city) with MEDDOCAN's source types, the forms among
+them cutting the tagger's spans to their extent (`Pattern.cuts`); given a pipeline's labels, each
+is renamed to the label of its i2b2 type there (`tag_set_label`), so pattern spans score and render
+beside the pipeline's. Measured in experiments/results/quality/spanish_patterns.md: every default
+Spanish pattern but the country list has precision >= 0.97 on MEDDOCAN `dev` (>= 0.87 on train,
+where they were written); the country list finds 0.99 of the countries at exact precision 0.92,
+0.997 of its spans overlapping PHI (cities and surnames: where it defers); merged with a raw-text
+tagger the layer adds 0.5 entity-strict F1 points on `dev` where the English layer cost 6.7.
 
 Patterns with `default=False` (clock times: not PHI under HIPAA Safe
 Harbor nor in the PhysioNet or i2b2 annotations; 765 matches, none PHI, on the PhysioNet
@@ -41,7 +44,12 @@ characters), a pattern span winning ties, since its label is fixed by the form i
 Before the merge, the English layer's look-alikes (`LOOKALIKES`: number pairs after a ventilator or
 pressure word or before a unit, pain scores) drop the tagger spans that lie inside them: on
 PhysioNet's cross-validation folds they remove 87 false-positive HIPAA tokens for 6 of 1,170 gold
-ones (experiments/results/quality/baselines_cv5.md).
+ones (experiments/results/quality/baselines_cv5.md). The Spanish forms cut the tagger's spans that
+overlap theirs to the parts outside them (each still marked, so no character is left in the clear),
+the country list adds spans only where the tagger marks none, and relabels a tagger's "country" it
+lacks (`with_patterns`): on MEDDOCAN dev, 3 seeds of the federation's taggers, these add 0.2 entity
+strict points to a raw-text tagger and 0.8 to the pooled pipeline (experiments/results/federation/
+phi_memory_meddocan.md).
 
 Measured (experiments/results/quality/pattern_layer.md): on the PhysioNet training splits, where the
 patterns were written, every default pattern has precision >= 0.87 (all but date_year >= 0.97;
@@ -98,6 +106,9 @@ class Pattern:
         relabels: the pattern's list is closed: a tagger span of the pattern's label whose whole
             text the regex does not match takes this label instead (a "country" that is no country
             is a city). No span is dropped: only its label changes.
+        cuts: its form gives the PHI's extent better than a tagger ("a@b.es c@d.es" are two
+            addresses, "mayo del 2006 y abril del 2009" two dates): a tagger span that overlaps one of
+            its spans keeps only its parts outside it, each a span of its own.
     """
 
     name: str
@@ -110,6 +121,7 @@ class Pattern:
     refuses: bool = False
     defers: bool = False
     relabels: str | None = None
+    cuts: bool = False
 
     def spans(self, text: str) -> Iterator[Span]:
         """The spans this pattern finds in `text`, in offset order."""
@@ -304,36 +316,42 @@ _PERSON = (r"(?:var[oó]n|mujer|hombre|paciente|ni[nñ][oa]|chic[oa]|lactante|ne
 _RELATIVE = (r"\b(?:padre|madre|herman[oa]s?|t[ií][oa]s?|abuel[oa]s?|hij[oa]s?|prim[oa]s?|sobrin[oa]s?|espos[oa]|"
              r"marido|su\s+mujer|pareja|niet[oa]s?|cónyuge)\b[^.\n]*$")
 
+# The forms (dates, numbers after their field, e-mail) cut a tagger's span to their extent (`Pattern.cuts`):
+# on MEDDOCAN dev that adds 0.1 entity strict F1 points to a raw-text tagger and 0.2 to the pooled pipeline
+# (3 seeds), whose spans run on into the next words ("a@b.es Servicio de pediatría").
 SPANISH_PATTERNS: tuple[Pattern, ...] = (
     Pattern("es_date_numeric", "FECHAS", _compile(
         rf"(?<![\w/.,-])(?P<phi>{_DAY}(?P<sep>[/-]){_MONTH}(?P=sep)(?:{_YEAR}|\d\d)|{_DAY}\.{_MONTH}\.{_YEAR}"
         rf"|{_DAY}-{_MESES}-{_YEAR})"
-        r"(?![\w/-]|[.,]\d)")),
+        r"(?![\w/-]|[.,]\d)"), cuts=True),
     Pattern("es_date_text", "FECHAS", _compile(
         rf"\b(?P<phi>{_DAY}\s+de\s+{_MESES}(?:\s+del?\s+(?:año\s+)?{_YEAR})?"
         rf"|(?:{_MESES}\s+y\s+)?{_MESES}\s+(?:del?\s+)?(?:año\s+)?{_YEAR})(?!\d)"),
         # streets, hospitals ("Hospital 12 de Octubre", "C/ 2 de Mayo"), laws ("RD 1299/2006, de 10 de noviembre")
         not_after=_compile(r"(?:\b(?:hospital|universitario|calle|c/|avda\.?|avenida|plaza|paseo|col)\W*"
-                           r"|\b(?:rd|real\s+decreto|ley|orden|decreto)\b[^\n]*)$")),
+                           r"|\b(?:rd|real\s+decreto|ley|orden|decreto)\b[^\n]*)$"), cuts=True),
     Pattern("es_phone", "NUMERO_TELEFONO", _compile(
-        rf"\b(?:tel[eé]fonos?|telef|telfs?|tel|tfno?s?|tlfn?o?s?|m[oó]vil)\b\.?(?:\s*y\s+fax\b)?{_FIELD}{_NUMERO_LIST}")),
+        rf"\b(?:tel[eé]fonos?|telef|telfs?|tel|tfno?s?|tlfn?o?s?|m[oó]vil)\b\.?(?:\s*y\s+fax\b)?{_FIELD}{_NUMERO_LIST}"),
+        cuts=True),
     Pattern("es_fax", "NUMERO_FAX", _compile(rf"\bfax\b\.?{_FIELD}{_NUMERO.format('phi')}"),
-            not_after=_compile(r"\by\s+fax\W*$")),  # "Tel. y Fax: ...": a telephone
-    Pattern("es_email", "CORREO_ELECTRONICO", _EMAIL),
+            not_after=_compile(r"\by\s+fax\W*$"), cuts=True),  # "Tel. y Fax: ...": a telephone
+    Pattern("es_email", "CORREO_ELECTRONICO", _EMAIL, cuts=True),
     Pattern("es_url", "URL_WEB", _URL, default=False),  # MEDDOCAN's only URL (train) is a public site, no PHI
     Pattern("es_medical_record", "ID_SUJETO_ASISTENCIA", _compile(
         rf"\b(?:nhc|cipa?|n[ºo°]\.?\s*(?:de\s+)?historia(?:\s+cl[ií]nica)?|historia\s+cl[ií]nica\s+n[ºo°]\.?|"
-        rf"dni|nie){_FIELD}(?:nhc-)?(?P<phi>{_ID})\b")),
+        rf"dni|nie){_FIELD}(?:nhc-)?(?P<phi>{_ID})\b"), cuts=True),
     Pattern("es_social_security", "ID_ASEGURAMIENTO", _compile(
         rf"\b(?:nass|nss|n[ºo°]\.?\s*(?:de\s+)?(?:afiliación\s+a\s+)?(?:la\s+)?seguridad\s+social){_FIELD}"
-        rf"(?P<phi>{_ID})\b")),
+        rf"(?P<phi>{_ID})\b"), cuts=True),
     Pattern("es_licence", "ID_TITULACION_PERSONAL_SANITARIO", _compile(
-        rf"\b(?:n[ºo°]\.?\s*(?:de\s+)?col(?:egiad[oa])?\.?|colegiad[oa]\s+n[ºo°]\.?){_FIELD}(?P<phi>{_ID})\b")),
-    Pattern("es_episode", "ID_CONTACTO_ASISTENCIAL", _compile(rf"\bepisodio\s*:\s*(?P<phi>{_ID})\b")),
+        rf"\b(?:n[ºo°]\.?\s*(?:de\s+)?col(?:egiad[oa])?\.?|colegiad[oa]\s+n[ºo°]\.?){_FIELD}(?P<phi>{_ID})\b"),
+        cuts=True),
+    Pattern("es_episode", "ID_CONTACTO_ASISTENCIAL", _compile(rf"\bepisodio\s*:\s*(?P<phi>{_ID})\b"), cuts=True),
     Pattern("es_age", "EDAD_SUJETO_ASISTENCIA", _compile(
         rf"^[ \t]*edad\s*:\s*(?P<phi>{_AGE}|\d{{1,3}}(?:\s+a\b)?)|\b{_PERSON},?\s+de\s+(?P<phi2>{_AGE})"
         rf"|(?P<phi3>{_AGE})\s+de\s+edad", re.IGNORECASE | re.MULTILINE), not_after=_compile(_RELATIVE)),
-    Pattern("es_postal_code", "TERRITORIO", _compile(rf"\b(?:c\.\s?p\.|cp|código\s+postal){_FIELD}(?P<phi>\d{{5}})\b")),
+    Pattern("es_postal_code", "TERRITORIO", _compile(rf"\b(?:c\.\s?p\.|cp|código\s+postal){_FIELD}(?P<phi>\d{{5}})\b"),
+            cuts=True),
     Pattern("es_sex", "SEXO_SUJETO_ASISTENCIA", _compile(r"\bsexo\s*:\s*(?P<phi>[a-z]+)\b")),
     # a public list, deferring to the tagger (a list's "Granada" may be a city or a surname)
     Pattern("es_country", "PAIS", word_alternation(country_names("es")), defers=True, relabels="TERRITORIO"),
@@ -407,14 +425,18 @@ def with_patterns(document: Document, patterns: Sequence[Pattern] = DEFAULT_PATT
     """`document` with its spans (the tagger's) merged with the patterns' spans in its text, less
     the tagger spans that lie inside a look-alike (`Pattern.refuses`) and the spans of deferring
     patterns (`Pattern.defers`) that overlap a tagger span kept; the tagger spans' labels decided
-    by the closed lists (`Pattern.relabels`)."""
+    by the closed lists (`Pattern.relabels`) and cut by the spans of cutting patterns (`Pattern.cuts`)."""
     found: list[Span] = []
     refused: list[Span] = []
     deferring: list[Span] = []
+    cutting: list[Span] = []
     for pattern in patterns:
-        (refused if pattern.refuses else deferring if pattern.defers else found).extend(pattern.spans(document.text))
-    kept = [_relabelled(span, patterns) for span in document.spans
-            if not any(other.start <= span.start and span.end <= other.end for other in refused)]
+        role = refused if pattern.refuses else deferring if pattern.defers else cutting if pattern.cuts else found
+        role.extend(pattern.spans(document.text))
+    kept = [piece for span in document.spans
+            if not any(other.start <= span.start and span.end <= other.end for other in refused)
+            for piece in _cut(_relabelled(span, patterns), cutting, document.text)]
+    found += cutting
     found += [span for span in deferring
               if not any(span.start < other.end and other.start < span.end for other in kept)]
     return Document(document.id, document.text, merge_spans(kept, found, document.text))
@@ -427,3 +449,21 @@ def _relabelled(span: Span, patterns: Sequence[Pattern]) -> Span:
             return replace(span, source_type=pattern.relabels)
     return span
 
+
+
+def _cut(span: Span, cutting: Sequence[Span], text: str) -> Iterator[Span]:
+    """The parts of `span` outside the `cutting` spans that hold a letter or digit, without the
+    whitespace at their edges."""
+    pieces = [(span.start, span.end)]
+    for cut in cutting:
+        pieces = [(start, end) for piece_start, piece_end in pieces
+                  for start, end in ((piece_start, min(piece_end, cut.start)), (max(piece_start, cut.end), piece_end))
+                  if start < end]
+    if pieces == [(span.start, span.end)]:
+        yield span
+        return
+    for start, end in pieces:
+        part = text[start:end]
+        if any(character.isalnum() for character in part):
+            start, end = start + len(part) - len(part.lstrip()), end - len(part) + len(part.rstrip())
+            yield replace(span, start=start, end=end, text=text[start:end])

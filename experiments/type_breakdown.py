@@ -16,6 +16,7 @@ and .json.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from datetime import date
 
@@ -44,17 +45,29 @@ def tagger_counts(corpus: federation.Corpus, spec: str, seed: int, test: list) -
 
 
 def found_documents(corpus: federation.Corpus, spec: str, seed: int, test: list) -> list:
-    """The test notes with the spans that the tagger `spec` (RUN:NAME) of one seed finds."""
+    """The test notes with the spans that the tagger `spec` (RUN:NAME) of one seed finds (the
+    tagger alone, no pattern layer), tagged once and kept in the seed folder's found/ (by the test
+    notes' ids) until the tagger changes."""
+    from deidpool.corpus.formats import read_corpus, write_corpus
+
     run, _, name = spec.partition(":")
     folder = REPO / "runs" / run / f"seed-{seed}"
     if not folder.is_dir():
         raise SystemExit(f"{folder} is absent: run the experiment that trains {spec} for seed {seed} first")
+    source = (folder / name / "pipeline.tar" if name.startswith("diagnosis/") else
+              folder / "pipelines" / f"{name}.tar" if name in federation.POOLS else folder / "taggers" / name)
+    notes = hashlib.sha256("\n".join(document.id for document in test).encode()).hexdigest()[:12]
+    kept = folder / "found" / f"{name.replace('/', '-')}-{notes}.json"
+    if kept.exists() and source.exists() and kept.stat().st_mtime > source.stat().st_mtime:
+        return read_corpus(kept, "json", overlaps=True)
     _, vectors = federation.provider_embeddings(corpus, folder, [], seed)
     federation.progress(f"seed {seed}: {spec} tags the test notes")
     if name.startswith("diagnosis/"):
-        return federation.pipeline_predictions(folder / name / "pipeline.tar", folder / "keys", {"test": test},
-                                               vectors)["test"]
-    return federation.predictions(folder, name, {"test": test}, vectors)["test"]
+        found = federation.pipeline_predictions(source, folder / "keys", {"test": test}, vectors)["test"]
+    else:
+        found = federation.predictions(folder, name, {"test": test}, vectors)["test"]
+    write_corpus(found, kept, "json")
+    return found
 
 
 def pooled_f1(per_seed: list[dict[str, dict[str, int]]], kind: str | None = None) -> float:

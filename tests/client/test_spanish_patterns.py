@@ -142,6 +142,21 @@ def test_a_country_the_list_lacks_is_a_city(labels, city, country):
         ("Pamplona", city), ("Portugal", country), ("Montenegro", "NOMBRE_PERSONAL_SANITARIO")]
 
 
+def test_a_form_cuts_the_taggers_span_that_runs_past_it_and_leaves_no_character_unmarked():
+    text = "Correo: ana@x.es luis@y.com Servicio de pediatría. Entre mayo del 2006 y abril del 2009 ingresa."
+    runs = [("ana@x.es luis@y.com Servicio de pediatría", "CORREO_ELECTRONICO"),
+            ("mayo del 2006 y abril del 2009 ingresa", "FECHAS")]
+    tagger = Document("n", text, tuple(Span(text.index(run), text.index(run) + len(run), label, run)
+                                       for run, label in runs))
+    found = with_patterns(tagger, patterns_for("es")).spans
+    assert [(s.text, s.source_type) for s in found] == [
+        ("ana@x.es", "CORREO_ELECTRONICO"), ("luis@y.com", "CORREO_ELECTRONICO"),
+        ("Servicio de pediatría", "CORREO_ELECTRONICO"), ("mayo del 2006", "FECHAS"), ("y", "FECHAS"),
+        ("abril del 2009", "FECHAS"), ("ingresa", "FECHAS")]
+    marked = {i for s in found for i in range(s.start, s.end)}
+    assert all(i in marked or not text[i].isalnum() for s in tagger.spans for i in range(s.start, s.end))
+
+
 @pytest.mark.parametrize("command", [
     ["deidentify", "--pipeline", "p", "--notes", "n", "--out", "o", "--format", "json"],
     ["export", "--bundle", "b", "--notes", "n", "--format", "brat", "--out", "o", "--key", "k", "--server-key", "s"]])

@@ -20,3 +20,31 @@ def test_types_pool_their_counts_over_seeds_and_compare_with_the_reference():
     city = 100 * (20 / 35 - 34 / 38)
     assert lines[1].endswith(f"| 0.895 | 0.571 ({city:+.1f}) |")
     assert "--taggers run:raw run:pooled --results-name type_breakdown_x" in text
+
+
+def test_a_taggers_found_spans_are_kept_until_the_tagger_or_the_test_notes_change(tmp_path, monkeypatch):
+    import os
+
+    from deidpool.corpus.document import Document, Span
+
+    folder = tmp_path / "runs" / "run" / "seed-0"
+    (folder / "taggers" / "raw").mkdir(parents=True)
+    monkeypatch.setattr(type_breakdown, "REPO", tmp_path)
+    monkeypatch.setattr(type_breakdown.federation, "provider_embeddings", lambda *args: (None, None))
+    calls = []
+
+    def predictions(seed_folder, name, splits, vectors):
+        calls.append(name)
+        return {"test": [Document(d.id, d.text, (Span(0, 4, "CITY", d.text[:4]),)) for d in splits["test"]]}
+
+    monkeypatch.setattr(type_breakdown.federation, "predictions", predictions)
+    notes = [Document("a", "Vigo y Lugo"), Document("b", "Ourense")]
+    first = type_breakdown.found_documents(None, "run:raw", 0, notes)
+    assert [d.spans[0].text for d in first] == ["Vigo", "Oure"] and calls == ["raw"]
+    assert type_breakdown.found_documents(None, "run:raw", 0, notes) == first and calls == ["raw"]
+    type_breakdown.found_documents(None, "run:raw", 0, notes[:1])  # other test notes: tagged anew
+    assert calls == ["raw", "raw"]
+    later = max(path.stat().st_mtime for path in (folder / "found").iterdir()) + 10
+    os.utime(folder / "taggers" / "raw", (later, later))  # the tagger retrained
+    type_breakdown.found_documents(None, "run:raw", 0, notes)
+    assert calls == ["raw", "raw", "raw"]
