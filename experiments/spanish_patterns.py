@@ -127,7 +127,9 @@ def table(result: dict) -> str:
              f"{result['date']}, commit {result['commit']}; tagger `{result['run']}/taggers/{TAGGER}` (raw text, the "
              f"provider's FastText); command `{result['command']}`. Patterns: `patterns_for(\"es\")`, the default "
              f"Spanish set of client/patterns.py ({', '.join(result['patterns'])}); merged with the tagger by "
-             "`with_patterns` (the union, overlapping spans joined and labelled like the longest).", "",
+             "`with_patterns` (the union, overlapping spans joined and labelled like the longest; the forms cut "
+             "the tagger's spans that run past them, the country list adds spans where the tagger marks none and "
+             "relabels a tagger's country it lacks as a city).", "",
              "## The tagger alone and with the layer (dev)", "",
              "| system | " + " | ".join(f"{title} {part}" for title in MEASURES.values() for part in ("P", "R", "F1"))
              + " |", "|---|" + "---|" * 3 * len(MEASURES)]
