@@ -117,13 +117,14 @@ def count_note(document: Document, dropped: tuple[Span, ...], found: tuple[Span,
                 counts["false_flags"] += 1
 
 
-def simulate(documents: list[Document], parts: list[str], found: list[tuple[Span, ...]], labels: list[str],
-             finders: list[str], rate: float, seed: int) -> dict[str, dict]:
-    """One seed's counts in each part (`parts`: each document's) of `documents`, the net's spans
-    `found` in each: notes, missed and caught tokens per category, false flags, flagged tokens."""
+def simulate(drops: list[tuple[Document, tuple[Span, ...]]], parts: list[str], found: list[tuple[Span, ...]],
+             labels: list[str], finders: list[str]) -> dict[str, dict]:
+    """One drop's counts (`drops`: `drop_spans`'s notes and the spans dropped from each) in each part
+    (`parts`: each note's), the net's spans `found` in each: notes, missed and caught tokens per
+    category, false flags, flagged tokens."""
     counts = {part: {"notes": 0, "missed": Counter(), "caught": Counter(), "false_flags": 0} for part in parts}
     flagged = {part: Flagged(finders) for part in counts}
-    for part, (document, dropped), spans in zip(parts, drop_spans(documents, rate, seed), found, strict=True):
+    for part, (document, dropped), spans in zip(parts, drops, found, strict=True):
         counts[part]["notes"] += 1
         count_note(document, dropped, spans, labels, flagged[part], counts[part])
     return {part: {**row, "missed": dict(row["missed"]), "caught": dict(row["caught"]),
@@ -201,8 +202,9 @@ def net_rows(name: str, title: str, parts: dict[str, list[Document]], found: lis
     for rate in args.rates:
         runs = []
         for seed in args.seeds:
-            seen = with_memory([kept for kept, _ in drop_spans(documents, rate, seed)], found) if remembers else found
-            runs.append(simulate(documents, part_of, seen, labels, finders, rate, seed))
+            drops = drop_spans(documents, rate, seed)
+            seen = with_memory([kept for kept, _ in drops], found) if remembers else found
+            runs.append(simulate(drops, part_of, seen, labels, finders))
         progress(f"{name} {title} at {rate:.0%}: {len(args.seeds)} seeds done")
         by_part = {"all": [merge(list(run.values())) for run in runs]}
         if len(parts) > 1:

@@ -43,7 +43,8 @@ def test_dropping_is_seeded_whole_spans_at_the_rate():
 
 def _simulate(rate: float) -> dict:
     found = [spans for _, spans in SafetyNet(patterns_for("en")).found([NOTE])]
-    runs = simulated_misses.simulate([NOTE], ["all"], found, LABELS, ["patterns"], rate, seed=0)
+    runs = simulated_misses.simulate(simulated_misses.drop_spans([NOTE], rate, seed=0), ["all"], found, LABELS,
+                                     ["patterns"])
     return runs["all"]
 
 
