@@ -16,7 +16,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # The folder under RESULTS of each question, with the prefixes of the results names that answer it.
 GROUPS = {
     "quality": ("baselines", "classic_baselines", "pattern_layer", "spanish_patterns", "presidio_comparison",
-                "span_boundaries", "corpus_stats"),
+                "span_boundaries", "corpus_stats", "memory_cv"),
     "privacy": ("adversarial", "audit", "export_schemes", "noise", "privacy_table", "reidentification_bound",
                 "shared_text_lookup", "whitebox_lookup", "document_linkage", "pseudonymization_utility",
                 "simulated_misses", "nonphi_readback", "phi_candidate_search"),
