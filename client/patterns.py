@@ -47,9 +47,11 @@ PhysioNet's cross-validation folds they remove 87 false-positive HIPAA tokens fo
 ones (experiments/results/quality/baselines_cv5.md). The Spanish forms cut the tagger's spans that
 overlap theirs to the parts outside them (each still marked, so no character is left in the clear),
 the country list adds spans only where the tagger marks none, and relabels a tagger's "country" it
-lacks (`with_patterns`): on MEDDOCAN dev, 3 seeds of the federation's taggers, these add 0.2 entity
-strict points to a raw-text tagger and 0.8 to the pooled pipeline (experiments/results/federation/
-phi_memory_meddocan.md).
+lacks (`with_patterns`). On MEDDOCAN dev (a federation's seed 0) the cut adds 0.15 entity strict
+points to a raw-text tagger and 0.3 to the pooled pipeline, the country list 0.0 and 0.8
+(experiments/results/quality/spanish_patterns.md, spanish_patterns_pooled.md); over 3 seeds the
+pooled pipeline's gap to raw text, the layer on both sides, went from -2.2 to -1.5
+(experiments/results/federation/README.md).
 
 Measured (experiments/results/quality/pattern_layer.md): on the PhysioNet training splits, where the
 patterns were written, every default pattern has precision >= 0.87 (all but date_year >= 0.97;
@@ -317,8 +319,7 @@ _RELATIVE = (r"\b(?:padre|madre|herman[oa]s?|t[ií][oa]s?|abuel[oa]s?|hij[oa]s?|
              r"marido|su\s+mujer|pareja|niet[oa]s?|cónyuge)\b[^.\n]*$")
 
 # The forms (dates, numbers after their field, e-mail) cut a tagger's span to their extent (`Pattern.cuts`):
-# on MEDDOCAN dev that adds 0.1 entity strict F1 points to a raw-text tagger and 0.2 to the pooled pipeline
-# (3 seeds), whose spans run on into the next words ("a@b.es Servicio de pediatría").
+# the pooled pipeline's spans run on into the next words ("a@b.es Servicio de pediatría").
 SPANISH_PATTERNS: tuple[Pattern, ...] = (
     Pattern("es_date_numeric", "FECHAS", _compile(
         rf"(?<![\w/.,-])(?P<phi>{_DAY}(?P<sep>[/-]){_MONTH}(?P=sep)(?:{_YEAR}|\d\d)|{_DAY}\.{_MONTH}\.{_YEAR}"

@@ -1,15 +1,16 @@
 """The Spanish pattern layer on MEDDOCAN: (a) every pattern alone, precision and recall per
 MEDDOCAN type on the training splits (provider, site_a, site_b, site_c: where the patterns were
-written) and on `dev` (notes they were not written from); (b) a trained raw-text MEDDOCAN tagger
-alone and merged with the layer on `dev` (and with the English layer it got before): entity strict
-with the source types and official token HIPAA F1, overall and per type, with paired bootstrap
-intervals of the differences over notes.
+written) and on `dev` (notes they were not written from); (b) a trained MEDDOCAN tagger
+alone and merged with the layer on `dev` (with the layer's merge rules undone one at a time, and
+with the English layer it got before): entity strict with the source types and official token
+HIPAA F1, overall and per type, with paired bootstrap intervals of the differences over notes.
 
-The tagger is federation.py's raw-text tagger of a seed folder (default
-runs/federation_meddocan_short/seed-0), read with federation's own loaders; its `dev`
-predictions are cached under runs/spanish_patterns/ (delete the file to predict again).
+The tagger is one of a federation.py run's seed folder (runs/RUN/seed-S), RUN:NAME as
+type_breakdown.py names it: the raw-text tagger on all notes by default, or e.g. the pooled
+pipeline `diagnosis/surrogates-at-export`; its `dev` spans are kept in the seed folder.
 
-    python experiments/spanish_patterns.py [--run SEED_FOLDER] [--results-name spanish_patterns]
+    python experiments/spanish_patterns.py [--tagger federation_meddocan_valloss:raw] [--seed 0] \
+        [--results-name spanish_patterns]
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from dataclasses import replace
 from datetime import date
 from operator import attrgetter
 from pathlib import Path
@@ -25,10 +27,11 @@ from deidpool.representer.threads import configure_threads
 
 configure_threads()
 
+import federation  # noqa: E402
 from deidpool.client.patterns import SPANISH_PATTERNS, patterns_for, with_patterns  # noqa: E402
 from deidpool.corpus.document import Document  # noqa: E402
 from deidpool.corpus.errors import CorpusWarning  # noqa: E402
-from deidpool.corpus.formats import read_corpus, write_corpus  # noqa: E402
+from deidpool.corpus.formats import read_corpus  # noqa: E402
 from deidpool.corpus.metrics import (  # noqa: E402
     Counts,
     document_counts,
@@ -40,13 +43,11 @@ from deidpool.corpus.metrics import (  # noqa: E402
     strict_match,
 )
 from results_files import git_commit, write_results  # noqa: E402
+from type_breakdown import found_documents  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "meddocan"
 TRAIN_SPLITS = ("provider", "site_a", "site_b", "site_c")
-DEFAULT_RUN = ROOT / "runs" / "federation_meddocan_short" / "seed-0"
-CACHE = ROOT / "runs" / "spanish_patterns"
-TAGGER = "raw"
 KEY = "source_type"  # entity scores compare MEDDOCAN's own types
 ENGLISH = "tagger + English layer (before)"  # the layer a MEDDOCAN note got before it knew its language
 MEASURES = {"entity_strict": "entity strict (source types)", "token_official_hipaa": "token HIPAA (official)"}
@@ -54,21 +55,6 @@ MEASURES = {"entity_strict": "entity strict (source types)", "token_official_hip
 
 def unlabeled(documents: list[Document]) -> list[Document]:
     return [Document(d.id, d.text) for d in documents]
-
-
-def tagger_predictions(run: Path, dev: list[Document]) -> list[Document]:
-    """The run's raw-text tagger's spans on the `dev` notes, predicted once and cached."""
-    cache = CACHE / f"dev-{run.parent.name}-{run.name}-{TAGGER}.jsonl"
-    if cache.exists():
-        return read_corpus(cache, "json", overlaps=True)
-    import federation
-
-    if not (run / "fasttext-provider.bin").exists():
-        raise SystemExit(f"{run} holds no fasttext-provider.bin: not a MEDDOCAN federation seed folder")
-    _, vectors = federation.provider_embeddings(federation.CORPORA["meddocan"], run, [], seed=0)
-    found = federation.predictions(run, TAGGER, {"dev": unlabeled(dev)}, vectors)["dev"]
-    write_corpus(found, cache, "json")
-    return found
 
 
 def per_type(gold: list[Document], predicted: list[Document]) -> dict[str, dict]:
@@ -124,7 +110,7 @@ def _cell(value) -> str:
 def table(result: dict) -> str:
     alone, merged = result["systems"]
     lines = [f"# The Spanish pattern layer on MEDDOCAN ({result['dev_notes']} `dev` notes)", "",
-             f"{result['date']}, commit {result['commit']}; tagger `{result['run']}/taggers/{TAGGER}` (raw text, the "
+             f"{result['date']}, commit {result['commit']}; tagger `{result['tagger']}` of seed {result['seed']} (the "
              f"provider's FastText); command `{result['command']}`. Patterns: `patterns_for(\"es\")`, the default "
              f"Spanish set of client/patterns.py ({', '.join(result['patterns'])}); merged with the tagger by "
              "`with_patterns` (the union, overlapping spans joined and labelled like the longest; the forms cut "
@@ -133,7 +119,8 @@ def table(result: dict) -> str:
              "## The tagger alone and with the layer (dev)", "",
              "| system | " + " | ".join(f"{title} {part}" for title in MEASURES.values() for part in ("P", "R", "F1"))
              + " |", "|---|" + "---|" * 3 * len(MEASURES)]
-    for name in (alone, merged, ENGLISH, "patterns alone"):
+    for name in (alone, merged, *(name for name in result["overall"] if name.startswith(f"{merged}, ")), ENGLISH,
+                 "patterns alone"):
         row = result["overall"][name]
         lines.append(f"| {name} | " + " | ".join(format_score(row[f"{measure}_{part}"]) for measure in MEASURES
                                                  for part in ("precision", "recall", "f1")) + " |")
@@ -165,9 +152,18 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def ablations(patterns) -> dict[str, tuple]:
+    """The layer with one of its merge rules undone: the forms joined with the tagger's spans
+    instead of cutting them, and no country list."""
+    return {"tagger + layer, forms joined (no cut)": tuple(replace(p, cuts=False) for p in patterns),
+            "tagger + layer, no country list": tuple(p for p in patterns if p.name != "es_country")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, default=DEFAULT_RUN, help="a MEDDOCAN federation seed folder")
+    parser.add_argument("--tagger", default="federation_meddocan_valloss:raw",
+                        help="RUN:NAME, a tagger of a MEDDOCAN federation run (type_breakdown.py)")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results-name", default="spanish_patterns")
     args = parser.parse_args()
     warnings.simplefilter("ignore", CorpusWarning)
@@ -175,12 +171,14 @@ def main() -> None:
     train = [d for split in TRAIN_SPLITS for d in read_corpus(DATA / "train" / "xml", "meddocan", split=split)]
     dev = read_corpus(DATA / "dev" / "xml", "meddocan")
     patterns = patterns_for("es")
-    alone = tagger_predictions(args.run, dev)
+    alone = found_documents(federation.CORPORA["meddocan"], args.tagger, args.seed, dev)
     systems = {"tagger alone": alone, "tagger + layer": [with_patterns(d, patterns) for d in alone],
                ENGLISH: [with_patterns(d, patterns_for("en")) for d in alone],
+               **{title: [with_patterns(d, layer) for d in alone] for title, layer in ablations(patterns).items()},
                "patterns alone": [with_patterns(d, patterns) for d in unlabeled(dev)]}
-    result = {"date": str(date.today()), "commit": git_commit(), "command": "python experiments/spanish_patterns.py",
-              "run": str(args.run.relative_to(ROOT)) if args.run.is_relative_to(ROOT) else str(args.run),
+    command = f"python experiments/spanish_patterns.py --tagger {args.tagger} --seed {args.seed}"
+    result = {"date": str(date.today()), "commit": git_commit(), "command": command, "tagger": args.tagger,
+              "seed": args.seed,
               "dev_notes": len(dev), "train_notes": len(train), "patterns": [p.name for p in patterns],
               "systems": list(systems)[:2],
               "overall": {name: score_row(evaluate_corpus(dev, found, KEY), tuple(MEASURES))
