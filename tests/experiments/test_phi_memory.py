@@ -34,3 +34,24 @@ def test_the_report_pairs_each_comparison_on_the_same_notes(tmp_path, monkeypatc
            f"{-gap:+.1f} [" in text
     assert "all parties 7, site_a 2" in text
     assert len(rows["entity_strict"]) == len(phi_memory.comparisons(["site_a"]))
+
+
+def test_a_seeds_counts_score_every_tagger_and_layer_each_comparison_needs(monkeypatch):
+    text = "Visto en Teruel el 3 de marzo de 2019."
+    test = [Document("n", text, (Span(9, 15, "TERRITORIO", "Teruel"), Span(19, 37, "FECHAS", text[19:37])))]
+    tagged = {"raw": (Span(9, 15, "TERRITORIO", "Teruel"),), "pooled": ()}  # the pooled tagger finds nothing
+
+    def found_documents(corpus, spec, seed, notes):
+        name = spec.partition(":")[2]
+        return [Document(d.id, d.text, tagged.get(name, ())) for d in notes]
+
+    monkeypatch.setattr(phi_memory, "found_documents", found_documents)
+    memories = {"all": {"Teruel": {"label": "TERRITORIO", "labeled": 2, "occurrences": 2}}, "site_a": {}}
+    counts = phi_memory.seed_counts(federation.CORPORA["meddocan"], "fed", "pooled", 0, test, memories, ["site_a"])
+    entity = counts["entity_strict"]
+    needed = {name for first, second, *_ in phi_memory.comparisons(["site_a"]) for name in (first, second)}
+    assert needed <= set(entity)
+    assert entity["pooled"] == [[0, 0, 2]] and entity["raw"] == [[1, 0, 1]]
+    assert entity["pooled+patterns"] == [[1, 0, 1]]  # the date pattern
+    assert entity["pooled+patterns+memory"] == [[2, 0, 0]]  # and the memory's "Teruel"
+    assert entity["pooled+patterns+memory@site_a"] == [[1, 0, 1]]  # site_a remembers nothing
