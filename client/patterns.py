@@ -20,7 +20,8 @@ is searched in the `CONTEXT` characters before the PHI (anchored at their end) a
 The layer is per language (`LANGUAGES`; `patterns_for(language, labels)`, English by default, any
 other language refused): English patterns (`PATTERNS`) are labelled with i2b2 2014 types, Spanish
 ones (`SPANISH_PATTERNS`, for MEDDOCAN's clinical cases: dates, phone vs fax by their field,
-e-mail, NHC/NASS/NºCol/episode numbers, patients' ages, postal codes after "CP", sex after "Sexo:";
+e-mail, NHC/NASS/NºCol/episode numbers, patients' ages, postal codes after "CP", sex after "Sexo:",
+the letterhead's address and locality lines;
 countries from a public list, `deidpool.client.gazetteers`, where the tagger marks nothing, and a
 tagger's "country" the list lacks relabelled a city) with MEDDOCAN's source types, the forms among
 them cutting the tagger's spans to their extent (`Pattern.cuts`); given a pipeline's labels, each
@@ -318,8 +319,12 @@ _PERSON = (r"(?:var[oó]n|mujer|hombre|paciente|ni[nñ][oa]|chic[oa]|lactante|ne
 _RELATIVE = (r"\b(?:padre|madre|herman[oa]s?|t[ií][oa]s?|abuel[oa]s?|hij[oa]s?|prim[oa]s?|sobrin[oa]s?|espos[oa]|"
              r"marido|su\s+mujer|pareja|niet[oa]s?|cónyuge)\b[^.\n]*$")
 
-# The forms (dates, numbers after their field, e-mail) cut a tagger's span to their extent (`Pattern.cuts`):
+# The forms (dates, numbers and lines after their field, e-mail) cut a tagger's span to their extent (`Pattern.cuts`):
 # the pooled pipeline's spans run on into the next words ("a@b.es Servicio de pediatría").
+# The letterhead's "Domicilio:" and "Localidad/ Provincia:" lines ("Pamplona, Navarra": two places).
+_PLACE = r"[^,\n()]*[^,\n()\s.]"
+_FIELD_LINE_END = r"[ \t.,)]*$"
+
 SPANISH_PATTERNS: tuple[Pattern, ...] = (
     Pattern("es_date_numeric", "FECHAS", _compile(
         rf"(?<![\w/.,-])(?P<phi>{_DAY}(?P<sep>[/-]){_MONTH}(?P=sep)(?:{_YEAR}|\d\d)|{_DAY}\.{_MONTH}\.{_YEAR}"
@@ -354,6 +359,11 @@ SPANISH_PATTERNS: tuple[Pattern, ...] = (
     Pattern("es_postal_code", "TERRITORIO", _compile(rf"\b(?:c\.\s?p\.|cp|código\s+postal){_FIELD}(?P<phi>\d{{5}})\b"),
             cuts=True),
     Pattern("es_sex", "SEXO_SUJETO_ASISTENCIA", _compile(r"\bsexo\s*:\s*(?P<phi>[a-z]+)\b")),
+    Pattern("es_address", "CALLE", _compile(rf"^[ \t]*domicilio\s*:[ \t]*(?P<phi>[^\n]*?[^\s.,]){_FIELD_LINE_END}",
+                                            re.IGNORECASE | re.MULTILINE), cuts=True),
+    Pattern("es_locality", "TERRITORIO", _compile(
+        rf"^[ \t]*localidad\s*/\s*provincia\s*:[ \t]*(?P<phi>{_PLACE})(?:\s*[,(]\s*(?P<phi2>{_PLACE}))?"
+        rf"(?:\s*[,(]\s*(?P<phi3>{_PLACE}))?{_FIELD_LINE_END}", re.IGNORECASE | re.MULTILINE), cuts=True),
     # a public list, deferring to the tagger (a list's "Granada" may be a city or a surname)
     Pattern("es_country", "PAIS", word_alternation(country_names("es")), defers=True, relabels="TERRITORIO"),
 )

@@ -53,6 +53,11 @@ POSITIVES = [
     ("es_postal_code", "Localidad/ Provincia: Madrid.\nCP: 28016.\n", ["28016"]),
     ("es_postal_code", "Avda. Martín Lagos, s/n C.P. 28045 - Madrid", ["28045"]),
     ("es_sex", "Edad: 70 años Sexo: H.\n", ["H"]),
+    ("es_address", "NHC: 368503.\nDomicilio: C/ Cobre, 5, 3, Izq.\nLocalidad/ Provincia: Madrid.",
+     ["C/ Cobre, 5, 3, Izq"]),
+    ("es_locality", "Domicilio: Calle Real 234.\nLocalidad/ Provincia: Pamplona, Navarra.\nCP: 31008.",
+     ["Pamplona", "Navarra"]),
+    ("es_locality", "Localidad/ Provincia: Puerto de Santa María (Cádiz)\n", ["Puerto de Santa María", "Cádiz"]),
     ("es_country", "Natural de Marruecos, reside en España desde 2001", ["Marruecos", "España"]),
     ("es_country", "Houston, TX 77030, EE.UU. y Londres, Reino Unido.", ["EE.UU.", "Reino Unido"]),
 ]
@@ -60,7 +65,6 @@ POSITIVES = [
 # Look-alikes on MEDDOCAN's training notes that no default Spanish pattern may take.
 TRAPS = [
     "Hospital Universitario \"12 de Octubre\" (HU12O), Avda. de Córdoba",
-    "Domicilio: Col, 1 de Mayo, 3 Andén casa 213",
     "según el RD 1299/2006, de 10 de noviembre, por el que se aprueba",
     "PSA de 1.16 ng/ml; 4 hematíes/campo y 0-5 leucocitos/campo; TA 120/80; grado I/IV",
     "diabetes de 20 años de evolución; hace 2 años; a los 2 años del trasplante",
@@ -72,6 +76,7 @@ TRAPS = [
     "Tfno de información y citas del hospital 942 56 21 60",
     "Servicio de Nefrología, Hospital Universitario 12 de Octubre. Madrid",
     "recuentos de 12.000/mm3 y 1.5.10 en la escala",
+    "cambió de domicilio: vive ahora con su hija",  # a field's name inside a sentence
 ]
 
 
@@ -89,6 +94,11 @@ def test_every_spanish_pattern_has_a_positive_and_a_meddocan_type():
     assert {name for name, _, _ in POSITIVES} == {pattern.name for pattern in SPANISH_PATTERNS}
     for pattern in SPANISH_PATTERNS:
         assert PHI_TYPES[pattern.label].corpus.endswith("meddocan")
+
+
+def test_a_street_named_after_a_date_is_an_address_not_a_date():
+    found = find_patterns("Domicilio: Col, 1 de Mayo, 3 Andén casa 213", patterns_for("es"))
+    assert [(s.text, s.source_type) for s in found] == [("Col, 1 de Mayo, 3 Andén casa 213", "CALLE")]
 
 
 def test_phone_and_fax_are_told_apart_by_their_field():
