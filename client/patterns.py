@@ -30,7 +30,7 @@ beside the pipeline's. Measured in experiments/results/quality/spanish_patterns.
 Spanish pattern but the country list has precision >= 0.97 on MEDDOCAN `dev` (>= 0.87 on train,
 where they were written); the country list finds 0.99 of the countries at exact precision 0.92,
 0.997 of its spans overlapping PHI (cities and surnames: where it defers); merged with a raw-text
-tagger the layer adds 0.6 entity-strict F1 points on `dev` where the English layer cost 6.7.
+tagger the layer adds 0.8 entity-strict F1 points on `dev` where the English layer cost 6.7.
 
 Patterns with `default=False` (clock times: not PHI under HIPAA Safe
 Harbor nor in the PhysioNet or i2b2 annotations; 765 matches, none PHI, on the PhysioNet
@@ -48,8 +48,8 @@ PhysioNet's cross-validation folds they remove 87 false-positive HIPAA tokens fo
 ones (experiments/results/quality/baselines_cv5.md). The Spanish forms cut the tagger's spans that
 overlap theirs to the parts outside them (each still marked, so no character is left in the clear),
 the country list adds spans only where the tagger marks none, and relabels a tagger's "country" it
-lacks (`with_patterns`). On MEDDOCAN dev (a federation's seed 0) the cut adds 0.15 entity strict
-points to a raw-text tagger and 0.3 to the pooled pipeline, the country list 0.0 and 0.8
+lacks (`with_patterns`). On MEDDOCAN dev (a federation's seed 0) the cut adds 0.2 entity strict
+points to a raw-text tagger and 0.4 to the pooled pipeline, the country list 0.0 and 0.8
 (experiments/results/quality/spanish_patterns.md, spanish_patterns_pooled.md); over 3 seeds the
 pooled pipeline's gap to raw text, the layer on both sides, went from -2.2 to -1.5
 (experiments/results/federation/README.md).
