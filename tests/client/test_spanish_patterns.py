@@ -58,6 +58,8 @@ POSITIVES = [
     ("es_locality", "Domicilio: Calle Real 234.\nLocalidad/ Provincia: Pamplona, Navarra.\nCP: 31008.",
      ["Pamplona", "Navarra"]),
     ("es_locality", "Localidad/ Provincia: Puerto de Santa María (Cádiz)\n", ["Puerto de Santa María", "Cádiz"]),
+    ("es_duration", "Operada hace 12 años; tras 17 meses de tratamiento, 9 años de evolución",
+     ["12 años", "17 meses", "9 años"]),
     ("es_country", "Natural de Marruecos, reside en España desde 2001", ["Marruecos", "España"]),
     ("es_country", "Houston, TX 77030, EE.UU. y Londres, Reino Unido.", ["EE.UU.", "Reino Unido"]),
 ]
@@ -94,6 +96,13 @@ def test_every_spanish_pattern_has_a_positive_and_a_meddocan_type():
     assert {name for name, _, _ in POSITIVES} == {pattern.name for pattern in SPANISH_PATTERNS}
     for pattern in SPANISH_PATTERNS:
         assert PHI_TYPES[pattern.label].corpus.endswith("meddocan")
+
+
+def test_a_time_span_drops_the_taggers_age_but_not_the_patients():
+    text = "Mujer de 45 años operada hace 12 años."
+    tagger = Document("n", text, tuple(Span(text.index(age), text.index(age) + len(age), "EDAD_SUJETO_ASISTENCIA", age)
+                                       for age in ("45 años", "12 años")))
+    assert [s.text for s in with_patterns(tagger, patterns_for("es")).spans] == ["45 años"]
 
 
 def test_a_street_named_after_a_date_is_an_address_not_a_date():
