@@ -370,7 +370,7 @@ SPANISH_PATTERNS: tuple[Pattern, ...] = (
     Pattern("es_locality", "TERRITORIO", _compile(
         rf"^[ \t]*localidad\s*/\s*provincia\s*:[ \t]*(?P<phi>{_PLACE})(?:\s*[,(]\s*(?P<phi2>{_PLACE}))?"
         rf"(?:\s*[,(]\s*(?P<phi3>{_PLACE}))?{_FIELD_LINE_END}", re.IGNORECASE | re.MULTILINE), cuts=True),
-    Pattern("es_duration", "EDAD_SUJETO_ASISTENCIA", _compile(_DURATION), refuses=True),
+    Pattern("es_duration", "NOT_PHI", _compile(_DURATION), refuses=True),
     # a public list, deferring to the tagger (a list's "Granada" may be a city or a surname)
     Pattern("es_country", "PAIS", word_alternation(country_names("es")), defers=True, relabels="TERRITORIO"),
 )
