@@ -34,7 +34,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
-from deidpool.client.patterns import DEFAULT_PATTERNS, LOOKALIKES, with_patterns  # noqa: E402
+from deidpool.client.patterns import DEFAULT_PATTERNS, LOOKALIKES, patterns_for, with_patterns  # noqa: E402
 from deidpool.corpus.document import Document, Span  # noqa: E402
 from deidpool.corpus.folds import fold_split  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
@@ -68,6 +68,7 @@ DATA = ROOT.parent / "shared" / "data"
 RUNS = ROOT / "runs" / "baselines"
 NEIGHBOURS = (2, 5, 10, 20, 50, 100)
 SCORED = ("token_official_hipaa", "token_hipaa", "token_all", "entity_strict")
+LANGUAGES = {"physionet": "en", "meddocan": "es"}  # the pattern layer of each corpus's notes
 FOLD_SEED = 0  # of the cross-validation folds (deidpool.corpus.folds.assign_folds)
 
 
@@ -144,12 +145,10 @@ def run_folder(runs: Path, config: dict) -> Path:
 
 
 def pattern_scores(config: dict, test, predicted) -> dict:
-    """{"patterns": scores of the predictions merged with the pattern layer (client/patterns.py,
-    as `client deidentify --patterns` does)} for PhysioNet, whose English notes the patterns
-    were written on; {} for other corpora."""
-    if config["corpus"] != "physionet":
-        return {}
-    return {"patterns": score_row(evaluate_corpus(test, [with_patterns(d) for d in predicted]), SCORED)}
+    """{"patterns": scores of the predictions merged with the pattern layer of the corpus's
+    language (client/patterns.py, as `client deidentify --patterns --language` does)}."""
+    patterns = patterns_for(LANGUAGES[config["corpus"]])
+    return {"patterns": score_row(evaluate_corpus(test, [with_patterns(d, patterns) for d in predicted]), SCORED)}
 
 
 def add_pattern_scores(result: dict, test, runs: Path) -> dict:
@@ -389,7 +388,7 @@ def main() -> None:
     parser.add_argument("--only", help="run only the configurations whose key contains this text")
     parser.add_argument("--report-only", action="store_true", help="rewrite the table and plot from the JSON results")
     parser.add_argument("--rescore-patterns", action="store_true",
-                        help="score every saved PhysioNet tagger merged with the current pattern layer again (after "
+                        help="score every saved tagger merged with its corpus's current pattern layer again (after "
                              "the patterns changed), rewrite the table and plot, train nothing")
     parser.add_argument("--results-name",
                         help="results/<name>.{md,json} and <name>_f1_vs_n.png, runs in runs/baselines/<name> "
@@ -421,14 +420,13 @@ def main() -> None:
         plot(results, plot_file)
         return
     for index, result in enumerate(results):
-        if (result["corpus"] != "physionet" or ("patterns" in result and not args.rescore_patterns)
-                or (args.only and args.only not in result["key"])):
+        if ("patterns" in result and not args.rescore_patterns) or (args.only and args.only not in result["key"]):
             continue
         if not run_folder(RUNS / name, result).exists():
             print(f"no saved tagger for {result['key']}: its scores with the pattern layer stay missing")
             continue
-        data.setdefault("physionet", load_data("physionet"))
-        results[index] = add_pattern_scores(result, data["physionet"][2], RUNS / name)
+        data.setdefault(result["corpus"], load_data(result["corpus"]))
+        results[index] = add_pattern_scores(result, data[result["corpus"]][2], RUNS / name)
         stored.write_text(json.dumps(results, indent=2) + "\n")
     if args.rescore_patterns:
         table_file.write_text(table(results) + "\n")

@@ -141,3 +141,14 @@ def test_the_report_counts_the_tagger_spans_each_look_alike_drops():
     lines = table_lines(tagger_baselines.cv_table([row], gold, {"5-1"}), 4)
     rows = {cells(line)[0]: cells(line)[1:] for line in lines[2:]}
     assert rows == {"setting_or_count": ["2", "1", "2", "1"], "pain_score": ["0", "0", "0", "0"]}
+
+
+def test_each_corpus_is_scored_with_the_pattern_layer_of_its_language():
+    text = "NHC: 368503. Seen by Dr. Smith."
+    note = Document("n", text, (Span(5, 11, "ID_SUJETO_ASISTENCIA", "368503"), Span(25, 30, "DOCTOR", "Smith")))
+    found = [Document("n", text)]  # the tagger finds nothing
+    spanish = tagger_baselines.pattern_scores({"corpus": "meddocan"}, [note], found)["patterns"]
+    english = tagger_baselines.pattern_scores({"corpus": "physionet"}, [note], found)["patterns"]
+    assert spanish["entity_strict_recall"] == 0.5 and spanish["entity_strict_precision"] == 1.0  # the NHC only
+    assert english["entity_strict_recall"] == 0.5 and english["entity_strict_precision"] == 1.0  # Dr. Smith only
+    assert spanish["token_all_f1"] == english["token_all_f1"] and spanish != english
