@@ -22,6 +22,6 @@ def country_names(language: str) -> tuple[str, ...]:
     """The country names of notes in `language` ("es"; ValueError for a language without a list)."""
     if language != "es":
         raise ValueError(f"no country list for language {language!r}; known: es")
-    from faker.providers.address.es import Provider  # 70-80 ms: loaded when a Spanish layer is built
+    from faker.providers.address.es import Provider  # 70-80 ms, paid where the pattern layer is imported
 
     return tuple(sorted({*Provider.countries, *_SPANISH_COUNTRY_ALIASES}))
