@@ -115,7 +115,7 @@ def table(result: dict) -> str:
              f"Spanish set of client/patterns.py ({', '.join(result['patterns'])}); merged with the tagger by "
              "`with_patterns` (the union, overlapping spans joined and labelled like the longest; the forms cut "
              "the tagger's spans that run past them, the country list adds spans where the tagger marks none and "
-             "relabels a tagger's country it lacks as a city).", "",
+             "relabels a tagger's country it lacks as a city, a time span drops a tagger's age inside it).", "",
              "## The tagger alone and with the layer (dev)", "",
              "| system | " + " | ".join(f"{title} {part}" for title in MEASURES.values() for part in ("P", "R", "F1"))
              + " |", "|---|" + "---|" * 3 * len(MEASURES)]
