@@ -468,7 +468,6 @@ def _relabelled(span: Span, patterns: Sequence[Pattern]) -> Span:
     return span
 
 
-
 def _cut(span: Span, cutting: Sequence[Span], text: str) -> Iterator[Span]:
     """The parts of `span` outside the `cutting` spans that hold a letter or digit, without the
     whitespace at their edges."""
