@@ -78,6 +78,8 @@ def configurations(seeds: list[int]) -> list[dict]:
     headline = [{"corpus": "physionet", "name": "GloVe + casing", "embeddings": "glove", "casing": True},
                 {"corpus": "physionet", "name": "FastText + casing", "embeddings": "fasttext", "casing": True},
                 {"corpus": "meddocan", "name": "FastText + casing", "embeddings": "fasttext", "casing": True},
+                {"corpus": "meddocan", "name": "FastText + casing + chars", "embeddings": "fasttext", "casing": True,
+                 "chars": True},
                 {"corpus": "physionet", "name": "pseudonymized N=100, groups", "embeddings": "glove", "casing": True,
                  "neighbours": 100, "scheme": "groups"},
                 {"corpus": "physionet", "name": "originals + pseudonymized copies N=100, groups", "embeddings": "glove",
@@ -158,8 +160,9 @@ def add_pattern_scores(result: dict, test, runs: Path) -> dict:
 
 
 def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
-    """Train `config` on `data` (train, valid, test) and score it on test; a fold's result keeps the
-    predicted spans of its test notes (`stored_predictions`) for the cross-validated report."""
+    """Train `config` on `data` (train, valid, test) and score it on test; the result keeps the
+    predicted spans of its test notes (`stored_predictions`) for paired comparisons and the
+    cross-validated report."""
     train, valid, test = data
     # a fold's FastText sees that fold's training notes only, cached with the fold's runs
     corpus, folder = (f"physionet-fold{config['fold']}", runs) if "fold" in config else (config["corpus"], RUNS)
@@ -168,6 +171,7 @@ def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
     run_dir = run_folder(runs, config)
     started = time.perf_counter()
     metrics = train_tagger_run(train, valid, run_dir, embeddings=spec, casing=config["casing"],
+                               chars=config.get("chars", False),
                                pseudonymizer=config.get("neighbours") and Pseudonymizer(vectors, config["neighbours"],
                                                                          config["scheme"]),
                                keep_originals=config.get("keep_originals", False),
@@ -187,7 +191,7 @@ def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
             "test_sentences": sum(len(prepare_document(d)) for d in test),
             "predict_seconds": round(predict_seconds, 2),
             **score_row(scores, SCORED), **pattern_scores(config, test, predicted),
-            **({"predicted": stored_predictions(predicted)} if "fold" in config else {})}
+            "predicted": stored_predictions(predicted)}
 
 
 def stored_predictions(predicted) -> dict[str, list]:

@@ -1,6 +1,6 @@
-"""Sentences as model input (per-token features, casing ids and tag ids, stored flat in memory,
-or streamed from shards too large to hold together), the length-bucketed `tf.data` pipelines
-that batch them, and predicted tags back to documents."""
+"""Sentences as model input (per-token features, casing ids, tag ids and, for raw-text taggers,
+character ids, stored flat in memory, or streamed from shards too large to hold together), the
+length-bucketed `tf.data` pipelines that batch them, and predicted tags back to documents."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.tagging import decode
+from deidpool.representer.characters import char_ids
 
 BATCH_SIZE = 32
 INFERENCE_BATCH_SIZE = 128
@@ -27,13 +28,15 @@ class SentenceData:
     `features` (tokens, dim) float32 are the tagger's inputs (word embeddings, or
     representation vectors from a contribution), `casing` (tokens,) casing ids, `tags`
     (tokens,) tag ids or None for unlabeled text, `lengths` (sentences,) tokens per
-    sentence, each at least 1.
+    sentence, each at least 1, `chars` (tokens, width) character ids for a tagger that reads
+    them (`deidpool.representer.characters`) or None.
     """
 
     features: np.ndarray
     casing: np.ndarray
     lengths: np.ndarray
     tags: np.ndarray | None = None
+    chars: np.ndarray | None = None
 
     def __post_init__(self):
         tokens = int(np.sum(self.lengths))
@@ -42,6 +45,8 @@ class SentenceData:
                              f"per token ({tokens})")
         if self.tags is not None and len(self.tags) != tokens:
             raise ValueError(f"tags {self.tags.shape} must have one entry per token ({tokens})")
+        if self.chars is not None and (self.chars.ndim != 2 or len(self.chars) != tokens):
+            raise ValueError(f"chars {self.chars.shape} must have one row per token ({tokens})")
         if np.any(self.lengths < 1):
             raise ValueError("every sentence needs at least one token")
 
@@ -66,9 +71,11 @@ class SentenceData:
                    None if tags is None else np.concatenate(tags).astype(np.int32, copy=False))
 
     @classmethod
-    def from_sentences(cls, sentences: Sequence, embeddings, vocabulary: Sequence[str] | None = None) -> SentenceData:
+    def from_sentences(cls, sentences: Sequence, embeddings, vocabulary: Sequence[str] | None = None,
+                       chars: bool = False) -> SentenceData:
         """From `deidpool.corpus.prepare` sentences: features by `embeddings.sentence_matrix` (one lookup
-        for all tokens), and tag ids in `vocabulary` when given (labeled sentences)."""
+        for all tokens), tag ids in `vocabulary` when given (labeled sentences) and, with `chars`,
+        the tokens' character ids."""
         tokens = [token for sentence in sentences for token in sentence.tokens]
         tags = None
         if vocabulary is not None:
@@ -80,7 +87,8 @@ class SentenceData:
             tags = np.fromiter((ids[tag] for tag in gold), dtype=np.int32, count=len(gold))
         return cls(embeddings.sentence_matrix(tokens),
                    np.concatenate([s.casing for s in sentences]).astype(np.int8, copy=False),
-                   np.array([len(s.tokens) for s in sentences], dtype=np.int64), tags)
+                   np.array([len(s.tokens) for s in sentences], dtype=np.int64), tags,
+                   char_ids([token.text for token in tokens]) if chars else None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,11 +173,14 @@ def _chunks(indices: np.ndarray, size: int) -> list[np.ndarray]:
 
 def _batched(data: SentenceData, batches: list[np.ndarray]) -> tf.data.Dataset:
     """Dicts per batch: `features` (B, T, dim), `casing` (B, T), `mask` (B, T) bool, `tags`
-    (B, T) when labeled, `index` (B,) sentence numbers and `length` (B,), where T is the
-    longest sentence of the batch. Rows are gathered from ragged tensors inside TensorFlow."""
+    (B, T) when labeled, `chars` (B, T, width) when kept, `index` (B,) sentence numbers and
+    `length` (B,), where T is the longest sentence of the batch. Rows are gathered from ragged
+    tensors inside TensorFlow."""
     columns = {"features": data.features, "casing": data.casing}
     if data.tags is not None:
         columns["tags"] = data.tags
+    if data.chars is not None:
+        columns["chars"] = data.chars
     sentences = {name: tf.RaggedTensor.from_row_lengths(values, data.lengths) for name, values in columns.items()}
     lengths = tf.constant(data.lengths, tf.int32)
 

@@ -124,6 +124,9 @@ def _representer_core(graph: _Graph, representer, x: str, lengths: str) -> str:
 
 def _tagger_scores(graph: _Graph, tagger, x: str, casing: str, lengths: str) -> str:
     """A `Tagger`'s unary scores (batch, time, num_tags) at inference (no dropout)."""
+    if tagger.use_chars:
+        raise UnsupportedModel(f"{tagger.name!r} reads characters: only a raw-text tagger can, not one behind a "
+                               "representer")
     if tagger.use_casing:
         one_hot = graph.node("Gather", [graph.constant(np.eye(tagger.casing_classes, dtype=np.float32)), casing])
         x = graph.node("Concat", [x, one_hot], axis=-1)

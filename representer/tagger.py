@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras import ops
 
 from deidpool.corpus.casing import CASING
+from deidpool.representer.characters import CHAR_WIDTH, CharacterFeatures
 from deidpool.representer.crf import CRF, crf_nll
 from deidpool.representer.dataset import INFERENCE_BATCH_SIZE, inference_batches
 
@@ -41,18 +42,19 @@ class Tagger(keras.Model):
     """BiLSTM-CRF tagger.
 
     Inputs (a dict): `features` float32 (batch, time, dim), `casing` int (batch, time) casing
-    ids, one-hot encoded inside, and `mask` bool (batch, time), True at real tokens; other
-    keys (e.g. `tags`) are ignored. Word dropout (a token's whole feature vector zeroed, with
-    probability `word_dropout`, in training only: the tagger learns to read a PHI token from
-    its context too, not only from the token's own vector, which in pooled exports is a
-    surrogate's), input dropout on the features, the casing one-hot appended, two BiLSTM
-    layers (`VariationalLSTMCell`) each followed by dropout, a linear layer to per-tag scores
-    and a CRF. `call` returns the unary scores
-    (batch, time, num_tags) for `tagger_loss`; `predict_tags` returns the Viterbi paths.
+    ids, one-hot encoded inside, and `mask` bool (batch, time), True at real tokens; with
+    `use_chars` also `chars` int (batch, time, width) character ids (raw-text taggers only,
+    `deidpool.representer.characters`); other keys (e.g. `tags`) are ignored. Word dropout (a
+    token's whole feature vector zeroed, with probability `word_dropout`, in training only: the
+    tagger learns to read a PHI token from its context too, not only from the token's own
+    vector, which in pooled exports is a surrogate's), the character features appended, input
+    dropout, the casing one-hot appended, two BiLSTM layers (`VariationalLSTMCell`) each
+    followed by dropout, a linear layer to per-tag scores and a CRF. `call` returns the unary
+    scores (batch, time, num_tags) for `tagger_loss`; `predict_tags` returns the Viterbi paths.
     """
 
     def __init__(self, num_tags, casing_classes=CASING_CLASSES, use_casing=True, lstm_units=128,
-                 input_dropout=0.1, recurrent_dropout=0.5, dropout=0.5, word_dropout=0.0, **kwargs):
+                 input_dropout=0.1, recurrent_dropout=0.5, dropout=0.5, word_dropout=0.0, use_chars=False, **kwargs):
         super().__init__(**kwargs)
         self.num_tags = num_tags
         self.casing_classes = casing_classes
@@ -62,10 +64,12 @@ class Tagger(keras.Model):
         self.recurrent_dropout = recurrent_dropout
         self.dropout = dropout
         self.word_dropout = word_dropout
+        self.use_chars = use_chars
         # Made only when used: a layer's seed generator takes a draw from the global seed, which
         # would change every later layer's random stream (and so the runs of taggers without it).
         self.token_dropout = keras.layers.Dropout(word_dropout, noise_shape=(None, None, 1), name="word_dropout") \
             if word_dropout > 0 else None
+        self.characters = CharacterFeatures(name="characters") if use_chars else None
         self.feature_dropout = keras.layers.Dropout(input_dropout, name="input_dropout")
         # Both RNNs exist before either wrapper. Keras 3 builds a Bidirectional's two directions by
         # serializing the wrapped layer twice, keyed by id(layer) inside load_model; if the first
@@ -81,7 +85,11 @@ class Tagger(keras.Model):
 
     def build(self, input_shape):
         features = tuple(input_shape["features"])
-        shape = features[:-1] + (features[-1] + (self.casing_classes if self.use_casing else 0),)
+        width = features[-1] + (self.casing_classes if self.use_casing else 0)
+        if self.characters is not None:
+            self.characters.build(tuple(input_shape["chars"]))
+            width += self.characters.filters
+        shape = features[:-1] + (width,)
         for bilstm in self.bilstms:
             bilstm.build(shape)
             shape = bilstm.compute_output_shape(shape)
@@ -92,6 +100,8 @@ class Tagger(keras.Model):
         x = ops.cast(inputs["features"], "float32")
         if self.token_dropout is not None:
             x = self.token_dropout(x, training=training)
+        if self.characters is not None:
+            x = ops.concatenate([x, self.characters(inputs["chars"])], axis=-1)
         x = self.feature_dropout(x, training=training)
         if self.use_casing:
             casing = ops.one_hot(ops.cast(inputs["casing"], "int32"), self.casing_classes)
@@ -109,15 +119,18 @@ class Tagger(keras.Model):
         return {**super().get_config(), "num_tags": self.num_tags, "casing_classes": self.casing_classes,
                 "use_casing": self.use_casing, "lstm_units": self.lstm_units,
                 "input_dropout": self.input_dropout, "recurrent_dropout": self.recurrent_dropout,
-                "dropout": self.dropout, "word_dropout": self.word_dropout}
+                "dropout": self.dropout, "word_dropout": self.word_dropout,
+                **({"use_chars": True} if self.use_chars else {})}  # runs saved before it stay resumable
 
 
 def build_tagger(input_dim, num_tags, casing_classes=CASING_CLASSES, use_casing=True, lstm_units=128,
-                 input_dropout=0.1, recurrent_dropout=0.5, dropout=0.5, word_dropout=0.0, name="tagger"):
+                 input_dropout=0.1, recurrent_dropout=0.5, dropout=0.5, word_dropout=0.0, use_chars=False,
+                 name="tagger"):
     """A built `Tagger` for features of size `input_dim` (weights exist, ready to checkpoint)."""
     tagger = Tagger(num_tags, casing_classes, use_casing, lstm_units, input_dropout, recurrent_dropout, dropout,
-                    word_dropout, name=name)
-    tagger.build({"features": (None, None, input_dim), "casing": (None, None), "mask": (None, None)})
+                    word_dropout, use_chars, name=name)
+    tagger.build({"features": (None, None, input_dim), "casing": (None, None), "mask": (None, None),
+                  "chars": (None, None, CHAR_WIDTH)})
     return tagger
 
 

@@ -36,14 +36,15 @@ def labeled_sentences(documents: Sequence[Document], scheme: str, label: str) ->
 
 
 def train_tagger_run(train_documents: Sequence[Document], valid_documents: Sequence[Document], run_dir: str | Path, *,
-                     embeddings: str = "glove", casing: bool = True, scheme: str = "BIO", label: str = "source",
-                     pseudonymizer=None, keep_originals: bool = False, lstm_units: int = 128, max_epochs: int = 20,
-                     patience: int = 3, seed: int = 0, progress: bool = True,
+                     embeddings: str = "glove", casing: bool = True, chars: bool = False, scheme: str = "BIO",
+                     label: str = "source", pseudonymizer=None, keep_originals: bool = False, lstm_units: int = 128,
+                     max_epochs: int = 20, patience: int = 3, seed: int = 0, progress: bool = True,
                      loaded_embeddings: Embeddings | None = None, monitor: str = "val_f1") -> dict:
-    """Train a tagger on raw embeddings (or, given an `deidpool.adversary.pseudonymize.Pseudonymizer`,
-    on pseudonymized training sentences, with `keep_originals` on the originals and a
-    pseudonymized copy of each: augmentation) with early stopping on the validation documents;
-    writes the run directory (config.json, history.json, metrics.json, models/tagger.keras) and
+    """Train a tagger on raw embeddings, with `chars` on each token's characters too (or, given an
+    `deidpool.adversary.pseudonymize.Pseudonymizer`, on pseudonymized training sentences, with
+    `keep_originals` on the originals and a pseudonymized copy of each: augmentation) with early
+    stopping on the validation documents; writes the run directory (config.json, history.json,
+    metrics.json, models/tagger.keras; "chars" only where set, so that older runs resume) and
     returns the best metrics (best by `monitor`, see `TaggerTraining`). Every input problem is
     reported before any training starts."""
     if label not in LABELS:
@@ -62,13 +63,14 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
     if pseudonymizer is not None:
         copies = pseudonymizer.labeled_sentences(train_sentences, random.Random(seed))
         train_sentences = [*train_sentences, *copies] if keep_originals else copies
-    train = SentenceData.from_sentences(train_sentences, vectors, vocabulary)
-    valid = SentenceData.from_sentences(valid_sentences, vectors, vocabulary)
+    train = SentenceData.from_sentences(train_sentences, vectors, vocabulary, chars=chars)
+    valid = SentenceData.from_sentences(valid_sentences, vectors, vocabulary, chars=chars)
     keras.utils.set_random_seed(seed)
-    tagger = build_tagger(vectors.dim, len(vocabulary), use_casing=casing, lstm_units=lstm_units)
+    tagger = build_tagger(vectors.dim, len(vocabulary), use_casing=casing, lstm_units=lstm_units, use_chars=chars)
     procedure = TaggerTraining(tagger, compute_class_weights(train.tag_counts(len(vocabulary))), monitor=monitor)
     setup = {"format_version": RUN_FORMAT, "embeddings": embeddings, "embeddings_id": vectors.source_id,
-             "casing": casing, "scheme": scheme, "label": label, "tag_vocabulary": vocabulary,
+             "casing": casing, **({"chars": True} if chars else {}), "scheme": scheme, "label": label,
+             "tag_vocabulary": vocabulary,
              "pseudonymization_neighbours": pseudonymizer and pseudonymizer.neighbours,
              "pseudonymization_scheme": pseudonymizer and pseudonymizer.scheme, "keep_originals": keep_originals,
              "train_documents": len(train_documents),
@@ -102,5 +104,5 @@ def predict_documents(tagger: Tagger, config: dict, vectors: Embeddings,
     flat = [s for doc_sentences in sentences for s in doc_sentences]
     if not flat:
         return [Document(d.id, d.text) for d in documents]
-    predictions = tag_sentences(tagger, SentenceData.from_sentences(flat, vectors))
+    predictions = tag_sentences(tagger, SentenceData.from_sentences(flat, vectors, chars=config.get("chars", False)))
     return predicted_documents(documents, sentences, predictions, config["tag_vocabulary"], config["scheme"])

@@ -42,6 +42,8 @@ def train_tagger(
     embeddings: str = typer.Option("glove", "--embeddings",
                                    help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
     casing: bool = typer.Option(True, "--casing/--no-casing", help="Give the tagger the 7-way casing feature."),
+    chars: bool = typer.Option(False, "--chars/--no-chars",
+                               help="Give the tagger each token's characters too (a convolution over them)."),
     neighbours: int | None = typer.Option(None, "--neighbours", "-n", min=1,
                                           help="Pseudonymization baseline: train on PHI moved to one of N embedding "
                                                "neighbours."),
@@ -69,11 +71,11 @@ def train_tagger(
     with within_budget(time_budget):
         try:
             vectors = load_embeddings(embeddings)
-            metrics = train_tagger_run(train, valid, out, embeddings=embeddings, casing=casing, scheme=scheme,
-                                       label=label, pseudonymizer=neighbours and Pseudonymizer(vectors, neighbours),
-                                       keep_originals=with_originals,
-                                       lstm_units=lstm_units, max_epochs=max_epochs, patience=patience, seed=seed,
-                                       loaded_embeddings=vectors)
+            metrics = train_tagger_run(train, valid, out, embeddings=embeddings, casing=casing, chars=chars,
+                                       scheme=scheme, label=label,
+                                       pseudonymizer=neighbours and Pseudonymizer(vectors, neighbours),
+                                       keep_originals=with_originals, lstm_units=lstm_units, max_epochs=max_epochs,
+                                       patience=patience, seed=seed, loaded_embeddings=vectors)
         except ValueError as error:
             typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
             raise typer.Exit(2) from None

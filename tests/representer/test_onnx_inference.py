@@ -102,3 +102,5 @@ def test_what_cannot_be_converted_says_so(representer, taggers):
     set_deterministic(noisy, False)
     with pytest.raises(UnsupportedModel, match="without noise"):
         PipelineSession(noisy, taggers[0], DIM)
+    with pytest.raises(UnsupportedModel, match="reads characters"):
+        PipelineSession(representer, build_tagger(REPR, TAGS, lstm_units=UNITS, use_chars=True), DIM)

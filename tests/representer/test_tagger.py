@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+from deidpool.representer.characters import CHAR_WIDTH, char_ids
 from deidpool.representer.dataset import SentenceData
 from deidpool.representer.tagger import (
     VariationalLSTMCell,
@@ -74,6 +75,17 @@ def test_casing_is_an_input_unless_disabled(tagger):
     assert not np.allclose(numpy(tagger(inputs)), numpy(tagger(other)))
     without = build_tagger(INPUT_DIM, TAGS, use_casing=False, lstm_units=UNITS)
     np.testing.assert_array_equal(numpy(without(inputs)), numpy(without(other)))
+
+
+def test_characters_are_an_input_when_asked_for_and_saved():
+    keras.utils.set_random_seed(0)
+    reading = build_tagger(INPUT_DIM, TAGS, lstm_units=UNITS, use_chars=True)
+    inputs = batch([4, 2])
+    inputs["chars"] = char_ids(["Ana", "Ruiz", "de", "Lugo"] * 2).reshape(2, 4, CHAR_WIDTH)
+    other = {**inputs, "chars": char_ids(["Eva", "Sanz", "de", "Lugo"] * 2).reshape(2, 4, CHAR_WIDTH)}
+    assert not np.allclose(numpy(reading(inputs)), numpy(reading(other)))
+    loaded = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(reading))
+    assert loaded.use_chars and "use_chars" not in build_tagger(INPUT_DIM, TAGS, lstm_units=UNITS).get_config()
 
 
 def test_saved_tagger_loads_with_its_weights(tagger, tmp_path):

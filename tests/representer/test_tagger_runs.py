@@ -103,13 +103,15 @@ def test_bad_training_input_is_refused_before_training(tmp_path, tiny_vectors, t
     assert not (tmp_path / "run").exists()
 
 
-def test_cli_train_predict_evaluate(tmp_path):
+@pytest.mark.parametrize("options", [[], ["--chars"]])
+def test_cli_train_predict_evaluate(tmp_path, options):
     write_corpus(generate_documents(24, seed=5), tmp_path / "train", "i2b2")
     write_corpus(generate_documents(3, seed=6), tmp_path / "test", "brat")
     runner = CliRunner()
     result = runner.invoke(app, ["train", "tagger", "--data", str(tmp_path / "train"), "--format", "i2b2",
-                                 "--lstm-units", "4", "--max-epochs", "1", "--out", str(tmp_path / "run")])
+                                 "--lstm-units", "4", "--max-epochs", "1", "--out", str(tmp_path / "run"), *options])
     assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "run" / "config.json").read_text()).get("chars", False) == bool(options)
     result = runner.invoke(app, ["predict", "--model", str(tmp_path / "run"), "--notes", str(tmp_path / "test"),
                                  "--format", "brat", "--out", str(tmp_path / "pred.jsonl"), "--out-format", "json"])
     assert result.exit_code == 0, result.output

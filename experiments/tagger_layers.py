@@ -1,0 +1,152 @@
+"""One institution's tagger as `client deidentify` runs it (issue #39: one model at the field's
+level): the non-private taggers of a `tagger_baselines.py` results file, from the spans they
+predicted on the test notes (kept in its JSON rows), scored alone, merged with the corpus's
+pattern layer, and with the layer and the PHI memory of the training notes (`client remember`
+on them, `client deidentify --memory`); each configuration against a base configuration on the
+same seeds and notes, and each layer's gain, as paired 95% bootstrap intervals over the notes;
+and the errors per source type of the base alone against the best configuration with every layer.
+
+MEDDOCAN is scored with entity strict F1 on its own types (the MEDDOCAN script's measure),
+PhysioNet with the official i2b2 2014 token HIPAA F1. Nothing is trained.
+
+    python experiments/tagger_layers.py --results-name baselines_meddocan --corpus meddocan \\
+        [--base "FastText + casing"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import Counter
+from datetime import date
+
+import federation
+from phi_memory import LAYERS, layered
+from results_files import git_commit, results_file, write_results
+
+LAYER_TITLES = {"": "alone", "+patterns": "+ pattern layer", "+patterns+memory": "+ pattern layer + PHI memory"}
+
+
+def headline(corpus: str) -> tuple[str, str]:
+    """(measure, span key) of the corpus's headline F1."""
+    settings = federation.CORPORA[corpus]
+    return federation.MEASURES[settings.headline], settings.entity_key
+
+
+def seed_rows(results: list[dict], corpus: str) -> dict[str, dict[int, dict]]:
+    """{configuration: {seed: result}} of the corpus's results that kept their predictions."""
+    rows: dict[str, dict[int, dict]] = {}
+    for result in results:
+        if result["corpus"] == corpus and "predicted" in result and "fold" not in result:
+            rows.setdefault(result["name"], {})[result["seed"]] = result
+    return rows
+
+
+def layered_counts(rows: dict[str, dict[int, dict]], test: list, language: str, memory: dict,
+                   measure: str, key: str) -> dict[tuple[int, str, str], list]:
+    """counts[seed, CONFIGURATION+LAYER, ""] (per-note counts, `federation.paired_rows`'s input)
+    and, under (seed, CONFIGURATION+LAYER, "notes"), the layered notes themselves."""
+    from deidpool.corpus.metrics import document_counts
+    from tagger_baselines import fold_predictions
+
+    gold = {d.id: d for d in test}
+    counts = {}
+    for name, by_seed in rows.items():
+        for seed, result in by_seed.items():
+            for layer, notes in layered(fold_predictions(result, gold), language, memory).items():
+                counts[seed, f"{name}{layer}", ""] = document_counts(test, notes, measure, key)
+                counts[seed, f"{name}{layer}", "notes"] = notes
+    return counts
+
+
+def per_type_errors(test: list, notes_by_seed: list[list], key: str) -> Counter:
+    """(label, "tp"|"fp"|"fn") -> entity strict counts summed over the seeds' notes."""
+    from deidpool.corpus.document import Document
+    from deidpool.corpus.metrics import Counts, document_counts
+
+    labels = sorted({getattr(span, key) for d in test for span in d.spans})
+    totals: Counter = Counter()
+    for notes in notes_by_seed:
+        for label in labels:
+            def only(documents):
+                return [Document(d.id, d.text, tuple(s for s in d.spans if getattr(s, key) == label))
+                        for d in documents]
+            summed = sum(document_counts(only(test), only(notes), "entity_strict", key), Counts())
+            totals[label, "tp"] += summed.tp
+            totals[label, "fp"] += summed.fp
+            totals[label, "fn"] += summed.fn
+    return totals
+
+
+def report(args, rows: dict[str, dict[int, dict]], counts: dict, test: list, memory_size: int) -> tuple[str, dict]:
+    """The Markdown report and its numbers (`counts`: of `layered_counts`)."""
+    from deidpool.corpus.metrics import Counts
+
+    measure, key = headline(args.corpus)
+    seeds = sorted(set.intersection(*(set(by_seed) for by_seed in rows.values())))
+    names = [args.base, *(name for name in rows if name != args.base)]
+    f1 = {(name, layer): [federation.f1(counts[seed, f"{name}{layer}", ""]) for seed in seeds]
+          for name in names for layer in LAYERS}
+    lines = [f"# One institution's tagger with the pattern layer and its PHI memory ({args.corpus})\n",
+             f"{date.today()}, commit {git_commit()}; taggers of `{results_file(args.results_name, '.json').name}` "
+             f"(trained at {', '.join(sorted({r['commit'] for by_seed in rows.values() for r in by_seed.values()}))}"
+             f"), seeds {seeds}. Command: `python experiments/tagger_layers.py --results-name {args.results_name} "
+             f"--corpus {args.corpus} --base {json.dumps(args.base)}`. Score: {measure} F1 (labels: {key}). The "
+             f"memory holds {memory_size} PHI strings of the training notes (`client remember`, default bar).\n",
+             "| configuration | layer | " + " | ".join(f"seed {seed}" for seed in seeds) + " | mean ± sd |",
+             "|---|---|" + "---:|" * (len(seeds) + 1)]
+    for name in names:
+        for layer in LAYERS:
+            values = f1[name, layer]
+            sd = statistics.stdev(values) if len(values) > 1 else 0.0
+            lines.append(f"| {name} | {LAYER_TITLES[layer]} | " + " | ".join(f"{v:.4f}" for v in values)
+                         + f" | {statistics.mean(values):.4f} ± {sd:.4f} |")
+    compared = [(f"{name}{layer}", f"{args.base}{layer}", f"{name} - {args.base}", "-", LAYER_TITLES[layer])
+                for name in names[1:] for layer in LAYERS]
+    compared += [(f"{name}{layer}", f"{name}{previous}", f"{LAYER_TITLES[layer]} against {LAYER_TITLES[previous]}",
+                  "-", name) for name in names for previous, layer in zip(LAYERS, LAYERS[1:])]
+    paired = federation.paired_rows(counts, seeds, [row[:4] for row in compared])
+    for row, (*_, layer) in zip(paired, compared, strict=True):
+        row["layer"] = layer
+    lines += ["", "## Paired differences", "", *federation.paired_table(paired, seeds, f"{measure} F1")]
+    best = max(names, key=lambda name: statistics.mean(f1[name, LAYERS[-1]]))
+    before = per_type_errors(test, [counts[s, args.base, "notes"] for s in seeds], key)
+    after = per_type_errors(test, [counts[s, f"{best}{LAYERS[-1]}", "notes"] for s in seeds], key)
+    lines += ["", f"## Errors per type, summed over the seeds: {args.base} alone against {best} "
+                  f"{LAYER_TITLES[LAYERS[-1]]}", "",
+              "| type | gold | false negatives before | after | false positives before | after | F1 before | after |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for label in sorted({label for label, _ in before}, key=lambda t: -(before[t, "fn"] + before[t, "fp"])):
+        cells = [before[label, "tp"] + before[label, "fn"], before[label, "fn"], after[label, "fn"],
+                 before[label, "fp"], after[label, "fp"]]
+        f1s = [Counts(c[label, "tp"], c[label, "fp"], c[label, "fn"]).as_dict()["f1"] for c in (before, after)]
+        lines.append(f"| {label} | " + " | ".join(map(str, cells)) + " | " + " | ".join(f"{v:.3f}" for v in f1s) + " |")
+    data = {"date": str(date.today()), "commit": git_commit(), "seeds": seeds, "measure": measure, "key": key,
+            "f1": {f"{name}{layer}": f1[name, layer] for name in names for layer in LAYERS}, "paired": paired}
+    return "\n".join(lines), data
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results-name", required=True, help="the tagger_baselines.py results file's stem")
+    parser.add_argument("--corpus", choices=sorted(federation.CORPORA), default="meddocan")
+    parser.add_argument("--base", default="FastText + casing", help="the configuration the others are compared with")
+    args = parser.parse_args()
+    from deidpool.client.memory import remembered_phi
+    from tagger_baselines import LANGUAGES, load_data
+
+    stored = results_file(args.results_name, ".json")
+    rows = seed_rows(json.loads(stored.read_text()), args.corpus)
+    if args.base not in rows:
+        raise SystemExit(f"{stored}: no {args.corpus} row of {args.base!r} kept its predictions")
+    train, valid, test = load_data(args.corpus)
+    memory = remembered_phi([*train, *valid])
+    measure, key = headline(args.corpus)
+    counts = layered_counts(rows, test, LANGUAGES[args.corpus], memory, measure, key)
+    text, data = report(args, rows, counts, test, len(memory))
+    write_results(f"{args.results_name}_layers", text, data)
+
+
+if __name__ == "__main__":
+    main()
