@@ -70,7 +70,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from deidpool.client.gazetteers import country_names
+from deidpool.client.gazetteers import country_names, place_names
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
 
@@ -373,6 +373,7 @@ SPANISH_PATTERNS: tuple[Pattern, ...] = (
     Pattern("es_duration", "NOT_PHI", _compile(_DURATION), refuses=True),
     # a public list, deferring to the tagger (a list's "Granada" may be a city or a surname)
     Pattern("es_country", "PAIS", word_alternation(country_names("es")), defers=True, relabels="TERRITORIO"),
+    Pattern("es_city", "TERRITORIO", word_alternation(place_names("es")), defers=True),
 )
 # language -> its patterns (look-alikes included)
 LANGUAGES: dict[str, tuple[Pattern, ...]] = {"en": (*PATTERNS, *LOOKALIKES), "es": SPANISH_PATTERNS}

@@ -29,12 +29,13 @@ LAYERS = ("", "+patterns", "+patterns+memory")
 LAYER_TITLES = {"": "alone", "+patterns": "+ patterns", "+patterns+memory": "+ patterns + memory of all parties"}
 
 
-def layered(found: list, language: str, memory: dict) -> dict[str, list]:
-    """The tagger's found notes under each of `LAYERS` (`memory`: the one the last layer merges)."""
+def layered(found: list, language: str, memory: dict, patterns: tuple | None = None) -> dict[str, list]:
+    """The tagger's found notes under each of `LAYERS` (`memory`: the one the last layer merges;
+    `patterns`: the layer, by default the language's)."""
     from deidpool.client.memory import memory_patterns
     from deidpool.client.patterns import patterns_for, with_patterns
 
-    patterns = patterns_for(language)
+    patterns = patterns_for(language) if patterns is None else patterns
     with_memory = (*patterns, *memory_patterns(memory))
     return {"": found, "+patterns": [with_patterns(d, patterns) for d in found],
             "+patterns+memory": [with_patterns(d, with_memory) for d in found]}

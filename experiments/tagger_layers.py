@@ -5,12 +5,13 @@ pattern layer, and with the layer and the PHI memory of the training notes (`cli
 on them, `client deidentify --memory`); each configuration against a base configuration on the
 same seeds and notes, and each layer's gain, as paired 95% bootstrap intervals over the notes;
 and the errors per source type of the base alone against the best configuration with every layer.
+`--drop PATTERN` also scores the layer without that pattern (an ablation of one of its rules).
 
 MEDDOCAN is scored with entity strict F1 on its own types (the MEDDOCAN script's measure),
 PhysioNet with the official i2b2 2014 token HIPAA F1. Nothing is trained.
 
     python experiments/tagger_layers.py --results-name baselines_meddocan --corpus meddocan \\
-        [--base "FastText + casing"]
+        [--base "FastText + casing"] [--drop es_city]
 """
 
 from __future__ import annotations
@@ -44,19 +45,27 @@ def seed_rows(results: list[dict], corpus: str) -> dict[str, dict[int, dict]]:
 
 
 def layered_counts(rows: dict[str, dict[int, dict]], test: list, language: str, memory: dict,
-                   measure: str, key: str) -> dict[tuple[int, str, str], list]:
+                   measure: str, key: str, drop: str | None = None) -> dict[tuple[int, str, str], list]:
     """counts[seed, CONFIGURATION+LAYER, ""] (per-note counts, `federation.paired_rows`'s input)
-    and, under (seed, CONFIGURATION+LAYER, "notes"), the layered notes themselves."""
+    and, under (seed, CONFIGURATION+LAYER, "notes"), the layered notes themselves; with `drop`
+    (a pattern's name) also the layers without it, CONFIGURATION+LAYER-DROP."""
+    from deidpool.client.patterns import patterns_for
     from deidpool.corpus.metrics import document_counts
     from tagger_baselines import fold_predictions
 
     gold = {d.id: d for d in test}
+    variants = {"": None}
+    if drop:
+        variants[f"-{drop}"] = tuple(p for p in patterns_for(language) if p.name != drop)
     counts = {}
     for name, by_seed in rows.items():
         for seed, result in by_seed.items():
-            for layer, notes in layered(fold_predictions(result, gold), language, memory).items():
-                counts[seed, f"{name}{layer}", ""] = document_counts(test, notes, measure, key)
-                counts[seed, f"{name}{layer}", "notes"] = notes
+            found = fold_predictions(result, gold)
+            for suffix, patterns in variants.items():
+                for layer, notes in layered(found, language, memory, patterns).items():
+                    if layer or not suffix:
+                        counts[seed, f"{name}{layer}{suffix}", ""] = document_counts(test, notes, measure, key)
+                        counts[seed, f"{name}{layer}{suffix}", "notes"] = notes
     return counts
 
 
@@ -92,7 +101,8 @@ def report(args, rows: dict[str, dict[int, dict]], counts: dict, test: list, mem
              f"{date.today()}, commit {git_commit()}; taggers of `{results_file(args.results_name, '.json').name}` "
              f"(trained at {', '.join(sorted({r['commit'] for by_seed in rows.values() for r in by_seed.values()}))}"
              f"), seeds {seeds}. Command: `python experiments/tagger_layers.py --results-name {args.results_name} "
-             f"--corpus {args.corpus} --base {json.dumps(args.base)}`. Score: {measure} F1 (labels: {key}). The "
+             f"--corpus {args.corpus} --base {json.dumps(args.base)}"
+             f"{f' --drop {args.drop}' if args.drop else ''}`. Score: {measure} F1 (labels: {key}). The "
              f"memory holds {memory_size} PHI strings of the training notes (`client remember`, default bar).\n",
              "| configuration | layer | " + " | ".join(f"seed {seed}" for seed in seeds) + " | mean ± sd |",
              "|---|---|" + "---:|" * (len(seeds) + 1)]
@@ -106,6 +116,9 @@ def report(args, rows: dict[str, dict[int, dict]], counts: dict, test: list, mem
                 for name in names[1:] for layer in LAYERS]
     compared += [(f"{name}{layer}", f"{name}{previous}", f"{LAYER_TITLES[layer]} against {LAYER_TITLES[previous]}",
                   "-", name) for name in names for previous, layer in zip(LAYERS, LAYERS[1:])]
+    if args.drop:
+        compared += [(f"{name}{layer}", f"{name}{layer}-{args.drop}", f"{args.drop}'s gain: with it - without it",
+                      "-", f"{name} {LAYER_TITLES[layer]}") for name in names for layer in LAYERS[1:]]
     paired = federation.paired_rows(counts, seeds, [row[:4] for row in compared])
     for row, (*_, layer) in zip(paired, compared, strict=True):
         row["layer"] = layer
@@ -132,18 +145,22 @@ def main() -> None:
     parser.add_argument("--results-name", required=True, help="the tagger_baselines.py results file's stem")
     parser.add_argument("--corpus", choices=sorted(federation.CORPORA), default="meddocan")
     parser.add_argument("--base", default="FastText + casing", help="the configuration the others are compared with")
+    parser.add_argument("--drop", metavar="PATTERN", help="also score the layer without this pattern (e.g. es_city)")
     args = parser.parse_args()
     from deidpool.client.memory import remembered_phi
+    from deidpool.client.patterns import patterns_for
     from tagger_baselines import LANGUAGES, load_data
 
     stored = results_file(args.results_name, ".json")
     rows = seed_rows(json.loads(stored.read_text()), args.corpus)
     if args.base not in rows:
         raise SystemExit(f"{stored}: no {args.corpus} row of {args.base!r} kept its predictions")
+    if args.drop and args.drop not in {pattern.name for pattern in patterns_for(LANGUAGES[args.corpus])}:
+        raise SystemExit(f"--drop {args.drop}: not a default pattern of the {args.corpus} notes' layer")
     train, valid, test = load_data(args.corpus)
     memory = remembered_phi([*train, *valid])
     measure, key = headline(args.corpus)
-    counts = layered_counts(rows, test, LANGUAGES[args.corpus], memory, measure, key)
+    counts = layered_counts(rows, test, LANGUAGES[args.corpus], memory, measure, key, args.drop)
     text, data = report(args, rows, counts, test, len(memory))
     write_results(f"{args.results_name}_layers", text, data)
 

@@ -4,6 +4,7 @@ chosen by language and labelled in a pipeline's tag set."""
 
 import pytest
 
+from deidpool.client.gazetteers import country_names, place_names
 from deidpool.client.patterns import (
     BY_NAME,
     DEFAULT_PATTERNS,
@@ -62,11 +63,12 @@ POSITIVES = [
      ["12 años", "17 meses", "9 años"]),
     ("es_country", "Natural de Marruecos, reside en España desde 2001", ["Marruecos", "España"]),
     ("es_country", "Houston, TX 77030, EE.UU. y Londres, Reino Unido.", ["EE.UU.", "Reino Unido"]),
+    ("es_city", "Remitido desde Soria a Donostia; natural de Cretas", ["Soria", "Donostia"]),  # Cretas: < 15,000
 ]
 
 # Look-alikes on MEDDOCAN's training notes that no default Spanish pattern may take.
 TRAPS = [
-    "Hospital Universitario \"12 de Octubre\" (HU12O), Avda. de Córdoba",
+    "Hospital Universitario \"12 de Octubre\" (HU12O), en la avenida",  # a city is PHI: the street's left out
     "según el RD 1299/2006, de 10 de noviembre, por el que se aprueba",
     "PSA de 1.16 ng/ml; 4 hematíes/campo y 0-5 leucocitos/campo; TA 120/80; grado I/IV",
     "diabetes de 20 años de evolución; hace 2 años; a los 2 años del trasplante",
@@ -76,7 +78,7 @@ TRAPS = [
     "Nuestro paciente lleva más de 3 años de seguimiento",
     "TA (percentil 5 para su edad: 43 mmHg)",
     "Tfno de información y citas del hospital 942 56 21 60",
-    "Servicio de Nefrología, Hospital Universitario 12 de Octubre. Madrid",
+    "Servicio de Nefrología, Hospital Universitario 12 de Octubre.",
     "recuentos de 12.000/mm3 y 1.5.10 en la escala",
     "cambió de domicilio: vive ahora con su hija",  # a field's name inside a sentence
 ]
@@ -141,6 +143,21 @@ def test_a_pattern_merged_with_a_tagger_keeps_the_taggers_longer_span():
     text = "Antecedentes: hijo de 27 años con asma."
     tagger = Document("n", text, (Span(14, 30, "FAMILIARES_SUJETO_ASISTENCIA", text[14:30]),))
     assert with_patterns(tagger, patterns_for("es")).spans == tagger.spans
+
+
+def test_a_city_name_defers_to_the_taggers_span_over_it():
+    text = "Dra. Soria. Hospital de Soria."
+    tagger = Document("n", text, (Span(5, 10, "NOMBRE_PERSONAL_SANITARIO", "Soria"),
+                                  Span(12, 29, "HOSPITAL", "Hospital de Soria")))
+    assert with_patterns(tagger, patterns_for("es")).spans == tagger.spans
+    assert [s.text for s in with_patterns(Document("n", text), patterns_for("es")).spans] == ["Soria", "Soria"]
+
+
+def test_only_spanish_notes_have_place_and_country_lists():
+    with pytest.raises(ValueError, match="no place list for language 'en'"):
+        place_names("en")
+    with pytest.raises(ValueError, match="no country list for language 'en'"):
+        country_names("en")
 
 
 def test_a_country_name_defers_to_the_taggers_span_over_it():

@@ -9,14 +9,14 @@ from deidpool.corpus import Document, Span
 
 
 def test_each_layer_merges_more_spans_into_the_tagger_s():
-    text = "Visto en Teruel el 3 de marzo de 2019."
+    text = "Visto en Cretas el 3 de marzo de 2019."
     found = [Document("n", text, (Span(0, 5, "NOMBRE_SUJETO_ASISTENCIA", "Visto"),))]
-    memory = {"Teruel": {"label": "TERRITORIO", "labeled": 3, "occurrences": 3}}
+    memory = {"Cretas": {"label": "TERRITORIO", "labeled": 3, "occurrences": 3}}
     layers = phi_memory.layered(found, "es", memory)
     spans = {layer: [span.text for span in notes[0].spans] for layer, notes in layers.items()}
     assert spans[""] == ["Visto"]
-    assert "Teruel" not in spans["+patterns"] and "3 de marzo de 2019" in spans["+patterns"]
-    assert spans["+patterns+memory"] == [*spans["+patterns"][:1], "Teruel", *spans["+patterns"][1:]]
+    assert "Cretas" not in spans["+patterns"] and "3 de marzo de 2019" in spans["+patterns"]
+    assert spans["+patterns+memory"] == [*spans["+patterns"][:1], "Cretas", *spans["+patterns"][1:]]
 
 
 def test_the_report_pairs_each_comparison_on_the_same_notes(tmp_path, monkeypatch):
@@ -37,21 +37,21 @@ def test_the_report_pairs_each_comparison_on_the_same_notes(tmp_path, monkeypatc
 
 
 def test_a_seeds_counts_score_every_tagger_and_layer_each_comparison_needs(monkeypatch):
-    text = "Visto en Teruel el 3 de marzo de 2019."
-    test = [Document("n", text, (Span(9, 15, "TERRITORIO", "Teruel"), Span(19, 37, "FECHAS", text[19:37])))]
-    tagged = {"raw": (Span(9, 15, "TERRITORIO", "Teruel"),), "pooled": ()}  # the pooled tagger finds nothing
+    text = "Visto en Cretas el 3 de marzo de 2019."
+    test = [Document("n", text, (Span(9, 15, "TERRITORIO", "Cretas"), Span(19, 37, "FECHAS", text[19:37])))]
+    tagged = {"raw": (Span(9, 15, "TERRITORIO", "Cretas"),), "pooled": ()}  # the pooled tagger finds nothing
 
     def found_documents(corpus, spec, seed, notes):
         name = spec.partition(":")[2]
         return [Document(d.id, d.text, tagged.get(name, ())) for d in notes]
 
     monkeypatch.setattr(phi_memory, "found_documents", found_documents)
-    memories = {"all": {"Teruel": {"label": "TERRITORIO", "labeled": 2, "occurrences": 2}}, "site_a": {}}
+    memories = {"all": {"Cretas": {"label": "TERRITORIO", "labeled": 2, "occurrences": 2}}, "site_a": {}}
     counts = phi_memory.seed_counts(federation.CORPORA["meddocan"], "fed", "pooled", 0, test, memories, ["site_a"])
     entity = counts["entity_strict"]
     needed = {name for first, second, *_ in phi_memory.comparisons(["site_a"]) for name in (first, second)}
     assert needed <= set(entity)
     assert entity["pooled"] == [[0, 0, 2]] and entity["raw"] == [[1, 0, 1]]
     assert entity["pooled+patterns"] == [[1, 0, 1]]  # the date pattern
-    assert entity["pooled+patterns+memory"] == [[2, 0, 0]]  # and the memory's "Teruel"
+    assert entity["pooled+patterns+memory"] == [[2, 0, 0]]  # and the memory's "Cretas"
     assert entity["pooled+patterns+memory@site_a"] == [[1, 0, 1]]  # site_a remembers nothing

@@ -32,13 +32,16 @@ def test_layers_and_configurations_are_paired_on_the_same_notes(tmp_path, monkey
     results.append({**result("base", 2, name_only), "fold": 0})  # a cross-validation row is not one of them
     rows = tagger_layers.seed_rows(results, "meddocan")
     assert {name: sorted(by_seed) for name, by_seed in rows.items()} == {"base": [0, 1], "chars": [0, 1]}
-    memory = {"Teruel": {"label": "TERRITORIO", "labeled": 3, "occurrences": 3}}
-    counts = tagger_layers.layered_counts(rows, test, "es", memory, "entity_strict", "source_type")
-    text, data = tagger_layers.report(argparse.Namespace(corpus="meddocan", base="base", results_name="baselines_x"),
-                                      rows, counts, test, len(memory))
+    memory = {"Ana Ruiz": {"label": "NOMBRE_SUJETO_ASISTENCIA", "labeled": 3, "occurrences": 3}}
+    counts = tagger_layers.layered_counts(rows, test, "es", memory, "entity_strict", "source_type", drop="es_city")
+    args = argparse.Namespace(corpus="meddocan", base="base", results_name="baselines_x", drop="es_city")
+    text, data = tagger_layers.report(args, rows, counts, test, len(memory))
     assert data["f1"]["base"] == [0.5, 0.5] and data["f1"]["chars"] == [0.8, 0.8]
-    assert data["f1"]["base+patterns"] == [0.8, 0.8]  # the layer adds the date
+    assert data["f1"]["base+patterns"] == [1.0, 1.0]  # the date pattern, and Teruel from the city list
     assert data["f1"]["base+patterns+memory"] == [1.0, 1.0] == data["f1"]["chars+patterns+memory"]
     gain = next(row for row in data["paired"] if row["comparison"] == "chars - base" and row["layer"] == "alone")
     assert gain["mean"]["difference"] == pytest.approx(30.0) and gain["mean"]["interval"] == pytest.approx([30, 30])
+    cities = next(row for row in data["paired"]
+                  if row["comparison"].startswith("es_city's gain") and row["layer"] == "base + pattern layer")
+    assert cities["mean"]["difference"] == pytest.approx(20.0)  # without the list the town is missed: 0.8
     assert "| TERRITORIO | 12 | 12 | 0 |" in text
