@@ -76,6 +76,8 @@ def configurations(seeds: list[int]) -> list[dict]:
     """Every row for the first seed (most important first); the headline rows again for the others."""
     first, *others = seeds
     headline = [{"corpus": "physionet", "name": "GloVe + casing", "embeddings": "glove", "casing": True},
+                {"corpus": "physionet", "name": "GloVe + casing + chars", "embeddings": "glove", "casing": True,
+                 "chars": True},
                 {"corpus": "physionet", "name": "FastText + casing", "embeddings": "fasttext", "casing": True},
                 {"corpus": "meddocan", "name": "FastText + casing", "embeddings": "fasttext", "casing": True},
                 {"corpus": "meddocan", "name": "FastText + casing + chars", "embeddings": "fasttext", "casing": True,
@@ -256,6 +258,8 @@ def cv_summary(rows: list[dict], gold: dict[str, Document]) -> dict:
     gain = f1_difference_interval([(document_counts(every_note, pooled_merged),
                                     document_counts(every_note, pooled_alone))])
     return {"folds": [r["fold"] for r in rows],
+            "counts": {"": document_counts(every_note, pooled_alone),
+                       " + patterns": document_counts(every_note, pooled_merged)},
             "pooled": score_row(evaluate_corpus(every_note, pooled_alone), SCORED),
             "pooled_patterns": score_row(evaluate_corpus(every_note, pooled_merged), SCORED),
             "fold_f1": fold_f1(alone), "fold_f1_patterns": fold_f1(merged), "gain_interval": list(gain)}
@@ -300,6 +304,7 @@ def cv_table(results: list[dict], documents: list[Document], unseen: set[str]) -
         lines.append(f"| {name} | {pooled:+.4f} | {format_score(summary['gain_interval'])} | "
                      + " ".join(f"{fold}: {gain:+.4f}" for fold, gain in zip(summary["folds"], gains))
                      + f" | {'yes' if all(g > 0 for g in gains) else 'NO'} |")
+    lines += paired_configuration_lines(summaries)
     folds = {r["fold"]: [gold[i] for i in r["predicted"]] for r in results}
     lines += ["", "## Folds", "", "| fold | patients | notes | gold PHI spans |", "|---:|---:|---:|---:|"]
     lines += [f"| {fold} | {len({patient(d) for d in notes})} | {len(notes)} | {sum(len(d.spans) for d in notes)} |"
@@ -307,6 +312,24 @@ def cv_table(results: list[dict], documents: list[Document], unseen: set[str]) -
     lines += pattern_lines(sorted(folds.items()), unseen)
     lines += lookalike_lines([d for r in results for d in fold_predictions(r, gold)], gold, unseen)
     return "\n".join(lines)
+
+
+def paired_configuration_lines(summaries: dict[str, dict]) -> list[str]:
+    """Every configuration tested on all folds against the first one, alone and with the pattern
+    layer: the pooled F1 difference with its paired bootstrap interval over the same notes."""
+    first, *others = summaries.items()
+    others = [(name, summary) for name, summary in others if summary["folds"] == first[1]["folds"]]
+    if not others:
+        return []
+    lines = ["", f"## Against {first[0]} ({COLUMN_TITLES[PRIMARY]}, pooled over the folds)", "",
+             "| configuration | tagger | difference | 95% paired bootstrap CI over notes |", "|---|---|---:|---:|"]
+    for name, summary in others:
+        for suffix, title in (("", "alone"), (" + patterns", "+ pattern layer")):
+            ours, theirs = summary["counts"][suffix], first[1]["counts"][suffix]
+            difference = sum(ours, Counts()).as_dict()["f1"] - sum(theirs, Counts()).as_dict()["f1"]
+            lines.append(f"| {name} | {title} | {difference:+.4f} | "
+                         f"{format_score(list(f1_difference_interval([(ours, theirs)])))} |")
+    return lines
 
 
 def lookalike_lines(predicted: list[Document], gold: dict[str, Document], unseen: set[str]) -> list[str]:

@@ -152,3 +152,16 @@ def test_each_corpus_is_scored_with_the_pattern_layer_of_its_language():
     assert spanish["entity_strict_recall"] == 0.5 and spanish["entity_strict_precision"] == 1.0  # the NHC only
     assert english["entity_strict_recall"] == 0.5 and english["entity_strict_precision"] == 1.0  # Dr. Smith only
     assert spanish["token_all_f1"] == english["token_all_f1"] and spanish != english
+
+
+def test_a_second_configuration_is_paired_with_the_first_on_the_same_notes():
+    better = {0: [note("1-1", DATE, DOCTOR, PHONE), note("2-1", DATE, DOCTOR, PHONE)], 1: PREDICTED[1]}
+    chars = [{**fold_row(fold), "name": "GloVe + casing + chars", "key": f"physionet/GloVe + casing + chars/seed0/"
+              f"fold{fold}", "predicted": tagger_baselines.stored_predictions(better[fold])} for fold in (0, 1)]
+    text = tagger_baselines.cv_table([fold_row(0), fold_row(1), *chars], GOLD, UNSEEN)
+    section = text.split("## Against GloVe + casing, seed 0")[1]
+    rows = [cells(line) for line in section.splitlines() if line.startswith("| GloVe + casing + chars")]
+    first = tagger_baselines.cv_summary([fold_row(0), fold_row(1)], by_id(GOLD))["pooled"][PRIMARY]
+    second = tagger_baselines.cv_summary(chars, by_id(GOLD))["pooled"][PRIMARY]
+    assert [row[1] for row in rows] == ["alone", "+ pattern layer"]
+    assert rows[0][2] == f"{second - first:+.4f}" and second > first
