@@ -2,7 +2,8 @@
 each configuration's seed runs decoded as one (representer/ensemble.py: mean unary scores under
 the mean CRF transitions), beside each seed alone, on PhysioNet `test` (with and without the
 English pattern layer, overall and per i2b2 category) and MEDDOCAN dev; writes
-experiments/results/quality/<results name>_ensemble.{md,json}.
+experiments/results/quality/<results name>_ensemble.{md,json}, the JSON with the ensembles'
+predicted spans (tagger_layers.py scores them with the pattern layer and the PHI memory).
 
     python experiments/tagger_ensemble.py [--results-name baselines_f1_stopping]
 """
@@ -19,7 +20,7 @@ from deidpool.representer.ensemble import TaggerEnsemble
 from deidpool.representer.tagger_runs import load_tagger_run, predict_documents
 from pattern_layer import scores as category_scores
 from results_files import SCORE_COLUMNS, git_commit, over_seeds, results_file, score_header, write_results
-from tagger_baselines import DATA, RUNS, SCORED, load_data, run_folder
+from tagger_baselines import DATA, RUNS, SCORED, load_data, run_folder, stored_predictions
 
 
 def main() -> None:
@@ -44,7 +45,8 @@ def main() -> None:
         predicted = predict_documents(ensemble, setup, vectors, test)
         scored = evaluate_corpus(test, predicted)
         result = {"corpus": corpus, "name": name, "seeds": [r["seed"] for r in seeds], "alone": seeds,
-                  "ensemble": score_row(scored, SCORED), "per_type": scored["entity_strict"]["per_type"]}
+                  "ensemble": score_row(scored, SCORED), "per_type": scored["entity_strict"]["per_type"],
+                  "predicted": stored_predictions(predicted)}  # for tagger_layers.py
         if corpus == "physionet":  # the pattern layer and the i2b2 categories are English notes'
             merged = [with_patterns(d) for d in predicted]
             result.update({"patterns": score_row(evaluate_corpus(test, merged), SCORED),

@@ -5,6 +5,7 @@ pattern layer, and with the layer and the PHI memory of the training notes (`cli
 on them, `client deidentify --memory`); each configuration against a base configuration on the
 same seeds and notes, and each layer's gain, as paired 95% bootstrap intervals over the notes;
 and the errors per source type of the base alone against the best configuration with every layer.
+The seed ensembles of `tagger_ensemble.py` (<results name>_ensemble.json) are scored the same way.
 `--drop PATTERN` also scores the layer without that pattern (an ablation of one of its rules).
 
 MEDDOCAN is scored with entity strict F1 on its own types (the MEDDOCAN script's measure),
@@ -69,6 +70,26 @@ def layered_counts(rows: dict[str, dict[int, dict]], test: list, language: str, 
     return counts
 
 
+def ensemble_lines(ensembles: list[dict], test: list, language: str, memory: dict, measure: str,
+                   key: str) -> tuple[list[str], dict]:
+    """The seed ensembles' F1 under each layer, with its bootstrap interval over the notes."""
+    from deidpool.corpus.metrics import Counts, document_counts, f1_interval, format_score
+    from tagger_baselines import fold_predictions
+
+    gold = {d.id: d for d in test}
+    lines = ["", "## Seed ensembles (tagger_ensemble.py)", "",
+             "| configuration | layer | F1 | 95% bootstrap CI over notes |", "|---|---|---:|---:|"]
+    scores = {}
+    for ensemble in ensembles:
+        name = f"{ensemble['name']}, ensemble of seeds {', '.join(map(str, ensemble['seeds']))}"
+        for layer, notes in layered(fold_predictions(ensemble, gold), language, memory).items():
+            counts = document_counts(test, notes, measure, key)
+            scores[f"{name}{layer}"] = sum(counts, Counts()).as_dict()["f1"]
+            lines.append(f"| {name} | {LAYER_TITLES[layer]} | {scores[f'{name}{layer}']:.4f} | "
+                         f"{format_score(list(f1_interval(counts)))} |")
+    return lines, scores
+
+
 def per_type_errors(test: list, notes_by_seed: list[list], key: str) -> Counter:
     """(label, "tp"|"fp"|"fn") -> entity strict counts summed over the seeds' notes."""
     from deidpool.corpus.document import Document
@@ -88,8 +109,10 @@ def per_type_errors(test: list, notes_by_seed: list[list], key: str) -> Counter:
     return totals
 
 
-def report(args, rows: dict[str, dict[int, dict]], counts: dict, test: list, memory_size: int) -> tuple[str, dict]:
-    """The Markdown report and its numbers (`counts`: of `layered_counts`)."""
+def report(args, rows: dict[str, dict[int, dict]], counts: dict, test: list, memory_size: int,
+           ensembles: tuple[list[str], dict] = ([], {})) -> tuple[str, dict]:
+    """The Markdown report and its numbers (`counts`: of `layered_counts`; `ensembles`: of
+    `ensemble_lines`)."""
     from deidpool.corpus.metrics import Counts
 
     measure, key = headline(args.corpus)
@@ -123,6 +146,7 @@ def report(args, rows: dict[str, dict[int, dict]], counts: dict, test: list, mem
     for row, (*_, layer) in zip(paired, compared, strict=True):
         row["layer"] = layer
     lines += ["", "## Paired differences", "", *federation.paired_table(paired, seeds, f"{measure} F1")]
+    lines += ensembles[0]
     best = max(names, key=lambda name: statistics.mean(f1[name, LAYERS[-1]]))
     before = per_type_errors(test, [counts[s, args.base, "notes"] for s in seeds], key)
     after = per_type_errors(test, [counts[s, f"{best}{LAYERS[-1]}", "notes"] for s in seeds], key)
@@ -136,7 +160,8 @@ def report(args, rows: dict[str, dict[int, dict]], counts: dict, test: list, mem
         f1s = [Counts(c[label, "tp"], c[label, "fp"], c[label, "fn"]).as_dict()["f1"] for c in (before, after)]
         lines.append(f"| {label} | " + " | ".join(map(str, cells)) + " | " + " | ".join(f"{v:.3f}" for v in f1s) + " |")
     data = {"date": str(date.today()), "commit": git_commit(), "seeds": seeds, "measure": measure, "key": key,
-            "f1": {f"{name}{layer}": f1[name, layer] for name in names for layer in LAYERS}, "paired": paired}
+            "f1": {f"{name}{layer}": f1[name, layer] for name in names for layer in LAYERS}, "paired": paired,
+            "ensembles": ensembles[1]}
     return "\n".join(lines), data
 
 
@@ -161,7 +186,11 @@ def main() -> None:
     memory = remembered_phi([*train, *valid])
     measure, key = headline(args.corpus)
     counts = layered_counts(rows, test, LANGUAGES[args.corpus], memory, measure, key, args.drop)
-    text, data = report(args, rows, counts, test, len(memory))
+    ensemble_file = results_file(f"{args.results_name}_ensemble", ".json")
+    ensembles = [e for e in json.loads(ensemble_file.read_text())["results"] if e["corpus"] == args.corpus
+                 and "predicted" in e] if ensemble_file.exists() else []
+    text, data = report(args, rows, counts, test, len(memory),
+                        ensemble_lines(ensembles, test, LANGUAGES[args.corpus], memory, measure, key))
     write_results(f"{args.results_name}_layers", text, data)
 
 

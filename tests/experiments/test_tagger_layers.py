@@ -45,3 +45,12 @@ def test_layers_and_configurations_are_paired_on_the_same_notes(tmp_path, monkey
                   if row["comparison"].startswith("es_city's gain") and row["layer"] == "base + pattern layer")
     assert cities["mean"]["difference"] == pytest.approx(20.0)  # without the list the town is missed: 0.8
     assert "| TERRITORIO | 12 | 12 | 0 |" in text
+
+
+def test_a_seed_ensemble_is_scored_under_every_layer():
+    test = [gold(i) for i in range(6)]
+    ensemble = {**result("chars", 0, [[9, 17, "NOMBRE_SUJETO_ASISTENCIA"], [28, 34, "TERRITORIO"]]), "seeds": [0, 1]}
+    lines, scores = tagger_layers.ensemble_lines([ensemble], test, "es", {}, "entity_strict", "source_type")
+    assert scores == {"chars, ensemble of seeds 0, 1": 0.8, "chars, ensemble of seeds 0, 1+patterns": 1.0,
+                      "chars, ensemble of seeds 0, 1+patterns+memory": 1.0}
+    assert lines[-3].startswith("| chars, ensemble of seeds 0, 1 | alone | 0.8000 | [0.8000, 0.8000] |")
