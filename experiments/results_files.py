@@ -6,6 +6,7 @@ produced at."""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import subprocess
 from pathlib import Path
@@ -86,12 +87,28 @@ def git_commit() -> str:
     return found.stdout.strip() or "unknown"
 
 
+_SCALARS = re.compile(r"\[[^\[\]{}]*\]")  # a list of numbers and strings
+_LISTS_OF_SCALARS = re.compile(r"\[\s*\n\s*(\[[^\[\]{}\n]*\](?:,\s*\n\s*\[[^\[\]{}\n]*\])*)\s*\n\s*\]")
+_BREAK = re.compile(r"\s*\n\s*")  # whitespace with a line break: never inside a JSON string
+_EDGE_BREAKS = re.compile(r"^\s*\n\s*|\s*\n\s*$")
+
+
+def json_text(data) -> str:
+    """`data` as indented JSON, with every list of scalars, and every list of such lists (e.g. a
+    note's predicted spans), on one line: stored predictions take a line per note, not per number."""
+    def one_line(inner: str) -> str:
+        return "[" + _BREAK.sub(" ", _EDGE_BREAKS.sub("", inner)) + "]"
+
+    text = _SCALARS.sub(lambda m: one_line(m[0][1:-1]), json.dumps(data, indent=2))
+    return _LISTS_OF_SCALARS.sub(lambda m: one_line(m[1]), text) + "\n"
+
+
 def write_results(stem: str, table: str, data) -> None:
-    """Print `table` and write it and `data` (JSON-ready) to the results files of `stem`."""
+    """Print `table` and write it and `data` (JSON-ready, as `json_text`) to the results files of `stem`."""
     print(table)
     results_file(stem, ".md").parent.mkdir(parents=True, exist_ok=True)
     results_file(stem, ".md").write_text(table + "\n")
-    results_file(stem, ".json").write_text(json.dumps(data, indent=2) + "\n")
+    results_file(stem, ".json").write_text(json_text(data))
 
 
 def save_figure(figure, path: Path, dpi: int = 120) -> None:

@@ -56,6 +56,7 @@ from pattern_layer import pattern_scores as each_pattern  # noqa: E402
 from results_files import (  # noqa: E402
     SCORE_COLUMNS,
     git_commit,
+    json_text,
     over_seeds,
     results_file,
     save_figure,
@@ -454,7 +455,7 @@ def main() -> None:
             continue
         data.setdefault(result["corpus"], load_data(result["corpus"]))
         results[index] = add_pattern_scores(result, data[result["corpus"]][2], RUNS / name)
-        stored.write_text(json.dumps(results, indent=2) + "\n")
+        stored.write_text(json_text(results))
     if args.rescore_patterns:
         table_file.write_text(table(results) + "\n")
         plot(results, plot_file)
@@ -465,7 +466,7 @@ def main() -> None:
         data.setdefault(config["corpus"], load_data(config["corpus"]))
         print(f"== {config['key']}", flush=True)
         results.append(run(config, data[config["corpus"]], args.max_epochs, args.patience, RUNS / name))
-        stored.write_text(json.dumps(results, indent=2) + "\n")
+        stored.write_text(json_text(results))
         table_file.write_text(table(results) + "\n")
         plot(results, plot_file)
         print(table(results), flush=True)
@@ -497,7 +498,7 @@ def cross_validate(args: argparse.Namespace, name: str, results: list[dict]) -> 
         # Re-read before writing: another process may have added its own folds (--only fold2 beside --only fold3).
         results[:] = [r for r in json.loads(stored.read_text()) if r["key"] != result["key"]] if stored.exists() else []
         results.append(result)
-        stored.write_text(json.dumps(results, indent=2) + "\n")
+        stored.write_text(json_text(results))
         report()
 
 

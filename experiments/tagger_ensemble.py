@@ -44,7 +44,8 @@ def main() -> None:
         ensemble = TaggerEnsemble([member for member, _, _ in members])
         predicted = predict_documents(ensemble, setup, vectors, test)
         scored = evaluate_corpus(test, predicted)
-        result = {"corpus": corpus, "name": name, "seeds": [r["seed"] for r in seeds], "alone": seeds,
+        alone = [{key: value for key, value in r.items() if key != "predicted"} for r in seeds]
+        result = {"corpus": corpus, "name": name, "seeds": [r["seed"] for r in seeds], "alone": alone,
                   "ensemble": score_row(scored, SCORED), "per_type": scored["entity_strict"]["per_type"],
                   "predicted": stored_predictions(predicted)}  # for tagger_layers.py
         if corpus == "physionet":  # the pattern layer and the i2b2 categories are English notes'

@@ -212,3 +212,12 @@ def test_federation_refuses_seeds_scored_before_the_official_measure(tmp_path, m
     (tmp_path / "runs" / "federation" / "seed-0" / "rows.json").write_text(json.dumps(rows))
     with pytest.raises(SystemExit, match=r"seeds \[0\] were scored before the official i2b2 2014"):
         federation.report([0], "federation", "physionet")
+
+
+def test_results_json_puts_lists_of_scalars_and_a_notes_spans_on_one_line():
+    data = {"f1": [0.91, 0.92], "predicted": {"n1": [[0, 4, "FECHAS"], [9, 13, "CALLE"]], "n2": []},
+            "text": "ends in [\n a bracket", "rows": [{"interval": [0.1, 0.2]}], "mixed": [[1, [2, 3]]]}
+    text = results_files.json_text(data)
+    assert json.loads(text) == data
+    assert '"f1": [0.91, 0.92],' in text and '"n1": [[0, 4, "FECHAS"], [9, 13, "CALLE"]],' in text
+    assert '"interval": [0.1, 0.2]' in text and text.endswith("}\n")
