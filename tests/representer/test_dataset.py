@@ -7,6 +7,7 @@ from deidpool.corpus.document import Document, Span
 from deidpool.corpus.metrics import evaluate_corpus
 from deidpool.corpus.prepare import prepare_document
 from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.representer.characters import char_ids
 from deidpool.representer.dataset import (
     SHUFFLE_SENTENCES,
     SentenceData,
@@ -59,6 +60,22 @@ def test_from_sentences_encodes_features_casing_and_tags():
     assert SentenceData.from_sentences(sentences, FakeEmbeddings()).tags is None
     with pytest.raises(ValueError, match="B-AGE"):
         SentenceData.from_sentences(sentences, FakeEmbeddings(), ["O", "B-PATIENT", "I-PATIENT", "B-DATE", "I-DATE"])
+
+
+def test_character_ids_are_kept_when_asked_for_and_batched_with_the_tokens():
+    sentences = [s for doc in prepared() for s in doc]
+    data = SentenceData.from_sentences(sentences, FakeEmbeddings(), VOCABULARY, chars=True)
+    tokens = [t.text for s in sentences for t in s.tokens]
+    np.testing.assert_array_equal(data.chars, char_ids(tokens))
+    assert SentenceData.from_sentences(sentences, FakeEmbeddings()).chars is None
+    starts = np.cumsum(data.lengths) - data.lengths
+    for batch in inference_batches(data, 2).as_numpy_iterator():
+        for row, (index, length) in enumerate(zip(batch["index"], batch["length"])):
+            own = data.chars[starts[index]:starts[index] + length]
+            np.testing.assert_array_equal(batch["chars"][row, :length], own)
+            assert not batch["chars"][row, length:].any()
+    with pytest.raises(ValueError, match="chars"):
+        SentenceData(data.features, data.casing, data.lengths, chars=data.chars[1:])
 
 
 def test_inconsistent_arrays_are_refused():
