@@ -212,6 +212,11 @@ def entity_counts(gold: Iterable[Span], pred: Iterable[Span], matches: Match) ->
     return Counts(tp, len(predictions) - tp, len(unmatched))
 
 
+def micro_f1(per_document: Iterable[Counts]) -> float:
+    """The F1 of the documents' summed counts (micro F1 over documents)."""
+    return sum(per_document, Counts()).as_dict()["f1"]
+
+
 def f1_interval(per_document: Sequence[Counts], resamples: int = RESAMPLES, level: float = LEVEL,
                 seed: int = 0) -> tuple[float, float]:
     """The percentile bootstrap interval of the micro F1 over documents: `resamples` times, draw

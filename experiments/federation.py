@@ -67,7 +67,7 @@ from datetime import date
 from pathlib import Path
 
 from deidpool.adversary.procedures import SELECTIONS
-from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval, micro_f1
 from deidpool.representer.training import MONITORS, RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import SCORE_COLUMNS, git_commit, over_seeds, results_file, save_figure, score_header, spread
 
@@ -415,7 +415,7 @@ def as_counts(per_note: list) -> list[Counts]:
 
 
 def f1(per_note: list) -> float:
-    return sum(as_counts(per_note), Counts()).as_dict()["f1"]
+    return micro_f1(as_counts(per_note))
 
 
 def paired_rows(counts: dict[tuple[int, str, str], list], seeds: list[int], compared=COMPARISONS) -> list[dict]:

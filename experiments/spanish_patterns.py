@@ -39,6 +39,7 @@ from deidpool.corpus.metrics import (  # noqa: E402
     evaluate_corpus,
     f1_difference_interval,
     format_score,
+    micro_f1,
     score_row,
     strict_match,
 )
@@ -57,13 +58,14 @@ def unlabeled(documents: list[Document]) -> list[Document]:
     return [Document(d.id, d.text) for d in documents]
 
 
-def per_type(gold: list[Document], predicted: list[Document]) -> dict[str, dict]:
-    """Entity strict counts (source types) of each MEDDOCAN type on either side."""
+def per_type(gold: list[Document], predicted: list[Document], key: str = KEY) -> dict[str, dict]:
+    """Entity strict counts and scores of each type (the spans' `key`, MEDDOCAN's own types by
+    default) on either side."""
     by_id = {d.id: d for d in predicted}
-    match = strict_match(attrgetter(KEY))
-    types = sorted({s.source_type for d in [*gold, *predicted] for s in d.spans})
-    return {name: sum((entity_counts([s for s in d.spans if s.source_type == name],
-                                     [s for s in by_id[d.id].spans if s.source_type == name], match)
+    match = strict_match(attrgetter(key))
+    types = sorted({getattr(s, key) for d in [*gold, *predicted] for s in d.spans})
+    return {name: sum((entity_counts([s for s in d.spans if getattr(s, key) == name],
+                                     [s for s in by_id[d.id].spans if getattr(s, key) == name], match)
                        for d in gold), Counts()).as_dict() for name in types}
 
 
@@ -91,7 +93,7 @@ def pattern_rows(documents: list[Document], patterns) -> list[dict]:
 def difference(gold: list[Document], alone: list[Document], merged: list[Document], measure: str) -> dict:
     """F1 of `merged` minus that of `alone` under `measure`, with its paired bootstrap interval over notes."""
     first, second = (document_counts(gold, found, measure, KEY) for found in (merged, alone))
-    f1 = [sum(counts, Counts()).as_dict()["f1"] for counts in (first, second)]
+    f1 = [micro_f1(counts) for counts in (first, second)]
     return {"difference": f1[0] - f1[1], "interval": list(f1_difference_interval([(first, second)]))}
 
 

@@ -42,11 +42,11 @@ from deidpool.corpus.formats.physionet import patient  # noqa: E402
 from deidpool.corpus.metrics import (  # noqa: E402
     COLUMN_TITLES,
     PRIMARY,
-    Counts,
     document_counts,
     evaluate_corpus,
     f1_difference_interval,
     format_score,
+    micro_f1,
     score_row,
 )
 from deidpool.corpus.prepare import prepare_document  # noqa: E402
@@ -253,7 +253,7 @@ def cv_summary(rows: list[dict], gold: dict[str, Document]) -> dict:
     every_note = [d for fold in tested for d in fold]
 
     def fold_f1(predicted) -> list[float]:
-        return [sum(document_counts(t, p), Counts()).as_dict()["f1"] for t, p in zip(tested, predicted)]
+        return [micro_f1(document_counts(t, p)) for t, p in zip(tested, predicted)]
 
     pooled_alone, pooled_merged = ([d for fold in predicted for d in fold] for predicted in (alone, merged))
     gain = f1_difference_interval([(document_counts(every_note, pooled_merged),
@@ -327,7 +327,7 @@ def paired_configuration_lines(summaries: dict[str, dict]) -> list[str]:
     for name, summary in others:
         for suffix, title in (("", "alone"), (" + patterns", "+ pattern layer")):
             ours, theirs = summary["counts"][suffix], first[1]["counts"][suffix]
-            difference = sum(ours, Counts()).as_dict()["f1"] - sum(theirs, Counts()).as_dict()["f1"]
+            difference = micro_f1(ours) - micro_f1(theirs)
             lines.append(f"| {name} | {title} | {difference:+.4f} | "
                          f"{format_score(list(f1_difference_interval([(ours, theirs)])))} |")
     return lines

@@ -45,35 +45,40 @@ def seed_rows(results: list[dict], corpus: str) -> dict[str, dict[int, dict]]:
     return rows
 
 
-def layered_counts(rows: dict[str, dict[int, dict]], test: list, language: str, memory: dict,
-                   measure: str, key: str, drop: str | None = None) -> dict[tuple[int, str, str], list]:
-    """counts[seed, CONFIGURATION+LAYER, ""] (per-note counts, `federation.paired_rows`'s input)
-    and, under (seed, CONFIGURATION+LAYER, "notes"), the layered notes themselves; with `drop`
-    (a pattern's name) also the layers without it, CONFIGURATION+LAYER-DROP."""
+def layered_notes(rows: dict[str, dict[int, dict]], test: list, language: str, memory: dict,
+                  drop: str | None = None) -> dict[tuple[int, str], list]:
+    """notes[seed, CONFIGURATION+LAYER]: each stored tagger's spans on the test notes under each
+    layer; with `drop` (a pattern's name) also the layers without it, CONFIGURATION+LAYER-DROP."""
     from deidpool.client.patterns import patterns_for
-    from deidpool.corpus.metrics import document_counts
     from tagger_baselines import fold_predictions
 
     gold = {d.id: d for d in test}
     variants = {"": None}
     if drop:
         variants[f"-{drop}"] = tuple(p for p in patterns_for(language) if p.name != drop)
-    counts = {}
+    notes = {}
     for name, by_seed in rows.items():
         for seed, result in by_seed.items():
             found = fold_predictions(result, gold)
             for suffix, patterns in variants.items():
-                for layer, notes in layered(found, language, memory, patterns).items():
+                for layer, documents in layered(found, language, memory, patterns).items():
                     if layer or not suffix:
-                        counts[seed, f"{name}{layer}{suffix}", ""] = document_counts(test, notes, measure, key)
-                        counts[seed, f"{name}{layer}{suffix}", "notes"] = notes
-    return counts
+                        notes[seed, f"{name}{layer}{suffix}"] = documents
+    return notes
+
+
+def note_counts(notes: dict[tuple[int, str], list], test: list, measure: str,
+                key: str) -> dict[tuple[int, str, str], list]:
+    """counts[seed, tagger, ""]: the per-note counts of `layered_notes`, `federation.paired_rows`'s input."""
+    from deidpool.corpus.metrics import document_counts
+
+    return {(seed, name, ""): document_counts(test, found, measure, key) for (seed, name), found in notes.items()}
 
 
 def ensemble_lines(ensembles: list[dict], test: list, language: str, memory: dict, measure: str,
                    key: str) -> tuple[list[str], dict]:
     """The seed ensembles' F1 under each layer, with its bootstrap interval over the notes."""
-    from deidpool.corpus.metrics import Counts, document_counts, f1_interval, format_score
+    from deidpool.corpus.metrics import document_counts, f1_interval, format_score, micro_f1
     from tagger_baselines import fold_predictions
 
     gold = {d.id: d for d in test}
@@ -84,7 +89,7 @@ def ensemble_lines(ensembles: list[dict], test: list, language: str, memory: dic
         name = f"{ensemble['name']}, ensemble of seeds {', '.join(map(str, ensemble['seeds']))}"
         for layer, notes in layered(fold_predictions(ensemble, gold), language, memory).items():
             counts = document_counts(test, notes, measure, key)
-            scores[f"{name}{layer}"] = sum(counts, Counts()).as_dict()["f1"]
+            scores[f"{name}{layer}"] = micro_f1(counts)
             lines.append(f"| {name} | {LAYER_TITLES[layer]} | {scores[f'{name}{layer}']:.4f} | "
                          f"{format_score(list(f1_interval(counts)))} |")
     return lines, scores
@@ -92,30 +97,23 @@ def ensemble_lines(ensembles: list[dict], test: list, language: str, memory: dic
 
 def per_type_errors(test: list, notes_by_seed: list[list], key: str) -> Counter:
     """(label, "tp"|"fp"|"fn") -> entity strict counts summed over the seeds' notes."""
-    from deidpool.corpus.document import Document
-    from deidpool.corpus.metrics import Counts, document_counts
+    from spanish_patterns import per_type
 
-    labels = sorted({getattr(span, key) for d in test for span in d.spans})
     totals: Counter = Counter()
     for notes in notes_by_seed:
-        for label in labels:
-            def only(documents):
-                return [Document(d.id, d.text, tuple(s for s in d.spans if getattr(s, key) == label))
-                        for d in documents]
-            summed = sum(document_counts(only(test), only(notes), "entity_strict", key), Counts())
-            totals[label, "tp"] += summed.tp
-            totals[label, "fp"] += summed.fp
-            totals[label, "fn"] += summed.fn
+        for label, scores in per_type(test, notes, key).items():
+            totals.update({(label, part): scores[part] for part in ("tp", "fp", "fn")})
     return totals
 
 
-def report(args, rows: dict[str, dict[int, dict]], counts: dict, test: list, memory_size: int,
+def report(args, rows: dict[str, dict[int, dict]], notes: dict, test: list, memory_size: int,
            ensembles: tuple[list[str], dict] = ([], {})) -> tuple[str, dict]:
-    """The Markdown report and its numbers (`counts`: of `layered_counts`; `ensembles`: of
+    """The Markdown report and its numbers (`notes`: of `layered_notes`; `ensembles`: of
     `ensemble_lines`)."""
     from deidpool.corpus.metrics import Counts
 
     measure, key = headline(args.corpus)
+    counts = note_counts(notes, test, measure, key)
     seeds = sorted(set.intersection(*(set(by_seed) for by_seed in rows.values())))
     names = [args.base, *(name for name in rows if name != args.base)]
     f1 = {(name, layer): [federation.f1(counts[seed, f"{name}{layer}", ""]) for seed in seeds]
@@ -148,8 +146,8 @@ def report(args, rows: dict[str, dict[int, dict]], counts: dict, test: list, mem
     lines += ["", "## Paired differences", "", *federation.paired_table(paired, seeds, f"{measure} F1")]
     lines += ensembles[0]
     best = max(names, key=lambda name: statistics.mean(f1[name, LAYERS[-1]]))
-    before = per_type_errors(test, [counts[s, args.base, "notes"] for s in seeds], key)
-    after = per_type_errors(test, [counts[s, f"{best}{LAYERS[-1]}", "notes"] for s in seeds], key)
+    before = per_type_errors(test, [notes[s, args.base] for s in seeds], key)
+    after = per_type_errors(test, [notes[s, f"{best}{LAYERS[-1]}"] for s in seeds], key)
     lines += ["", f"## Errors per type, summed over the seeds: {args.base} alone against {best} "
                   f"{LAYER_TITLES[LAYERS[-1]]}", "",
               "| type | gold | false negatives before | after | false positives before | after | F1 before | after |",
@@ -185,11 +183,11 @@ def main() -> None:
     train, valid, test = load_data(args.corpus)
     memory = remembered_phi([*train, *valid])
     measure, key = headline(args.corpus)
-    counts = layered_counts(rows, test, LANGUAGES[args.corpus], memory, measure, key, args.drop)
+    notes = layered_notes(rows, test, LANGUAGES[args.corpus], memory, args.drop)
     ensemble_file = results_file(f"{args.results_name}_ensemble", ".json")
     ensembles = [e for e in json.loads(ensemble_file.read_text())["results"] if e["corpus"] == args.corpus
                  and "predicted" in e] if ensemble_file.exists() else []
-    text, data = report(args, rows, counts, test, len(memory),
+    text, data = report(args, rows, notes, test, len(memory),
                         ensemble_lines(ensembles, test, LANGUAGES[args.corpus], memory, measure, key))
     write_results(f"{args.results_name}_layers", text, data)
 

@@ -10,9 +10,11 @@ from deidpool.client.patterns import (
     DEFAULT_PATTERNS,
     LANGUAGES,
     SPANISH_PATTERNS,
+    CompiledOnFirstUse,
     find_patterns,
     patterns_for,
     with_patterns,
+    word_alternation,
 )
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
@@ -203,3 +205,17 @@ def test_the_commands_refuse_a_language_the_layer_does_not_know(command):
 
     result = CliRunner().invoke(app, ["client", *command, "--provider-key", "k", "--language", "fr"])
     assert result.exit_code == 2 and "'fr'" in result.output and "en, es" in result.output
+
+
+def test_a_list_pattern_compiles_its_regex_at_first_use_only():
+    built = []
+
+    def build():
+        built.append(1)
+        return word_alternation(["Soria", "Teruel"])
+
+    regex = CompiledOnFirstUse(build)
+    assert not built  # English notes never pay for the Spanish city list
+    assert [m.group() for m in regex.finditer("De Soria a Teruel.")] == ["Soria", "Teruel"]
+    assert regex.fullmatch("Teruel") and not regex.fullmatch("Teruela")
+    assert len(built) == 1

@@ -33,9 +33,9 @@ def test_layers_and_configurations_are_paired_on_the_same_notes(tmp_path, monkey
     rows = tagger_layers.seed_rows(results, "meddocan")
     assert {name: sorted(by_seed) for name, by_seed in rows.items()} == {"base": [0, 1], "chars": [0, 1]}
     memory = {"Ana Ruiz": {"label": "NOMBRE_SUJETO_ASISTENCIA", "labeled": 3, "occurrences": 3}}
-    counts = tagger_layers.layered_counts(rows, test, "es", memory, "entity_strict", "source_type", drop="es_city")
+    notes = tagger_layers.layered_notes(rows, test, "es", memory, drop="es_city")
     args = argparse.Namespace(corpus="meddocan", base="base", results_name="baselines_x", drop="es_city")
-    text, data = tagger_layers.report(args, rows, counts, test, len(memory))
+    text, data = tagger_layers.report(args, rows, notes, test, len(memory))
     assert data["f1"]["base"] == [0.5, 0.5] and data["f1"]["chars"] == [0.8, 0.8]
     assert data["f1"]["base+patterns"] == [1.0, 1.0]  # the date pattern, and Teruel from the city list
     assert data["f1"]["base+patterns+memory"] == [1.0, 1.0] == data["f1"]["chars+patterns+memory"]
