@@ -42,6 +42,10 @@ Variants that keep the representer (`VARIANTS`):
   representer after P1    the representer before adversarial training (P1 only)
   surrogates at export    the "surrogates" scheme as the code has it now (a federation seed exported
                           under "groups" is diagnosed under "groups" otherwise)
+  groups at export        the "groups" scheme at N = 100 (issue #37: the utility of "surrogates", the
+                          default since 2026-11-27, against the scheme it replaced, for a federation
+                          seed exported under "surrogates")
+  groups N500 at export   the same at N = 500
   surrogates at export, tagger 256 units   both changes at once (256 units: the server's default
                           for a few hours on 2026-11-27, 128 again since this row)
   raw text, tagger 256 units   the raw-text tagger with the pooled tagger's capacity (the
@@ -106,6 +110,8 @@ VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Varia
             "representer after P1": Variant(representer="representer_p1.keras"),
             "no pseudonymization at export": Variant(neighbours=1, scheme="groups"),
             "surrogates at export": Variant(scheme="surrogates"),
+            "groups at export": Variant(scheme="groups"),
+            "groups N500 at export": Variant(scheme="groups", neighbours=500),
             "surrogates at export, tagger 256 units": Variant(scheme="surrogates", units=256),
             "raw text, tagger 256 units": Variant(text=True, units=256),
             "surrogates at export, tagger 25 epochs": Variant(scheme="surrogates", epochs=25,

@@ -75,6 +75,8 @@ def test_every_variant_changes_one_thing_against_the_default():
                    if getattr(variant, field.name) != getattr(default, field.name)]
         if name == "no pseudonymization at export":  # N = 1 under groups (surrogates ignore N)
             assert changed == ["neighbours", "scheme"] and (variant.neighbours, variant.scheme) == (1, "groups")
+        elif name == "groups N500 at export":  # the scheme, and its N
+            assert changed == ["neighbours", "scheme"] and (variant.neighbours, variant.scheme) == (500, "groups")
         elif name == "client export --draws 3":  # 3 export draws, in one contribution
             assert changed == ["draws", "one_export"] and variant.draws == diagnosis.VARIANTS["3 export draws"].draws
         elif variant.continues:  # a run carried on to more epochs: the run it continues, and the epochs
