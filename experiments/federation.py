@@ -69,7 +69,16 @@ from pathlib import Path
 from deidpool.adversary.procedures import SELECTIONS
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval, micro_f1
 from deidpool.representer.training import MONITORS, RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
-from results_files import SCORE_COLUMNS, git_commit, over_seeds, results_file, save_figure, score_header, spread
+from results_files import (
+    SCORE_COLUMNS,
+    git_commit,
+    json_text,
+    over_seeds,
+    results_file,
+    save_figure,
+    score_header,
+    spread,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -627,8 +636,8 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
     stored.parent.mkdir(parents=True, exist_ok=True)
     results_file(results_name, ".md").write_text(text + f"\n![F1 per tagger]({results_name}.png)\n"
                                                  + (f"\n![growth]({results_name}_growth.png)\n" if growth else ""))
-    stored.write_text(json.dumps({"date": str(date.today()), "commit": commit, "machine": machine,
-                                  "corpus": corpus_name, "paired": paired, "seeds": per_seed}, indent=1) + "\n")
+    stored.write_text(json_text({"date": str(date.today()), "commit": commit, "machine": machine,
+                                 "corpus": corpus_name, "paired": paired, "seeds": per_seed}))
     plot(per_seed, corpus, results_file(results_name, ".png"))
     if growth:
         plot_growth(per_seed, corpus.headline, headline, results_file(results_name, "_growth.png"))
