@@ -29,7 +29,7 @@ from pathlib import Path
 
 import federation
 from deidpool.corpus.metrics import COLUMN_TITLES
-from results_files import git_commit, over_seeds, results_file, spread
+from results_files import git_commit, json_text, over_seeds, results_file, spread
 
 REPO = federation.REPO
 # name: (pseudonymization scheme, N) of its training notes, None for raw text
@@ -145,8 +145,8 @@ def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
     print(text)
     stored.parent.mkdir(parents=True, exist_ok=True)
     results_file(results_name, ".md").write_text(text)
-    stored.write_text(json.dumps({"date": str(date.today()), "commit": git_commit(), "corpus": corpus_name,
-                                  "paired": paired, "seeds": per_seed}, indent=1) + "\n")
+    stored.write_text(json_text({"date": str(date.today()), "commit": git_commit(), "corpus": corpus_name,
+                                 "paired": paired, "seeds": per_seed}))
 
 
 def main() -> None:
