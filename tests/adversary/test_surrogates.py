@@ -22,9 +22,10 @@ from deidpool.adversary.surrogates import (
     token_shape,
     word_distribution,
 )
+from deidpool.client.gazetteers import place_names
 from deidpool.corpus import Document, Span
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
-from deidpool.corpus.tokenize import Token
+from deidpool.corpus.tokenize import Token, tokenize
 from deidpool.representer.embeddings import Embeddings
 
 SPANISH_DATES = {"enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre", "octubre",
@@ -290,3 +291,19 @@ def test_spanish_relatives_hospitals_and_organisations_draw_what_notes_write(spa
     assert street[:4] == ["Avda", ".", "Dr", "."] and street[4] != "Esquerdo"
     assert generator_kind("FAMILIARES_SUJETO_ASISTENCIA") == "RELATIVE"
     assert {"san", "virgen"} <= STRUCTURE_WORDS["es"]["HOSPITAL"] and "facultad" in kept_words("es")
+
+
+def test_english_cities_are_real_and_a_lumped_location_draws_hospitals_initials_and_cities():
+    """Faker's en_US cities are made up ("Williamshaven"); English city surrogates come from
+    GeoNames. PhysioNet's `Location` (LOCATION-OTHER) is mostly hospitals, by name or initials."""
+    city_words = {token.text for name in place_names("en") for token in tokenize(name)}
+    cities = pool("en", "CITY")
+    assert len(cities) > 1000 and all(word in city_words for value in cities for word in value)
+    places = pool("en", "LOCATION-OTHER")
+    initials = [value for value in places if len(value) == 1 and value[0].isupper() and 2 <= len(value[0]) <= 5]
+    hospitals = [value for value in places if value[-1] in ("Hospital", "Clinic", "Center")]
+    in_cities = [value for value in places if value in set(cities)]
+    assert min(len(initials), len(hospitals), len(in_cities)) > len(places) / 10
+    rng = random.Random(0)
+    drawn = [span_surrogates(["GH"], "LOCATION-OTHER", "en", rng)[0] for _ in range(50)]
+    assert "GH" not in drawn and any(word.isupper() for word in drawn)

@@ -155,9 +155,11 @@ def test_a_city_name_defers_to_the_taggers_span_over_it():
     assert [s.text for s in with_patterns(Document("n", text), patterns_for("es")).spans] == ["Soria", "Soria"]
 
 
-def test_only_spanish_notes_have_place_and_country_lists():
-    with pytest.raises(ValueError, match="no place list for language 'en'"):
-        place_names("en")
+def test_place_lists_are_spains_and_the_united_states_and_only_spanish_has_countries():
+    assert {"Sevilla", "Donostia"} <= set(place_names("es")) and "Baltimore" in place_names("en")
+    assert "Sevilla" not in place_names("en")
+    with pytest.raises(ValueError, match="no place list for language 'fr'"):
+        place_names("fr")
     with pytest.raises(ValueError, match="no country list for language 'en'"):
         country_names("en")
 
