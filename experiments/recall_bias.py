@@ -99,7 +99,7 @@ def run(args) -> tuple[str, dict]:
     documents, _ = cv_documents()
     gold = {d.id: d for d in documents}
     per_fold, test_notes = [], []
-    decoded = {bias: {"": [], "+patterns": []} for bias in args.biases}
+    decoded = {bias: {"": [], "+patterns": []} for bias in [*args.biases, "chosen"]}
     for row in rows:
         train, valid, test = cv_data(documents, row["fold"], row["folds"])
         tagger, config, vectors = load_tagger_run(run_folder(RUNS / args.results_name, row))
@@ -111,14 +111,10 @@ def run(args) -> tuple[str, dict]:
         per_fold.append({"fold": row["fold"], "chosen": bias,
                          "valid": {str(b): s for b, s in valid_scores.items()}})
         test_notes += test
-        for b in args.biases:
+        for key, b in [*((b, b) for b in args.biases), ("chosen", bias)]:
             found = scored_test.decoded(b)
-            decoded[b][""] += found
-            decoded[b]["+patterns"] += [with_patterns(d) for d in found]
-        chosen = scored_test.decoded(bias)
-        decoded.setdefault("chosen", {"": [], "+patterns": []})
-        decoded["chosen"][""] += chosen
-        decoded["chosen"]["+patterns"] += [with_patterns(d) for d in chosen]
+            decoded[key][""] += found
+            decoded[key]["+patterns"] += [with_patterns(d) for d in found]
         print(f"[recall bias] fold {row['fold']}: chosen b = {bias} on {len(valid)} validation notes", flush=True)
     return report(args, rows, per_fold, test_notes, decoded)
 
