@@ -13,9 +13,9 @@ PHI). Chance is 1/K; the issue's target: at most 2 x chance on a default export 
 Rows: every sampled token, those the scheme replaced, and those a span keeps as written
 (function and structure words, `surrogates.kept_words`: their export is the original, which the
 bound counts as named). A control: the same search centred on a decoy, another gold PHI word of
-the token's label that the export never carried (`decoys`): its rate is what the attack gets
-from the candidate set's geometry alone, and an export that reveals its original makes the
-original's rate exceed the decoy's.
+the token's label and visible shape that the export never carried (`decoys`): its rate is what the
+attack gets from the candidate set's geometry and the shape alone, and an export that reveals
+more of its original makes the original's rate exceed the decoy's on the same tokens.
 
     python experiments/phi_candidate_search.py [--run runs/federation_meddocan_structured/seed-0/representer]
         [--test meddocan/dev/xml] [--candidates 100] [--tokens 1000] [--pseudonymization surrogates]
@@ -39,6 +39,7 @@ configure_threads()
 
 from deidpool.adversary.audit import attacker_reference  # noqa: E402
 from deidpool.adversary.runs import sentences  # noqa: E402
+from deidpool.adversary.surrogates import token_shape  # noqa: E402
 from deidpool.client.inference import compile_representer  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
 from nonphi_readback import (  # noqa: E402
@@ -50,6 +51,7 @@ from nonphi_readback import (  # noqa: E402
     hit_row,
     nearest_candidate,
     sampled_targets,
+    share,
 )
 from results_files import git_commit, write_results  # noqa: E402
 
@@ -71,20 +73,29 @@ def phi_targets(test: ExportedNotes, tokens: int, seed: int) -> list[tuple[int, 
     return sampled_targets(test, attackable_phi(test), tokens, seed)[1]
 
 
-def decoys(test: ExportedNotes, targets: list[tuple[int, int]], seed: int) -> list[str]:
-    """For each target, a decoy: another `attackable_phi` word of `test` with the target's label,
-    drawn with `seed` (the target's own word where its label has no other). The export never carried
-    it, so the rate at which candidate search names a decoy is the attack's own floor: what it gets
-    from the candidate set being built around the word it tests (the word is the set's centre)."""
+def decoys(test: ExportedNotes, targets: list[tuple[int, int]], seed: int) -> list[str | None]:
+    """For each target, a decoy: another `attackable_phi` word of `test` with the target's label and
+    the shape a surrogate shows of it (`surrogates.token_shape` of the word alone: a number's block, a
+    word's casing, another token's character classes), drawn with `seed`; None where there is none.
+    The export never carried it, so the rate at which candidate search names a decoy is the attack's
+    own floor: what it gets from the candidate set being built around the word it tests (the word is
+    the set's centre) and from the shape the export shows by design (a four-digit phone number's
+    surrogate is one; few of the original's nearest neighbours are)."""
     rng = np.random.default_rng(seed)
-    by_label: dict[str, list[str]] = {}
+    language = test.pseudonymizer.language
+
+    def key(index: int) -> tuple:
+        label = test.tags[index][2:]
+        return label, token_shape([test.words[index]], 0, label, language)
+
+    alike: dict[tuple, list[str]] = {}
     for index in np.flatnonzero(attackable_phi(test)):
-        by_label.setdefault(test.tags[index][2:], []).append(test.words[index])
+        alike.setdefault(key(index), []).append(test.words[index])
     chosen = []
     for s, i in targets:
-        word, label = test.words[test.offsets[s] + i], test.tags[test.offsets[s] + i][2:]
-        others = [other for other in by_label[label] if other.casefold() != word.casefold()]
-        chosen.append(others[rng.integers(len(others))] if others else word)
+        word = test.words[test.offsets[s] + i]
+        others = [other for other in alike[key(test.offsets[s] + i)] if other.casefold() != word.casefold()]
+        chosen.append(others[rng.integers(len(others))] if others else None)
     return chosen
 
 
@@ -102,12 +113,17 @@ def phi_candidate_search(representer, test: ExportedNotes, *, k: int, tokens: in
     reference = compile_representer(attacker_reference(representer), dim)
     credits, sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, exported.words, targets, vectors, k,
                                        originals)
-    decoy_credits, decoy_sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, exported.words, targets,
-                                                   vectors, k, decoys(test, targets, seed))
+    chosen = decoys(test, targets, seed)
     kept = np.array([exported.words[s][i] == original for (s, i), original in zip(targets, originals)], bool)
+    with_decoy = ~kept & np.array([decoy is not None for decoy in chosen], bool)
+    picked = np.flatnonzero(with_decoy)
+    decoy_credits, decoy_sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, exported.words,
+                                                   [targets[i] for i in picked], [vectors[i] for i in picked], k,
+                                                   [chosen[i] for i in picked])
     rows = [hit_row("PHI tokens", np.ones(len(targets), bool), credits, sizes),
             hit_row("replaced", ~kept, credits, sizes), hit_row("kept as written", kept, credits, sizes),
-            hit_row("replaced, centred on a decoy", ~kept, decoy_credits, decoy_sizes)]
+            hit_row("replaced, those with a decoy", with_decoy, credits, sizes),
+            hit_row("replaced, centred on a decoy", np.ones(len(picked), bool), decoy_credits, decoy_sizes)]
     return {"k": k, "rows": rows}
 
 
@@ -116,7 +132,8 @@ def table(result: dict) -> str:
     scheme = result["pseudonymization"] if result["pseudonymization"] == "surrogates" else \
         f"{result['pseudonymization']}, N = {result['neighbours']}"
     rows = {row["tokens"]: row for row in result["attack"]["rows"]}
-    replaced, decoy = rows["replaced"], rows["replaced, centred on a decoy"]
+    replaced, paired, decoy = (rows[name] for name in ("replaced", "replaced, those with a decoy",
+                                                        "replaced, centred on a decoy"))
     verdict = "-" if replaced["rate"] is None else (
         "met" if replaced["ci"][1] <= TARGET_TIMES_CHANCE * replaced["chance"] else "not shown")
     lines = [f"# Candidate search on the PHI of an export ({result['test']})", "",
@@ -128,16 +145,20 @@ def table(result: dict) -> str:
              "represents each with the public representer's noise off and picks the candidate whose vector lies "
              "nearest the exported one (ties share the credit). Chance: 1 / candidates. Kept as written: function "
              "and structure words a span keeps (the bound counts them as named). Centred on a decoy: the same "
-             "search for the replaced tokens around another gold PHI word of the token's label that the export never "
-             "carried; its rate is the attack's floor from the candidate set's geometry (the tested word is the "
-             "set's centre).", "",
+             "search for the replaced tokens around another gold PHI word of the token's label and visible shape (a "
+             "number's block, a word's casing, another token's character classes) that the export never carried, "
+             "for the replaced tokens that have one; its rate is the attack's floor from the candidate set's geometry "
+             "(the tested word is the set's centre) and from the shape every surrogate shows.", "",
              "| tokens | sampled | hit rate | 95% CI | chance |", "|---|---|---|---|---|"]
     lines += [hit_line(row) for row in rows.values()]
     lines += ["", f"Target (issue #37): the replaced tokens' rate at most {TARGET_TIMES_CHANCE:g} x chance, read on "
               f"the interval's upper end: **{verdict}**"
               + ("." if replaced["rate"] is None else
-                 f" ({replaced['rate'] / replaced['chance']:.1f} x chance; centred on a decoy the same search reads "
-                 f"{decoy['rate'] / decoy['chance']:.1f} x chance).")]
+                 f" ({replaced['rate'] / replaced['chance']:.1f} x chance)")
+              + ("" if not decoy["count"] else
+                 f"; on the {decoy['count']} replaced tokens with a decoy the original is named {share(paired['rate'])}"
+                 f" of the time and the decoy {share(decoy['rate'])}: the export adds "
+                 + ("nothing beyond the shape." if paired["ci"][0] <= decoy["rate"] else "more than the shape."))]
     return "\n".join(lines)
 
 

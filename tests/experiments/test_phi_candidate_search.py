@@ -7,6 +7,7 @@ import pytest
 
 from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.runs import sentences
+from deidpool.corpus import Document, Span
 from deidpool.representer.noise import set_deterministic
 from deidpool.representer.representation import build_representer
 from nonphi_readback import ExportedNotes
@@ -48,6 +49,28 @@ def test_a_decoy_is_another_word_of_the_targets_label(embeddings):
     assert all(decoy != original and decoy.lower() in NAMES for decoy, original in zip(chosen, originals))
 
 
+def decoys_with_capitals(embeddings, in_capitals: set[int]) -> dict[str, str | None]:
+    """Each target word's decoy when the names of the documents `in_capitals` are written in capitals."""
+    def written(index: int, document: Document) -> Document:
+        span = document.spans[0]
+        name = span.text.upper() if index in in_capitals else span.text
+        return Document(document.id, document.text[:span.start] + name + document.text[span.end:],
+                        (Span(span.start, span.end, "PATIENT", name),))
+
+    test = ExportedNotes(sentences([written(i, d) for i, d in enumerate(documents(60, 7))]),
+                         Pseudonymizer(embeddings, 2, "surrogates", "es"))
+    targets = phi_targets(test, 1000, 0)
+    return dict(zip([test.words[test.offsets[s] + i] for s, i in targets], decoys(test, targets, 0)))
+
+
+def test_a_decoy_shows_the_shape_the_targets_surrogate_shows(embeddings):
+    """A name in capitals draws its decoy among other names in capitals, and one alone in its shape gets none."""
+    chosen = decoys_with_capitals(embeddings, {0, 2})  # "Smith" and "Lopez"
+    assert chosen["SMITH"] == "LOPEZ" and chosen["LOPEZ"] == "SMITH"
+    assert all(decoy[0].isupper() and not decoy.isupper() for word, decoy in chosen.items() if not word.isupper())
+    assert decoys_with_capitals(embeddings, {0})["SMITH"] is None
+
+
 def test_the_attack_names_an_original_the_export_carries(embeddings, representer):
     attack = phi_candidate_search(representer, exported(embeddings, "groups", neighbours=1), k=K, tokens=60)
     rows = {row["tokens"]: row for row in attack["rows"]}
@@ -61,10 +84,10 @@ def test_under_surrogates_the_attack_does_not_beat_chance(embeddings, represente
     rows = {row["tokens"]: row for row in attack["rows"]}
     assert rows["replaced"]["count"] == 60 and rows["kept as written"]["count"] == 0
     assert rows["replaced"]["ci"][0] <= 1 / K  # the surrogates are not the tiny vocabulary's names
-    assert rows["replaced, centred on a decoy"]["count"] == 60
+    assert rows["replaced, centred on a decoy"]["count"] == rows["replaced, those with a decoy"]["count"] == 60
     result = {"date": "today", "commit": "abc", "command": "python experiments/phi_candidate_search.py",
               "seconds": 1.0, "representer": "r.keras", "embeddings": "tiny", "language": "es", "test": "dev",
               "pseudonymization": "surrogates", "neighbours": 100, "seed": 0, "attack": attack}
     page = table(result)
     assert f"| replaced | 60 | **{rows['replaced']['rate']:.3f}** |" in page
-    assert "Target (issue #37)" in page and "centred on a decoy the same search reads" in page
+    assert "Target (issue #37)" in page and "on the 60 replaced tokens with a decoy the original is named" in page
