@@ -8,7 +8,9 @@ languages' forms: "Donostia", "A Coruña"). On MEDDOCAN's training notes the who
 of Spanish places of at least 500, 1,000 or 5,000 inhabitants are mostly ordinary words ("se",
 "Este": precision 0.17-0.20 against the gold places); at 15,000, 9 of 1,346 matches touch no gold
 PHI, 880 are gold places and most of the rest lie inside other PHI (a street, a hospital, a
-doctor's surname "Soria"): the pattern defers to the tagger there.
+doctor's surname "Soria"): the pattern defers to the tagger there. English places are the United
+States' GeoNames cities of the same size by their main names (their alternate names are other
+languages' forms); the English surrogates draw cities from them (`deidpool.adversary.surrogates`).
 
 Spanish country names are Faker's `es` locale list (193 states) and the other names MEDDOCAN's
 clinical cases give countries ("EE.UU.", "Reino Unido"). A country is PHI wherever MEDDOCAN names
