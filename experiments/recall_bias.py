@@ -21,7 +21,6 @@ import argparse
 import json
 from datetime import date
 
-import keras
 import tensorflow as tf
 
 from deidpool.client.patterns import with_patterns
@@ -59,8 +58,7 @@ class ScoredNotes:
         score = tf.function(lambda batch: tagger(batch, training=False), input_signature=[batches.element_spec])
         self.batches = [(score(b).numpy(), b["length"].numpy(), b["index"].numpy()) for b in batches]
         self.count = len(data)
-        self.crf = [keras.ops.convert_to_numpy(getattr(tagger.crf, name))
-                    for name in ("transitions", "start_transitions", "end_transitions")]
+        self.crf = tagger.crf.numpy_weights()
         self.outside = config["tag_vocabulary"].index("O")
         self.vocabulary, self.scheme = config["tag_vocabulary"], config["scheme"]
 

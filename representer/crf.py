@@ -37,6 +37,12 @@ class CRF(keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "num_tags": self.num_tags}
 
+    def numpy_weights(self):
+        """(transitions, start_transitions, end_transitions) as NumPy arrays, for a decoder outside
+        the graph (`deidpool.representer.onnx_inference.viterbi`)."""
+        return tuple(ops.convert_to_numpy(weight)
+                     for weight in (self.transitions, self.start_transitions, self.end_transitions))
+
     def log_likelihood(self, unaries, tags, mask=None):
         """Per-sentence log p(tags | unaries), shape (batch,)."""
         return self.sequence_score(unaries, tags, mask) - self.log_partition(unaries, mask)

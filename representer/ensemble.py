@@ -27,9 +27,9 @@ class TaggerEnsemble:
         self.taggers, self.num_tags = list(taggers), num_tags.pop()
         self.crf = CRF(self.num_tags, name="ensemble_crf")
         self.crf.build((None, None, self.num_tags))
-        for name in ("transitions", "start_transitions", "end_transitions"):
-            values = [ops.convert_to_numpy(getattr(tagger.crf, name)) for tagger in self.taggers]
-            getattr(self.crf, name).assign(np.mean(values, axis=0))
+        members = [tagger.crf.numpy_weights() for tagger in self.taggers]
+        for index, weight in enumerate((self.crf.transitions, self.crf.start_transitions, self.crf.end_transitions)):
+            weight.assign(np.mean([weights[index] for weights in members], axis=0))
 
     def __call__(self, inputs, training=False):
         """The members' mean unary scores (batch, time, num_tags)."""

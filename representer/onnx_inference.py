@@ -215,9 +215,7 @@ class PipelineSession:
         self._session = _session(pipeline_graph(representer, getattr(tagger, "taggers", [tagger]), dim))
         if any(stddev is not None for stddev in _noise_stddevs(representer)):
             raise UnsupportedModel("a pipeline's representer runs without noise (load it deterministic)")
-        self._transitions, self._start, self._end = (keras.ops.convert_to_numpy(getattr(tagger.crf, name))
-                                                     for name in ("transitions", "start_transitions",
-                                                                  "end_transitions"))
+        self._transitions, self._start, self._end = tagger.crf.numpy_weights()
 
     def __call__(self, features: np.ndarray, casing: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         scores = self._session.run(None, {"features": features, "lengths": lengths.astype(np.int32),

@@ -89,8 +89,7 @@ def test_viterbi_is_the_crf_decoding(taggers):
     scores = rng.normal(0, 2, (len(LENGTHS), int(LENGTHS.max()), TAGS)).astype("float32")
     mask = np.arange(scores.shape[1])[None] < LENGTHS[:, None]
     expected = keras.ops.convert_to_numpy(crf(scores, mask=mask))
-    paths = viterbi(scores, LENGTHS, *(keras.ops.convert_to_numpy(getattr(crf, name))
-                                       for name in ("transitions", "start_transitions", "end_transitions")))
+    paths = viterbi(scores, LENGTHS, *crf.numpy_weights())
     np.testing.assert_array_equal(paths, expected)
     assert not paths[~mask].any()
 
