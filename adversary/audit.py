@@ -208,8 +208,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
     subjects = {"target": representer, "raw": raw_embeddings}
     if p1_representer is not None:
         subjects["p1"] = p1_representer
-    exported = (PairSource(train.sentences, train.pseudonymizer, export_path=True),
-                PairSource(test.sentences, test.pseudonymizer, export_path=True)) if export_path else (train, test)
+    exported = tuple(PairSource(pairs.sentences, pairs.pseudonymizer, export_path=True, chars=pairs.char_width > 0)
+                     for pairs in (train, test)) if export_path else (train, test)
 
     def pairs_of(name: str) -> tuple[PairSource, PairSource]:
         return exported if judged(name) else (train, test)

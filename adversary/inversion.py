@@ -93,11 +93,14 @@ def frequency_baseline(train: PairSource, test: PairSource) -> dict:
 def _as_sentences(pairs: PairSource, draw: int = 0) -> SentenceData:
     """The sentences of `pairs` as `SentenceData`, tagged 1 at the hidden PHI tokens: features
     are the embeddings (D wide), on the export path followed by those of pseudonymized copies
-    (draw `draw`) the representer reads (2 D wide; see `_with_shared`)."""
-    features = pairs.features
+    (draw `draw`) the representer reads (2 D wide; see `_with_shared`); `chars` those the
+    representer reads, when the pairs carry them."""
+    features, chars = pairs.features, pairs.chars
     if pairs.export_path:
-        features = np.concatenate([features, pairs.draw(seed=draw).shared_original], axis=1)
-    return SentenceData(features, np.zeros(len(features), np.int8), pairs.lengths, hidden_mask(pairs).astype(np.int32))
+        shared = pairs.draw(seed=draw)
+        features, chars = np.concatenate([features, shared.shared_original], axis=1), shared.shared_original_chars
+    return SentenceData(features, np.zeros(len(features), np.int8), pairs.lengths, hidden_mask(pairs).astype(np.int32),
+                        chars if pairs.char_width else None)
 
 
 def _with_shared(batch, dim: int) -> dict:
@@ -205,7 +208,7 @@ def inversion_attack(representer, train: PairSource, test: PairSource, **options
     Returns `tokens` (hidden PHI tokens ranked), `top1` and `top10` (share whose true word is the
     nearest, or among the 10 nearest, vocabulary words)."""
     def represented(batch):
-        return represent(representer, batch["shared"], batch["mask"])
+        return represent(representer, batch["shared"], batch["mask"], chars=batch.get("chars"))
 
     return _ranked(inverter_estimates(represented, in_vocabulary, train, test, **options), test)
 

@@ -18,21 +18,23 @@ def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
     """For every sentence of `pairs`, its first fake pair over the draws of `seed`, epochs 0, 1, ...;
     `shared_original` is what an export of the original gives the representer (first draw's),
     `shared_partner` what an export of the fake does (the draw's that made the fake)."""
-    partner, taken = pairs.features.copy(), np.zeros(len(pairs), bool)
-    shared_partner = partner.copy()
-    replaced = np.full(len(pairs), -1, dtype=np.int64)
-    shared = None
+    taken, replaced = np.zeros(len(pairs), bool), np.full(len(pairs), -1, dtype=np.int64)
+    first = None
+    fakes = {name: None for name in ("partner", "shared_partner", "partner_chars", "shared_partner_chars")}
     for epoch in itertools.count():
         draw = pairs.draw(seed, epoch)
-        shared = draw.shared_original if shared is None else shared
+        if first is None:
+            first, fakes = draw, {name: getattr(draw, name).copy() for name in fakes}
         for index in np.flatnonzero((draw.labels == 0) & ~taken):
             rows = slice(pairs.offsets[index], pairs.offsets[index] + pairs.lengths[index])
-            partner[rows], shared_partner[rows] = draw.partner[rows], draw.shared_partner[rows]
+            for name, values in fakes.items():
+                values[rows] = getattr(draw, name)[rows]
             replaced[index] = draw.replaced[index]
         taken |= draw.labels == 0
         if taken.all():
-            return Pairs(pairs.features, partner, pairs.lengths, np.zeros(len(pairs), np.float32), replaced,
-                         np.arange(len(pairs)), shared, shared_partner)
+            return Pairs(pairs.features, fakes["partner"], pairs.lengths, np.zeros(len(pairs), np.float32), replaced,
+                         np.arange(len(pairs)), first.shared_original, fakes["shared_partner"], pairs.chars,
+                         fakes["partner_chars"], first.shared_original_chars, fakes["shared_partner_chars"])
 
 
 def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int = INFERENCE_BATCH_SIZE,
@@ -62,8 +64,10 @@ def lookup_attack(representer, pairs: PairSource, seed: int = 0, batch_size: int
     def represented(batch):
         """The stored representations of both sentences, then the fresh ones of their exports."""
         mask = batch["mask"]
-        return ([represent(reference or representer, batch[name], mask) for name in ("original", "partner")]
-                + [represent(representer, batch[name], mask) for name in ("shared_original", "shared_partner")])
+        return ([represent(reference or representer, batch[name], mask, chars=batch[f"{name}_chars"])
+                 for name in ("original", "partner")]
+                + [represent(representer, batch[name], mask, chars=batch[f"{name}_chars"])
+                   for name in ("shared_original", "shared_partner")])
 
     for batch in batches:
         stored, stored_fake, fresh, fresh_fake = (values.numpy() for values in represented(batch))

@@ -16,6 +16,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from deidpool.representer.representation import representer_inputs
+
 LOG_2 = math.log(2.0)  # the binary cross-entropy of a coin flip
 
 # Units per LSTM direction. The reference uses 300; the cost of an LSTM step grows with
@@ -160,12 +162,18 @@ def adversary_outputs(adversary, representer, batch, training=False, reference=N
     """
     mask = batch["mask"]
     if reference is None:
-        both = representer({"embeddings": ops.concatenate([batch["shared_original"], batch["shared_partner"]], axis=0),
-                            "mask": ops.concatenate([mask, mask], axis=0)}, training=training)
+        both = representer(representer_inputs(
+            representer, ops.concatenate([batch["shared_original"], batch["shared_partner"]], axis=0),
+            ops.concatenate([mask, mask], axis=0),
+            None if "shared_original_chars" not in batch
+            else ops.concatenate([batch["shared_original_chars"], batch["shared_partner_chars"]], axis=0)),
+            training=training)
         representation, partner_representation = ops.split(both, 2, axis=0)
     else:
-        representation = reference({"embeddings": batch["shared_original"], "mask": mask}, training=training)
-        partner_representation = representer({"embeddings": batch["shared_partner"], "mask": mask}, training=training)
+        representation = reference(representer_inputs(reference, batch["shared_original"], mask,
+                                                      batch.get("shared_original_chars")), training=training)
+        partner_representation = representer(representer_inputs(representer, batch["shared_partner"], mask,
+                                                                 batch.get("shared_partner_chars")), training=training)
     return adversary({"embeddings": batch["original"], "representation": representation,
                       "partner_representation": partner_representation,
                       "mask": mask}, training=training)

@@ -14,8 +14,10 @@ import tensorflow as tf
 
 from deidpool.adversary.pseudonymize import Pseudonymizer, tag_category
 from deidpool.corpus.prepare import LabeledSentence
+from deidpool.representer.characters import CHAR_WIDTH, char_ids
 
 BATCH_SIZE = 32
+SIDES = ("original", "partner", "shared_original", "shared_partner")
 # Pseudonyms drawn for a token before concluding that none has another vector: a token whose
 # draws differ from it at least half the time (any word, any number with its own vector) is
 # missed with probability <= 2**-64.
@@ -32,7 +34,8 @@ class Pairs:
     pair, -1 in a real one, and `sentence` (pairs,) the number of each pair's sentence in its
     `PairSource` (in one draw pair i is sentence i's). `shared_original` and `shared_partner` are
     what the representer reads for them: the same arrays, or on the export path the embeddings
-    of their pseudonymized copies (see `PairSource`).
+    of their pseudonymized copies (see `PairSource`). The four `..._chars` (tokens, width) uint16
+    are the character ids of the same tokens, width 0 unless the source keeps them (`chars`).
     """
 
     original: np.ndarray
@@ -43,6 +46,10 @@ class Pairs:
     sentence: np.ndarray
     shared_original: np.ndarray
     shared_partner: np.ndarray
+    original_chars: np.ndarray
+    partner_chars: np.ndarray
+    shared_original_chars: np.ndarray
+    shared_partner_chars: np.ndarray
 
     def __len__(self):
         return len(self.lengths)
@@ -65,10 +72,12 @@ class PairSource:
     With `export_path`, the pairs are those of what `client export` shares: before the
     representer reads either sentence of a pair, every PHI token of it is pseudonymized afresh
     (the partner's replaced token among the candidates of its replacement), while the
-    attacker's side (T1's embeddings, the lookup table) keeps the original sentence.
+    attacker's side (T1's embeddings, the lookup table) keeps the original sentence. With `chars`
+    the pairs carry every token's character ids too (for a representer that reads characters).
     """
 
-    def __init__(self, sentences: Sequence[LabeledSentence], pseudonymizer: Pseudonymizer, export_path: bool = False):
+    def __init__(self, sentences: Sequence[LabeledSentence], pseudonymizer: Pseudonymizer, export_path: bool = False,
+                 chars: bool = False):
         if pseudonymizer.neighbours < 2:
             raise ValueError("fake pairs need at least 2 neighbours per token")
         self.pseudonymizer, self.export_path = pseudonymizer, export_path
@@ -84,11 +93,17 @@ class PairSource:
         self.offsets = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
         self.tokens = [token for sentence in self.sentences for token in sentence.tokens]
         self.features = pseudonymizer.embeddings.sentence_matrix(self.tokens)
+        self.char_width = CHAR_WIDTH if chars else 0
+        self.chars = self._char_ids([token.text for token in self.tokens])
         self.phi = [[i for i, tag in enumerate(sentence.tags) if tag != "O"] for sentence in self.sentences]
         self._held_out: dict[tuple, tf.data.Dataset] = {}
 
     def __len__(self):
         return len(self.sentences)
+
+    def _char_ids(self, words: Sequence[str]) -> np.ndarray:
+        """(len(words), width) character ids, width 0 when the pairs carry none."""
+        return char_ids(words, self.char_width) if self.char_width else np.zeros((len(words), 0), np.uint16)
 
     def _replacement(self, word: str, rng: random.Random, category: str | None = None) -> str | None:
         """A pseudonym of `word` whose embedding differs from `word`'s, uniform among its
@@ -137,7 +152,7 @@ class PairSource:
         count = len(self)
         labels = [1.0] * (count // 2) + [0.0] * (count // 2) + [rng.choice([0.0, 1.0])] * (count % 2)
         rng.shuffle(labels)
-        partner = self.features.copy()
+        partner, partner_chars = self.features.copy(), self.chars.copy()
         replaced = np.full(count, -1, dtype=np.int64)
         partner_words = [[token.text for token in sentence.tokens] for sentence in self.sentences]
         for index, label in enumerate(labels):
@@ -147,6 +162,7 @@ class PairSource:
                     word = self._replacement(sentence.tokens[position].text, rng, tag_category(sentence.tags[position]))
                     if word is not None:  # None only when a rare draw run kept the vector 64 times
                         partner[self.offsets[index] + position] = self.pseudonymizer.embeddings.vector(word)
+                        partner_chars[self.offsets[index] + position] = self._char_ids([word])[0]
                         replaced[index] = position
                         partner_words[index][position] = word
                         break
@@ -154,27 +170,31 @@ class PairSource:
                     labels[index] = 1.0
         drawn = (self.features, partner, self.lengths, np.array(labels, dtype=np.float32), replaced, np.arange(count))
         if not self.export_path:
-            return Pairs(*drawn, self.features, partner)
+            return Pairs(*drawn, self.features, partner, self.chars, partner_chars, self.chars, partner_chars)
         originals = [[token.text for token in sentence.tokens] for sentence in self.sentences]
         # A surrogate never equals its own word; at a fake's replaced position each export also
         # avoids the other candidate's word, so that the two exports of a pair stay exchangeable
         # (else an export equal to one candidate would point to the other: docs/privacy.md).
         fake, real = ([{position: words[position]} if position >= 0 else {} for position, words in zip(replaced, side)]
                       for side in (partner_words, originals))
-        return Pairs(*drawn, self._pseudonymized(originals, rng, fake), self._pseudonymized(partner_words, rng, real))
+        (shared_original, shared_original_chars), (shared_partner, shared_partner_chars) = (
+            self._pseudonymized(originals, rng, fake), self._pseudonymized(partner_words, rng, real))
+        return Pairs(*drawn, shared_original, shared_partner, self.chars, partner_chars, shared_original_chars,
+                     shared_partner_chars)
 
     def _pseudonymized(self, sentences: list[list[str]], rng: random.Random,
-                       also_not: list[dict[int, str]]) -> np.ndarray:
-        """Embeddings of the sentences (word lists, one per sentence of this source) with every
-        PHI token replaced by a fresh pseudonym, as `client export` replaces it (and avoiding
-        `also_not`'s word at each position it names, per sentence). A word's vector does not depend
-        on its context: only the words that differ from the source's are looked up."""
+                       also_not: list[dict[int, str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Embeddings and character ids of the sentences (word lists, one per sentence of this
+        source) with every PHI token replaced by a fresh pseudonym, as `client export` replaces it
+        (and avoiding `also_not`'s word at each position it names, per sentence). A word's vector
+        does not depend on its context: only the words that differ from the source's are looked up."""
         words = [word for sentence, source, avoid in zip(sentences, self.sentences, also_not)
                  for word in self.pseudonymizer.replaced(sentence, source.tags, rng, also_not=avoid)]
         changed = [row for row, (word, token) in enumerate(zip(words, self.tokens)) if word != token.text]
-        matrix = self.features.copy()
+        matrix, chars = self.features.copy(), self.chars.copy()
         matrix[changed] = self.pseudonymizer.embeddings.sentence_matrix([words[row] for row in changed])
-        return matrix
+        chars[changed] = self._char_ids([words[row] for row in changed])
+        return matrix, chars
 
     def epoch(self, seed: int, epoch: int, batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
         """The training batches of one epoch: fresh pairs, bucketed and shuffled by (`seed`, `epoch`)."""
@@ -194,9 +214,9 @@ class PairSource:
 def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,
                  rng: np.random.Generator | None = None) -> tf.data.Dataset:
     """Batches of pairs of about equal length: dicts of `original`, `partner`, `shared_original`
-    and `shared_partner` (B, T, D), `mask` (B, T) bool, `label` (B,) float32, `index` (B,)
-    pair numbers in `pairs` and `sentence` (B,) their sentences' (`Pairs.sentence`), where T is
-    the longest pair of the batch.
+    and `shared_partner` (B, T, D), their character ids `original_chars`, ... (B, T, width), `mask`
+    (B, T) bool, `label` (B,) float32, `index` (B,) pair numbers in `pairs` and `sentence` (B,)
+    their sentences' (`Pairs.sentence`), where T is the longest pair of the batch.
 
     Pairs are sorted by length and cut into batches; with `rng`, ties are broken at random
     and the batches come in random order, without it the order is fixed.
@@ -210,7 +230,7 @@ def pair_batches(pairs: Pairs, batch_size: int = BATCH_SIZE,
     if rng is not None:
         batches = [batches[i] for i in rng.permutation(len(batches))]
     rows = {name: tf.RaggedTensor.from_row_lengths(getattr(pairs, name), pairs.lengths)
-            for name in ("original", "partner", "shared_original", "shared_partner")}
+            for side in SIDES for name in (side, f"{side}_chars")}
     lengths, labels, sentences = (tf.constant(pairs.lengths, tf.int32), tf.constant(pairs.labels),
                                   tf.constant(pairs.sentence))
 

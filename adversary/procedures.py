@@ -44,6 +44,7 @@ from deidpool.representer.representation import (
     OUTPUT_NOISE_STDDEV,
     build_representer,
     output_noise_to_signal,
+    representer_inputs,
 )
 from deidpool.representer.tagger import build_tagger, tagger_loss
 from deidpool.representer.training import (
@@ -72,10 +73,12 @@ class AdversarialData:
     pairs: PairSource
 
     @classmethod
-    def from_sentences(cls, sentences: Sequence, embeddings, tags: Sequence[str], neighbours: int) -> AdversarialData:
-        """From `deidpool.corpus.prepare` sentences, tag ids in `tags`, fake pairs among `neighbours` = N."""
-        return cls(SentenceData.from_sentences(sentences, embeddings, tags),
-                   PairSource(sentences, Pseudonymizer(embeddings, neighbours)))
+    def from_sentences(cls, sentences: Sequence, embeddings, tags: Sequence[str], neighbours: int,
+                       chars: bool = False) -> AdversarialData:
+        """From `deidpool.corpus.prepare` sentences, tag ids in `tags`, fake pairs among `neighbours` = N;
+        with `chars` each token's character ids too (for a representer that reads them)."""
+        return cls(SentenceData.from_sentences(sentences, embeddings, tags, chars=chars),
+                   PairSource(sentences, Pseudonymizer(embeddings, neighbours), chars=chars))
 
 
 def build_adversary(representation_dim: int, embedding_dim: int, units: int = DEFAULT_UNITS,
@@ -94,28 +97,30 @@ def build_models(embedding_dim: int, num_tags: int, repr_size: int = 50, *, repr
                  tagger_units: int = 128, adversary_units: int = DEFAULT_UNITS, use_casing: bool = True,
                  recurrent_dropout: float = 0.5, input_noise: float | None = None,
                  output_noise: float | None = None, output_noise_floor: float = OUTPUT_NOISE_FLOOR,
-                 ) -> tuple[keras.Model, keras.Model, CombinedAdversary]:
+                 representer_chars: bool = False) -> tuple[keras.Model, keras.Model, CombinedAdversary]:
     """The representer (its input and output noise starting at std `input_noise` and
     `output_noise`, None: the representer's defaults, the output noise never below
-    `output_noise_floor`), the tagger reading its output and the adversaries, all built."""
+    `output_noise_floor`; reading characters too with `representer_chars`), the tagger reading its
+    output and the adversaries, all built."""
     return (build_representer(embedding_dim, repr_size, representer_units,
                               input_noise_stddev=INPUT_NOISE_STDDEV if input_noise is None else input_noise,
                               output_noise_stddev=OUTPUT_NOISE_STDDEV if output_noise is None else output_noise,
-                              output_noise_floor=output_noise_floor),
+                              output_noise_floor=output_noise_floor, use_chars=representer_chars),
             build_tagger(repr_size, num_tags, use_casing=use_casing, lstm_units=tagger_units,
                          recurrent_dropout=recurrent_dropout),
             build_adversary(repr_size, embedding_dim, adversary_units))
 
 
-def represent(representer, embeddings, mask, training=False):
-    """`representer`'s output for a batch, without the Keras mask a representer model attaches
-    to it (consumers read the mask explicitly, and layers that ignore masks warn about it)."""
-    return tf.identity(representer({"embeddings": embeddings, "mask": mask}, training=training))
+def represent(representer, embeddings, mask, training=False, chars=None):
+    """`representer`'s output for a batch (`chars` its character ids, read by a representer that
+    reads them), without the Keras mask a representer model attaches to it (consumers read the
+    mask explicitly, and layers that ignore masks warn about it)."""
+    return tf.identity(representer(representer_inputs(representer, embeddings, mask, chars), training=training))
 
 
 def deid_loss(representer, tagger, batch, class_weights=None, training=False):
     """L_deid of `tagger` reading `representer`'s output, on a batch of `training_batches`."""
-    features = represent(representer, batch["features"], batch["mask"], training)
+    features = represent(representer, batch["features"], batch["mask"], training, batch.get("chars"))
     return tagger_loss(tagger, {**batch, "features": features}, class_weights, training)
 
 
@@ -281,7 +286,8 @@ class _JointProcedure(_Procedure):
         return {"representer": self.representer, "tagger": self.tagger, "adversary": self.adversary}
 
     def _deid_validation_step(self, batch):
-        batch = {**batch, "features": represent(self.representer, batch["features"], batch["mask"])}
+        batch = {**batch, "features": represent(self.representer, batch["features"], batch["mask"],
+                                                chars=batch.get("chars"))}
         return tagger_loss(self.tagger, batch, self.class_weights), self.tagger.predict_tags(batch)
 
     def _deid_metrics(self, data: SentenceData) -> dict[str, float]:

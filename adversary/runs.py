@@ -43,6 +43,7 @@ class AdversarialSettings:
     output_noise_floor: float = 0.0  # the output noise std no training goes below
     selection: str = "loss"  # how P1, P3 and DANN pick their best epoch (adversary.procedures.SELECTIONS)
     pseudonymized_copy: bool = False  # also train on every training sentence with its PHI replaced as at export
+    representer_chars: bool = False  # the representer reads each token's characters beside its embedding
     seed: int = 0
 
 
@@ -70,6 +71,8 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
 
     if procedure not in ("three-phase", "dann"):
         raise ValueError(f"unknown procedure {procedure!r}: three-phase or dann")
+    if procedure == "dann" and settings.representer_chars:
+        raise ValueError("a representer that reads characters is trained by the three-phase procedure only")
     vectors = loaded_embeddings or load_embeddings(embeddings)
     if tags is None:
         tags = tag_vocabulary({LABELS[label](span) for document in (*train_documents, *valid_documents)
@@ -77,14 +80,15 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
     train_sentences = sentences(train_documents, label)
     if settings.pseudonymized_copy:
         train_sentences += pseudonymized_copy(train_sentences, vectors, language, settings.seed)
-    train = AdversarialData.from_sentences(train_sentences, vectors, tags, settings.neighbours)
-    valid = AdversarialData.from_sentences(sentences(valid_documents, label), vectors, tags, settings.neighbours)
+    chars = settings.representer_chars
+    train = AdversarialData.from_sentences(train_sentences, vectors, tags, settings.neighbours, chars)
+    valid = AdversarialData.from_sentences(sentences(valid_documents, label), vectors, tags, settings.neighbours, chars)
     keras.utils.set_random_seed(settings.seed)
     models = build_models(vectors.dim, len(tags), settings.repr_size, representer_units=settings.representer_units,
                           tagger_units=settings.tagger_units, adversary_units=settings.adversary_units,
                           use_casing=settings.casing, input_noise=settings.input_noise,
                           output_noise=settings.output_noise,
-                          output_noise_floor=settings.output_noise_floor)
+                          output_noise_floor=settings.output_noise_floor, representer_chars=chars)
     config = {"embeddings": embeddings, "embeddings_id": vectors.source_id, "tags": list(tags), "scheme": "BIO",
               "label": label, "neighbours": settings.neighbours, "repr_size": settings.repr_size,
               "embedding_dim": vectors.dim,
@@ -92,6 +96,7 @@ def train_adversarial_run(procedure: str, train_documents: Sequence[Document], v
               "units": {"representer": settings.representer_units, "tagger": settings.tagger_units,
                         "adversary": settings.adversary_units},
               **({"initial_input_noise": settings.input_noise} if settings.input_noise is not None else {}),
+              **({"representer_chars": True} if chars else {}),
               "initial_output_noise": models[0].get_layer("output_noise").initial_stddev,
               "output_noise_floor": models[0].get_layer("output_noise").min_stddev,
               "data": {**(data or {}), "train_sentences": len(train.sentences), "train_pairs": len(train.pairs),
@@ -177,7 +182,7 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
     from deidpool.adversary.audit import run_audit
     from deidpool.adversary.pairs import PairSource
     from deidpool.adversary.pseudonymize import Pseudonymizer
-    from deidpool.representer.representation import load_representer
+    from deidpool.representer.representation import load_representer, reads_chars
 
     representer_file, adversary_file, p1_file, run_config = run_models(representer, adversary, p1_representer)
     spec = embeddings or run_config.get("embeddings", "glove")
@@ -188,8 +193,8 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
                          f"{spec} has {vectors.dim}")
     label = run_config.get("label", "source_type")
     pseudonymizer = Pseudonymizer(vectors, neighbours, scheme, language)
-    train = PairSource(sentences(kept, label), pseudonymizer)
-    test = PairSource(sentences(held_out, label), pseudonymizer)
+    train = PairSource(sentences(kept, label), pseudonymizer, chars=reads_chars(model))
+    test = PairSource(sentences(held_out, label), pseudonymizer, chars=reads_chars(model))
     keras.utils.set_random_seed(seed)
     trained = keras.saving.load_model(adversary_file, compile=False) if adversary_file else None
     p1 = load_representer(p1_file) if p1_file else None

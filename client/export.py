@@ -89,7 +89,8 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
             for chunk in _chunks(_labeled_sentences(documents, bundle, safety_net, flagged), chunk_sentences):
                 phi.update(token for sentence, tags in chunk
                            for token in pseudonymizer.phi_tokens([t.text for t in sentence.tokens], tags))
-                copies = [_draw_records(chunk, pseudonymizer, represent, embeddings, bundle.tags, dtype, rng)
+                copies = [_draw_records(chunk, pseudonymizer, represent, embeddings, bundle.tags, dtype, rng,
+                                        bundle.reads_chars)
                           for _ in range(draws)]
                 for records in zip(*copies):  # a sentence's draws stay together (module docstring)
                     shuffle.add(b"".join(records))
@@ -120,14 +121,16 @@ def check_draws(draws: int, scheme: str) -> None:
 
 
 def _draw_records(chunk: list[tuple[LabeledSentence, list[str]]], pseudonymizer: Pseudonymizer, represent,
-                  embeddings, tag_set, dtype: str, rng: random.Random) -> list[bytes]:
+                  embeddings, tag_set, dtype: str, rng: random.Random, chars: bool) -> list[bytes]:
     """One draw of the sentence records of `chunk` (sentences, each with the tags the pseudonymizer
-    goes by): fresh surrogates, represented by `represent` with fresh noise, tagged as annotated."""
+    goes by): fresh surrogates, represented by `represent` with fresh noise (reading the surrogates'
+    characters when `chars`), tagged as annotated."""
     # flagged tokens are replaced too; the exported tags are the gold ones
     marked = pseudonymizer.labeled_sentences(
         [LabeledSentence(sentence.tokens, sentence.casing, tags) for sentence, tags in chunk], rng)
     data = SentenceData.from_sentences([LabeledSentence(replaced.tokens, replaced.casing, sentence.tags)
-                                        for replaced, (sentence, _) in zip(marked, chunk)], embeddings, tag_set)
+                                        for replaced, (sentence, _) in zip(marked, chunk)], embeddings, tag_set,
+                                       chars=chars)
     boundaries = np.cumsum(data.lengths)[:-1]
     return [encode_sentence(vectors, tags, casing, dtype)
             for vectors, tags, casing in zip(apply_to_sentences(represent, data), np.split(data.tags, boundaries),

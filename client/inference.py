@@ -19,8 +19,10 @@ from weakref import WeakKeyDictionary
 import numpy as np
 import tensorflow as tf
 
+from deidpool.representer.characters import CHAR_WIDTH
 from deidpool.representer.dataset import INFERENCE_BATCH_SIZE, SentenceData, padded_batches
 from deidpool.representer.onnx_inference import PipelineSession, RepresenterSession, UnsupportedModel
+from deidpool.representer.representation import reads_chars, representer_inputs
 
 BatchFunction = Callable[[dict], np.ndarray]
 RUNTIMES = ("onnxruntime", "tensorflow")
@@ -61,18 +63,22 @@ def _onnx_session(build: Callable):
         return None
 
 
+_CHARS = tf.TensorSpec((None, None, CHAR_WIDTH), tf.uint16)
+
+
 def compile_representer(representer, embedding_dim: int) -> BatchFunction:
-    """Batch -> (B, T, d) representation vectors (noise as the model is set)."""
+    """Batch -> (B, T, d) representation vectors (noise as the model is set); a representer that
+    reads characters reads the batch's `chars`."""
     session = _onnx_session(lambda: RepresenterSession(representer, embedding_dim))
     if session is not None:
         return lambda batch: session(batch["features"], batch["length"])
 
     @tf.function(input_signature=[tf.TensorSpec((None, None, embedding_dim), tf.float32),
-                                  tf.TensorSpec((None, None), tf.bool)], autograph=False)
-    def run(features, mask):
-        return representer({"embeddings": features, "mask": mask})
+                                  tf.TensorSpec((None, None), tf.bool), _CHARS], autograph=False)
+    def run(features, mask, chars):
+        return representer(representer_inputs(representer, features, mask, chars))
 
-    return lambda batch: run(batch["features"], batch["mask"]).numpy()
+    return lambda batch: run(batch["features"], batch["mask"], _chars_of(representer, batch)).numpy()
 
 
 def compile_pipeline(representer, tagger, embedding_dim: int) -> BatchFunction:
@@ -83,12 +89,23 @@ def compile_pipeline(representer, tagger, embedding_dim: int) -> BatchFunction:
 
     @tf.function(input_signature=[tf.TensorSpec((None, None, embedding_dim), tf.float32),
                                   tf.TensorSpec((None, None), tf.int8),
-                                  tf.TensorSpec((None, None), tf.bool)], autograph=False)
-    def run(features, casing, mask):
-        vectors = tf.identity(representer({"embeddings": features, "mask": mask}))  # drop the Keras mask
+                                  tf.TensorSpec((None, None), tf.bool), _CHARS], autograph=False)
+    def run(features, casing, mask, chars):
+        # tf.identity drops the Keras mask
+        vectors = tf.identity(representer(representer_inputs(representer, features, mask, chars)))
         return tagger.predict_tags({"features": vectors, "casing": casing, "mask": mask})
 
-    return lambda batch: run(batch["features"], batch["casing"], batch["mask"]).numpy()
+    return lambda batch: run(batch["features"], batch["casing"], batch["mask"], _chars_of(representer, batch)).numpy()
+
+
+def _chars_of(representer, batch: dict) -> np.ndarray:
+    """The batch's character ids for a representer that reads them, else an empty placeholder
+    (one compiled signature for both)."""
+    if not reads_chars(representer):
+        return np.zeros((len(batch["mask"]), 0, CHAR_WIDTH), np.uint16)
+    if "chars" not in batch:
+        raise ValueError(f"{representer.name!r} reads characters: build its sentences with chars=True")
+    return batch["chars"]
 
 
 def apply_to_sentences(function: BatchFunction, data: SentenceData,

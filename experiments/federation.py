@@ -108,8 +108,9 @@ SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), *(name for name 
              "audit")  # stages a shorter run may leave out (the growth curve's smaller pools included)
 # the representer's settings a run may change, and their defaults
 REPRESENTATION = {"repr_size": 50, "representer_units": 128, "input_noise": None, "output_noise": None,
-                  "representer_data": "provider"}
+                  "representer_data": "provider", "representer_input": "embeddings"}
 REPRESENTER_DATA = ("provider", "provider+copy")  # its notes; them and a copy pseudonymized as at export
+REPRESENTER_INPUT = ("embeddings", "embeddings+chars")  # what it reads of each token
 # settings a seed's budget records only where they are not these (seeds run before they were options still match)
 RECORDED_IF_CHANGED = {"monitor": "val_f1", "pooled_units": 128, **REPRESENTATION}
 # their command-line defaults today (a report's command names every one a seed differs in)
@@ -320,7 +321,8 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
                                    patience=args.p3_patience, selection=args.selection, seed=seed,
                                    repr_size=args.repr_size, representer_units=args.representer_units,
                                    input_noise=args.input_noise, output_noise=args.output_noise,
-                                   pseudonymized_copy=args.representer_data == "provider+copy")
+                                   pseudonymized_copy=args.representer_data == "provider+copy",
+                                   representer_chars=args.representer_input == "embeddings+chars")
     progress(f"seed {seed}: the provider's representer (three-phase, d = {args.repr_size})")
     metrics = train_adversarial_run("three-phase", *provider_split, folder / "representer", settings, tags=tags,
                                     embeddings=spec, loaded_embeddings=vectors,
@@ -580,6 +582,8 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
                        if representation[f"{kind}_noise"])
              + (f", representer trained on {data}" if (data := representation["representer_data"])
                 != REPRESENTATION["representer_data"] else "")
+             + (f", representer reading {reads}" if (reads := representation["representer_input"])
+                != REPRESENTATION["representer_input"] else "")
              + ")\n",
              f"{date.today()}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
              f"each 95% bootstrap interval over the scored notes is listed per seed). Test notes: `{test_path}` "
@@ -780,6 +784,9 @@ def main() -> None:
     parser.add_argument("--representer-data", choices=REPRESENTER_DATA, default=DEFAULTS_NOW["representer_data"],
                         help="what the representer trains on: the provider's training notes, or them and a copy of "
                              "each pseudonymized as `client export` pseudonymizes (validation on the notes as is)")
+    parser.add_argument("--representer-input", choices=REPRESENTER_INPUT, default=DEFAULTS_NOW["representer_input"],
+                        help="what the representer reads of each token: its embedding, or that and a convolution "
+                             "over its characters (an export's tokens are pseudonymized first)")
     parser.add_argument("--skip", nargs="+", choices=SKIPPABLE, default=[],
                         help="stages to leave out (a later run without --skip adds them)")
     parser.add_argument("--test", type=Path, help="the held-out notes to score (default: the corpus's test notes)")

@@ -96,6 +96,11 @@ class Bundle:
     def repr_size(self) -> int:
         return self.manifest["repr_size"]
 
+    @property
+    def reads_chars(self) -> bool:
+        """Whether the representer reads each token's characters beside its embedding."""
+        return "chars" in self.manifest
+
     def load_representer(self, deterministic: bool = False):
         """The representer (a Keras model) with its noise on (unless `deterministic`)."""
         from deidpool.representer.representation import load_representer
@@ -259,8 +264,9 @@ def publish_run(run_dir: str | Path, signing_key: Ed25519PrivateKey, out: str | 
                 audit: str | Path | None = None) -> dict:
     """Publish a training run (see the module docstring) as a bundle at `out`, with the audit
     summary from `audit` (a JSON file, or a run directory with metrics.json). Returns the manifest."""
+    from deidpool.representer.characters import CHAR_WIDTH
     from deidpool.representer.embeddings import load_embeddings
-    from deidpool.representer.representation import load_representer
+    from deidpool.representer.representation import load_representer, reads_chars
 
     run_dir = Path(run_dir)
     config = _read_json(run_dir / "config.json")
@@ -299,6 +305,7 @@ def publish_run(run_dir: str | Path, signing_key: Ed25519PrivateKey, out: str | 
         "repr_size": int(representer.output.shape[-1]),
         "tags": {"scheme": config.get("scheme", "BIO"), "label": LABELS[label], "vocabulary": list(tags)},
         "casing": {"feature": "reimers-gurevych-2017", "classes": list(CASING)},
+        **({"chars": {"width": CHAR_WIDTH}} if reads_chars(representer) else {}),
         "neighbours": config.get("neighbours"),
         "training": {"procedure": config.get("procedure"), "metrics": training},
         "audit": audit,

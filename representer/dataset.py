@@ -140,7 +140,8 @@ def inference_batches(data: SentenceData | SentenceStream, batch_size: int = INF
 def padded_batches(data: SentenceData, batch_size: int = INFERENCE_BATCH_SIZE) -> Iterator[dict]:
     """The batches of `inference_batches` for in-memory sentences, built in NumPy (no tf.data
     set-up per call: a compiled model fed one note at a time): `features` (B, T, dim), `casing`
-    (B, T), `mask` (B, T) bool, `index` (B,) sentence numbers and `length` (B,)."""
+    (B, T), `mask` (B, T) bool, `index` (B,) sentence numbers, `length` (B,) and, when kept,
+    `chars` (B, T, width)."""
     starts = np.cumsum(data.lengths) - data.lengths
     for index in _by_length(data, batch_size):
         length = data.lengths[index]
@@ -150,7 +151,11 @@ def padded_batches(data: SentenceData, batch_size: int = INFERENCE_BATCH_SIZE) -
         features[mask] = data.features[rows]
         casing = np.zeros(mask.shape, np.int8)
         casing[mask] = data.casing[rows]
-        yield {"features": features, "casing": casing, "mask": mask, "index": index, "length": length}
+        batch = {"features": features, "casing": casing, "mask": mask, "index": index, "length": length}
+        if data.chars is not None:
+            batch["chars"] = np.zeros(mask.shape + data.chars.shape[1:], data.chars.dtype)
+            batch["chars"][mask] = data.chars[rows]
+        yield batch
 
 
 def _by_length(data: SentenceData, batch_size: int) -> list[np.ndarray]:

@@ -24,6 +24,7 @@ import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
 from deidpool.representer.noise import TrainableGaussianNoise
+from deidpool.representer.representation import reads_chars
 
 OPSET = 17
 NORM_EPSILON = 1e-12  # keras.ops.normalize's floor on the squared norm
@@ -113,6 +114,8 @@ def _check_representer(representer) -> None:
     if not {"input_noise", "bilstm", "projection", "output_noise"} <= names:
         raise UnsupportedModel(f"{getattr(representer, 'name', representer)!r} is not a representer of "
                                "build_representer")
+    if reads_chars(representer):
+        raise UnsupportedModel(f"{representer.name!r} reads characters, which this converter does not build")
 
 
 def _representer_core(graph: _Graph, representer, x: str, lengths: str) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from deidpool.representer.characters import CHAR_WIDTH, CharacterFeatures
 from deidpool.representer.noise import TrainableGaussianNoise, set_deterministic
 
 # Initial noise levels (the reference default is not known here). GloVe 6B 50d has a
@@ -25,13 +26,17 @@ def build_representer(
     input_noise_stddev=INPUT_NOISE_STDDEV,
     output_noise_stddev=OUTPUT_NOISE_STDDEV,
     output_noise_floor=OUTPUT_NOISE_FLOOR,
+    use_chars=False,
     name="representer",
 ):
     """Builds the representer as a functional `keras.Model`.
 
     Inputs (a dict): `embeddings`, float32 (batch, time, embedding_dim), and `mask`, bool
     (batch, time), True at real tokens. The mask is explicit because out-of-vocabulary
-    words embed to zero vectors too, so masking zero vectors would drop real tokens.
+    words embed to zero vectors too, so masking zero vectors would drop real tokens. With
+    `use_chars` also `chars`, int (batch, time, CHAR_WIDTH) character ids of each token
+    (`deidpool.representer.characters`): their convolution is read beside the noisy embeddings
+    (the tokens of an export are pseudonymized first, so they are the surrogates' characters).
     Output: (batch, time, repr_size) unit-L2-norm vectors: the projection is normalised, the
     output noise added, and the sum normalised again, so the noise level relative to the
     signal is what the output noise's stds say, whatever scale the projection learns (noise
@@ -41,7 +46,11 @@ def build_representer(
     """
     embeddings = keras.Input(shape=(None, embedding_dim), dtype="float32", name="embeddings")
     mask = keras.Input(shape=(None,), dtype="bool", name="mask")
+    inputs = {"embeddings": embeddings, "mask": mask}
     x = TrainableGaussianNoise(input_noise_stddev, name="input_noise")(embeddings)
+    if use_chars:
+        inputs["chars"] = keras.Input(shape=(None, CHAR_WIDTH), dtype="int32", name="chars")
+        x = keras.layers.Concatenate(name="with_characters")([x, CharacterFeatures(name="characters")(inputs["chars"])])
     x = keras.layers.Bidirectional(
         keras.layers.LSTM(lstm_units, return_sequences=True), name="bilstm"
     )(x, mask=mask)
@@ -49,7 +58,25 @@ def build_representer(
     x = keras.layers.UnitNormalization(axis=-1, name="l2_normalize")(x)
     x = TrainableGaussianNoise(output_noise_stddev, output_noise_floor, name="output_noise")(x)
     outputs = keras.layers.UnitNormalization(axis=-1, name="renormalize")(x)
-    return keras.Model({"embeddings": embeddings, "mask": mask}, outputs, name=name)
+    return keras.Model(inputs, outputs, name=name)
+
+
+def reads_chars(representer) -> bool:
+    """Whether `representer` (a model of `build_representer`, or a plain function of embeddings)
+    reads each token's characters."""
+    inputs = getattr(representer, "input", None)
+    return isinstance(inputs, dict) and "chars" in inputs
+
+
+def representer_inputs(representer, embeddings, mask, chars=None) -> dict:
+    """What `representer` reads of a batch: `chars` only where it reads characters (a representer
+    that does, given none, is an error that names the call)."""
+    inputs = {"embeddings": embeddings, "mask": mask}
+    if reads_chars(representer):
+        if chars is None:
+            raise ValueError(f"{representer.name!r} reads characters and was given none")
+        inputs["chars"] = chars
+    return inputs
 
 
 def output_noise_to_signal(model) -> float:

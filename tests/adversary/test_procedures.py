@@ -27,6 +27,7 @@ from deidpool.corpus.formats import write_corpus
 from deidpool.corpus.prepare import prepare_document
 from deidpool.corpus.synth import generate_documents
 from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.representer.characters import CHAR_WIDTH, char_ids
 from deidpool.representer.dataset import training_batches
 from deidpool.representer.embeddings import Embeddings
 from deidpool.representer.noise import set_deterministic
@@ -310,3 +311,29 @@ def test_a_killed_run_resumes_in_the_phase_it_was_in(adversarial_run):
     assert [r for r in history if r["phase"] != "p3"] == [
         {"phase": phase, **record} for phase, records in history_when_killed.items() for record in records]
     assert [step for step, _ in spy.changed].count("p2") == 1
+
+
+def test_a_representer_that_reads_characters_trains_through_all_three_phases(documents, tmp_path):
+    """With `representer_chars` the sentences and every pair carry character ids, P1 trains the
+    convolution over them, and the trained representer's vectors depend on a token's spelling."""
+    vectors = random_vectors(documents)
+    kv = KeyedVectors(DIM)
+    kv.add_vectors(list(vectors), np.array(list(vectors.values())))
+    sentences = [s for d in documents for s in prepare_document(d, max_tokens=8)][:48]
+    tags = tag_vocabulary({span.source_type for d in documents for span in d.spans})
+    data = AdversarialData.from_sentences(sentences, Embeddings(kv, "toy"), tags, 5, chars=True)
+    assert data.sentences.chars.shape == (len(data.sentences.features), CHAR_WIDTH)
+    keras.utils.set_random_seed(2)
+    models = build_models(DIM, len(tags), REPR, **TINY, representer_chars=True)
+    before = models[0].get_layer("characters").get_weights()
+    train_three_phase(*models, data, data, tmp_path, max_epochs=(1, 1, 1), patience=(1, 1, 1), progress=False)
+    representer = load_representer(tmp_path / "models" / "representer.keras", deterministic=True)
+    after = representer.get_layer("characters").get_weights()
+    assert any(not np.array_equal(old, new) for old, new in zip(before, after))
+    embeddings, mask = np.ones((1, 2, DIM), np.float32), np.ones((1, 2), bool)
+    first, second = (keras.ops.convert_to_numpy(representer({"embeddings": embeddings, "mask": mask,
+                                                             "chars": char_ids(words)[None]}))
+                     for words in (("Ana", "vive"), ("Eva", "vive")))
+    assert not np.allclose(first[0, 0], second[0, 0])
+    with pytest.raises(ValueError, match="reads characters and was given none"):
+        procedures.represent(representer, embeddings, mask)

@@ -10,6 +10,8 @@ import pytest
 from deidpool.corpus.formats import write_corpus
 from deidpool.representer import keys
 
+from ..conftest import EMBEDDING_DIM, REPR_SIZE, TAGS, UNITS
+
 
 @pytest.fixture(scope="session")
 def loaded_keys(key_files):
@@ -37,6 +39,19 @@ def pipeline(pipeline_path, loaded_keys):
 @pytest.fixture(scope="session")
 def embeddings(pipeline):
     return pipeline.load_embeddings()
+
+
+@pytest.fixture(scope="session")
+def chars_pipeline(workspace, documents, key_files, loaded_keys):
+    """The tiny pipeline with a representer that reads each token's characters too."""
+    from deidpool.representer.bundle import open_bundle
+    from deidpool.representer.tiny import publish_tiny_pipeline
+
+    words = sorted({word.lower() for document in documents for word in document.text.split() if word.isalpha()})
+    signing_key = keys.load_private_key(key_files.provider.private, keys.SIGNING)
+    path = publish_tiny_pipeline(workspace / "chars", signing_key, words, TAGS, embedding_dim=EMBEDDING_DIM,
+                                 repr_size=REPR_SIZE, units=UNITS, chars=True)
+    return open_bundle(path, loaded_keys.provider)
 
 
 def every_phi_token_replaced(self, words, tags, rng, only=None):

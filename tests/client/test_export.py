@@ -260,3 +260,20 @@ def test_notes_without_sentences_are_refused(tmp_path, pipeline, embeddings, loa
     with pytest.raises(CorpusError, match="no sentences"):
         _export([Document("empty", "   ")], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_representer_that_reads_characters_exports_the_surrogates_spelling(tmp_path, documents, chars_pipeline,
+                                                                              embeddings, loaded_keys, input_sentences):
+    """Exported through a representer that reads characters, the contribution holds every sentence
+    once; without noise the sentences without PHI come out the same twice, those with PHI do not
+    (their surrogates, and so their characters, are drawn afresh)."""
+    exported = {}
+    for name in ("a.dpc", "b.dpc"):
+        _export(documents, chars_pipeline, embeddings, loaded_keys, tmp_path / name, noise=False)
+        exported[name] = {_key(s): s.vectors for s in _sentences(tmp_path / name, loaded_keys)}
+    assert sorted(exported["a.dpc"]) == sorted(set(input_sentences))
+    with_phi = [key for key in exported["a.dpc"] if any(key[0])]
+    without_phi = [key for key in exported["a.dpc"] if not any(key[0])]
+    assert with_phi and without_phi
+    assert all(np.array_equal(exported["a.dpc"][key], exported["b.dpc"][key]) for key in without_phi)
+    assert not all(np.array_equal(exported["a.dpc"][key], exported["b.dpc"][key]) for key in with_phi)

@@ -109,3 +109,30 @@ def test_a_model_onnx_cannot_run_falls_back_to_tensorflow_unless_onnxruntime_was
     monkeypatch.setenv("DEIDPOOL_RUNTIME", "onnxruntime")
     with pytest.raises(ValueError, match="not a representer"):
         compile_representer(wrapped, embeddings.dim)
+
+
+def test_a_representer_that_reads_characters_is_run_by_tensorflow_on_the_characters(
+        documents, chars_pipeline, pipeline, embeddings, monkeypatch):
+    """The bundle says it reads characters; export and de-identification build them; ONNX Runtime,
+    which has no converter for them, falls back to TensorFlow unless it was named; the vectors of a
+    sentence change when only a token's spelling does."""
+    from deidpool.client.deidentify import find_phi
+    from deidpool.representer.onnx_inference import UnsupportedModel
+
+    assert chars_pipeline.reads_chars and not pipeline.reads_chars
+    monkeypatch.delenv("DEIDPOOL_RUNTIME", raising=False)
+    representer = chars_pipeline.load_representer(deterministic=True)
+    represent = compile_representer(representer, embeddings.dim)
+    note = [sentence for sentence in prepare_text("Ana Lopez lives here.")]
+    respelled = [sentence for sentence in prepare_text("Eva Lopez lives here.")]
+    vectors = [apply_to_sentences(represent, SentenceData.from_sentences(sentences, embeddings, chars=True))[0]
+               for sentences in (note, respelled)]
+    assert embeddings.vector("ana").tolist() == embeddings.vector("eva").tolist()  # neither is a known word
+    assert not np.allclose(vectors[0][0], vectors[1][0])
+    with pytest.raises(ValueError, match="reads characters: build its sentences with chars=True"):
+        apply_to_sentences(represent, SentenceData.from_sentences(note, embeddings))
+    found = list(find_phi(documents[:2], chars_pipeline, embeddings))
+    assert [document.id for document in found] == [document.id for document in documents[:2]]
+    monkeypatch.setenv("DEIDPOOL_RUNTIME", "onnxruntime")
+    with pytest.raises(UnsupportedModel, match="reads characters"):
+        compile_representer(representer, embeddings.dim)
