@@ -94,16 +94,12 @@ class PairSource:
         self.tokens = [token for sentence in self.sentences for token in sentence.tokens]
         self.features = pseudonymizer.embeddings.sentence_matrix(self.tokens)
         self.char_width = CHAR_WIDTH if chars else 0
-        self.chars = self._char_ids([token.text for token in self.tokens])
+        self.chars = char_ids([token.text for token in self.tokens], self.char_width)
         self.phi = [[i for i, tag in enumerate(sentence.tags) if tag != "O"] for sentence in self.sentences]
         self._held_out: dict[tuple, tf.data.Dataset] = {}
 
     def __len__(self):
         return len(self.sentences)
-
-    def _char_ids(self, words: Sequence[str]) -> np.ndarray:
-        """(len(words), width) character ids, width 0 when the pairs carry none."""
-        return char_ids(words, self.char_width) if self.char_width else np.zeros((len(words), 0), np.uint16)
 
     def _replacement(self, word: str, rng: random.Random, category: str | None = None) -> str | None:
         """A pseudonym of `word` whose embedding differs from `word`'s, uniform among its
@@ -162,7 +158,7 @@ class PairSource:
                     word = self._replacement(sentence.tokens[position].text, rng, tag_category(sentence.tags[position]))
                     if word is not None:  # None only when a rare draw run kept the vector 64 times
                         partner[self.offsets[index] + position] = self.pseudonymizer.embeddings.vector(word)
-                        partner_chars[self.offsets[index] + position] = self._char_ids([word])[0]
+                        partner_chars[self.offsets[index] + position] = char_ids([word], self.char_width)[0]
                         replaced[index] = position
                         partner_words[index][position] = word
                         break
@@ -193,7 +189,7 @@ class PairSource:
         changed = [row for row, (word, token) in enumerate(zip(words, self.tokens)) if word != token.text]
         matrix, chars = self.features.copy(), self.chars.copy()
         matrix[changed] = self.pseudonymizer.embeddings.sentence_matrix([words[row] for row in changed])
-        chars[changed] = self._char_ids([words[row] for row in changed])
+        chars[changed] = char_ids([words[row] for row in changed], self.char_width)
         return matrix, chars
 
     def epoch(self, seed: int, epoch: int, batch_size: int = BATCH_SIZE) -> tf.data.Dataset:

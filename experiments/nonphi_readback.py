@@ -68,9 +68,10 @@ from deidpool.client.export import DEFAULT_NEIGHBOURS  # noqa: E402
 from deidpool.client.inference import apply_to_sentences, compile_representer  # noqa: E402
 from deidpool.corpus.errors import CorpusWarning  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
+from deidpool.representer.characters import CHAR_WIDTH, char_ids  # noqa: E402
 from deidpool.representer.dataset import SentenceData  # noqa: E402
 from deidpool.representer.embeddings import load_embeddings  # noqa: E402
-from deidpool.representer.representation import load_representer  # noqa: E402
+from deidpool.representer.representation import load_representer, reads_chars  # noqa: E402
 from results_files import git_commit, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +93,7 @@ class Copy:
 
     words: list[list[str]]
     shared_original: np.ndarray
+    shared_original_chars: np.ndarray
 
 
 class ExportedNotes:
@@ -99,17 +101,20 @@ class ExportedNotes:
     reads a `PairSource` on the export path, every sentence kept (a `PairSource` keeps only those
     with PHI): `features` the embeddings of the original tokens, `draw(seed, epoch)` an export's
     `Copy`, `positions` per sentence the tokens an attack is scored on (inversion's "hidden"
-    tokens; none until `scoring`)."""
+    tokens; none until `scoring`). With `chars` (a representer that reads characters) `chars` and
+    every copy carry the tokens' character ids."""
 
     export_path = True
 
-    def __init__(self, sentences, pseudonymizer: Pseudonymizer):
+    def __init__(self, sentences, pseudonymizer: Pseudonymizer, chars: bool = False):
         self.sentences, self.pseudonymizer = list(sentences), pseudonymizer
         self.lengths = np.array([len(sentence.tokens) for sentence in self.sentences], np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
         self.words = [token.text for sentence in self.sentences for token in sentence.tokens]
         self.tags = [tag for sentence in self.sentences for tag in sentence.tags]
         self.features = pseudonymizer.embeddings.sentence_matrix(self.words)
+        self.char_width = CHAR_WIDTH if chars else 0
+        self.chars = char_ids(self.words, self.char_width)
         self.rows = pseudonymizer.embeddings.lookup_ids(self.words)
         self.positions = [np.zeros(0, np.int64) for _ in self.sentences]
 
@@ -127,7 +132,15 @@ class ExportedNotes:
         `client export` replaces it (`Pseudonymizer.labeled_sentences`)."""
         copies = self.pseudonymizer.labeled_sentences(self.sentences, random.Random(f"{seed}/{epoch}"))
         words = [[token.text for token in sentence.tokens] for sentence in copies]
-        return Copy(words, self.pseudonymizer.embeddings.sentence_matrix([word for s in words for word in s]))
+        flat = [word for sentence in words for word in sentence]
+        return Copy(words, self.pseudonymizer.embeddings.sentence_matrix(flat), char_ids(flat, self.char_width))
+
+
+def represented_sentences(features: np.ndarray, words: list[str], lengths: np.ndarray, char_width: int) -> SentenceData:
+    """Sentences of `features` (tokens, dim) as a representer reads them, with the character ids of
+    `words` (one per token) when it reads characters (`char_width` > 0)."""
+    return SentenceData(features, np.zeros(len(features), np.int8), lengths,
+                        chars=char_ids(words, char_width) if char_width else None)
 
 
 def stop_words(language: str) -> frozenset[str]:
@@ -163,8 +176,10 @@ def inversion_readback(representer, train: ExportedNotes, test: ExportedNotes, s
                f"content words seen >= {FREQUENT} times": ("content", content & frequent),
                f"content words seen < {FREQUENT} times": ("content", content & ~frequent)}
     progress(f"inverter: {options['epochs']} epochs on {len(train)} sentences of the attacker's notes")
-    estimates = inverter_estimates(lambda batch: represent(representer, batch["shared"], batch["mask"]), in_vocabulary,
-                                   train, test, seed=seed, progress=show_progress, label="export", **options)
+    estimates = inverter_estimates(lambda batch: represent(representer, batch["shared"], batch["mask"],
+                                                           chars=batch.get("chars")),
+                                   in_vocabulary, train, test, seed=seed, progress=show_progress, label="export",
+                                   **options)
     scored = kinds["test"]["nonphi"] & known
     ranks = np.full(len(test.words), -1)
     ranks[scored] = vocabulary_ranks(estimates[scored], test.rows[scored],
@@ -190,13 +205,14 @@ def inversion_readback(representer, train: ExportedNotes, test: ExportedNotes, s
 
 
 def nearest_candidate(reference, embeddings, words: list[list[str]], targets: list[tuple[int, int]],
-                      exported: list[np.ndarray], k: int,
-                      originals: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                      exported: list[np.ndarray], k: int, originals: list[str] | None = None,
+                      char_width: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Attack (b) on each target (sentence, position) of the copy `words`: the true word (the
     copy's own there, or the target's entry of `originals`: a PHI token the copy pseudonymized) and
     its k - 1 nearest vocabulary neighbours put at the position, each sentence represented by
     `reference` (a batch function, `compile_representer`'s); the credit is 1 when the true word's
     vector there lies nearest the target's `exported` vector, 1/m when m candidates tie, else 0.
+    A representer that reads characters (`char_width` > 0) reads each candidate's spelling too.
     Returns the credits and each target's number of candidates."""
     credits, sizes = [], []
     for index, ((sentence, position), vector) in enumerate(zip(targets, exported)):
@@ -204,7 +220,9 @@ def nearest_candidate(reference, embeddings, words: list[list[str]], targets: li
         length = len(words[sentence])
         features = np.tile(embeddings.sentence_matrix(words[sentence]), (len(candidates), 1))
         features[position::length] = embeddings.sentence_matrix(candidates)
-        data = SentenceData(features, np.zeros(len(features), np.int8), np.full(len(candidates), length))
+        spelled = [candidate if at == position else word for candidate in candidates
+                   for at, word in enumerate(words[sentence])]
+        data = represented_sentences(features, spelled, np.full(len(candidates), length), char_width)
         at = np.array([output[position] for output in apply_to_sentences(reference, data)])
         distances = np.sum((at - vector) ** 2, axis=1)
         nearest = distances == distances.min()
@@ -219,8 +237,8 @@ def exported_vectors(export, test: ExportedNotes, exported: Copy, targets: list[
     chosen = sorted({sentence for sentence, _ in targets})
     features = np.concatenate([exported.shared_original[test.offsets[s]:test.offsets[s] + test.lengths[s]]
                                for s in chosen])
-    outputs = apply_to_sentences(export, SentenceData(features, np.zeros(len(features), np.int8),
-                                                      test.lengths[chosen]))
+    words = [word for s in chosen for word in exported.words[s]]
+    outputs = apply_to_sentences(export, represented_sentences(features, words, test.lengths[chosen], test.char_width))
     by_sentence = dict(zip(chosen, outputs))
     return [by_sentence[sentence][position] for sentence, position in targets]
 
@@ -246,7 +264,7 @@ def candidate_readback(representer, test: ExportedNotes, stop: frozenset[str], *
         progress(f"nearest candidate: {len(targets)} tokens x {k} candidates, {count} draw(s) averaged")
         vectors = [np.mean(shared, axis=0) for shared in zip(*views[:count])]
         credits[count], sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, copies[0].words, targets,
-                                                  vectors, k)
+                                                  vectors, k, char_width=test.char_width)
         result["rows" if count == 1 else "averaged"] = [hit_row(name, mask, credits[count], sizes)
                                                         for name, mask in subsets.items()]
     if draws > 1:
@@ -416,7 +434,7 @@ def main() -> None:
     notes = {}
     for name, path, split in (("train", args.train, args.train_split), ("test", args.test, args.test_split)):
         documents = read_corpus(args.data_root / path, args.format, split=split)
-        notes[name] = ExportedNotes(sentences(documents, label), pseudonymizer)
+        notes[name] = ExportedNotes(sentences(documents, label), pseudonymizer, reads_chars(representer))
         progress(f"{name}: {len(documents)} notes, {len(notes[name])} sentences from {path}"
                  + (f" ({split})" if split else ""))
     stop = stop_words(args.language)

@@ -42,6 +42,7 @@ from deidpool.adversary.runs import sentences  # noqa: E402
 from deidpool.adversary.surrogates import token_shape  # noqa: E402
 from deidpool.client.inference import compile_representer  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
+from deidpool.representer.representation import reads_chars  # noqa: E402
 from nonphi_readback import (  # noqa: E402
     ExportedNotes,
     add_export_options,
@@ -112,14 +113,14 @@ def phi_candidate_search(representer, test: ExportedNotes, *, k: int, tokens: in
           flush=True)
     reference = compile_representer(attacker_reference(representer), dim)
     credits, sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, exported.words, targets, vectors, k,
-                                       originals)
+                                       originals, test.char_width)
     chosen = decoys(test, targets, seed)
     kept = np.array([exported.words[s][i] == original for (s, i), original in zip(targets, originals)], bool)
     with_decoy = ~kept & np.array([decoy is not None for decoy in chosen], bool)
     picked = np.flatnonzero(with_decoy)
     decoy_credits, decoy_sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, exported.words,
                                                    [targets[i] for i in picked], [vectors[i] for i in picked], k,
-                                                   [chosen[i] for i in picked])
+                                                   [chosen[i] for i in picked], test.char_width)
     rows = [hit_row("PHI tokens", np.ones(len(targets), bool), credits, sizes),
             hit_row("replaced", ~kept, credits, sizes), hit_row("kept as written", kept, credits, sizes),
             hit_row("replaced, those with a decoy", with_decoy, credits, sizes),
@@ -172,7 +173,7 @@ def main() -> None:
     started = time.perf_counter()
     representer_file, spec, representer, pseudonymizer, label = export_setup(args)
     documents = read_corpus(args.data_root / args.test, args.format, split=args.test_split)
-    test = ExportedNotes(sentences(documents, label), pseudonymizer)
+    test = ExportedNotes(sentences(documents, label), pseudonymizer, reads_chars(representer))
     attack = phi_candidate_search(representer, test, k=args.candidates, tokens=args.tokens, seed=args.seed)
     command = "python experiments/phi_candidate_search.py " + " ".join(sys.argv[1:])
     result = {"date": str(date.today()), "commit": git_commit(), "command": command.strip(),

@@ -24,8 +24,10 @@ _OTHER = 1
 
 
 def char_ids(tokens: Sequence[str], width: int = CHAR_WIDTH) -> np.ndarray:
-    """(len(tokens), width) uint16 character ids of each token, zero-padded."""
+    """(len(tokens), width) uint16 character ids of each token, zero-padded (width 0: none)."""
     ids = np.zeros((len(tokens), width), np.uint16)
+    if width == 0:
+        return ids
     half = width // 2
     for row, token in enumerate(tokens):
         kept = token if len(token) <= width else token[:half] + token[len(token) - (width - half):]

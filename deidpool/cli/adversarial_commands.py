@@ -58,7 +58,7 @@ def _clean_errors() -> Iterator[None]:
 def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_fraction, embeddings, neighbours,
            repr_size, lam, out, max_epochs, patience, seed, representer_units, tagger_units, adversary_units, casing,
            learning_rate, output_noise, output_noise_floor, time_budget, pretrain_epochs=20,
-           pretrain_patience=5) -> None:
+           pretrain_patience=5, chars=False) -> None:
     """Both train commands, their options passed by name."""
     start_tensorflow()
 
@@ -70,7 +70,7 @@ def _train(procedure: str, *, data, fmt, splits, valid_data, valid_split, valid_
                                    pretrain_patience=pretrain_patience, representer_units=representer_units,
                                    tagger_units=tagger_units, adversary_units=adversary_units, casing=casing,
                                    learning_rate=learning_rate, output_noise=output_noise,
-                                   output_noise_floor=output_noise_floor, seed=seed)
+                                   output_noise_floor=output_noise_floor, representer_chars=chars, seed=seed)
     source = {"path": str(data), "format": fmt, "splits": splits or None, "valid_data": valid_data and str(valid_data),
               "valid_split": valid_split, "valid_fraction": None if valid_split or valid_data else valid_fraction}
     with _clean_errors(), within_budget(time_budget):
@@ -91,6 +91,9 @@ def train_adversarial(
     seed: int = _SEED, representer_units: int = _REPRESENTER_UNITS, tagger_units: int = _TAGGER_UNITS,
     adversary_units: int = _ADVERSARY_UNITS, casing: bool = _CASING, learning_rate: float = _LEARNING_RATE,
     output_noise: float | None = _OUTPUT_NOISE, output_noise_floor: float = _OUTPUT_NOISE_FLOOR,
+    chars: bool = typer.Option(False, "--chars/--no-chars",
+                               help="The representer also reads a convolution over each token's characters (an "
+                                    "export's PHI tokens are pseudonymized first: it reads the surrogates')."),
     time_budget: float | None = TIME_BUDGET,
 ) -> None:
     """Train representer, tagger and adversaries by the three-phase procedure (P1, P2, P3).

@@ -27,7 +27,7 @@ from deidpool.corpus.formats import write_corpus
 from deidpool.corpus.prepare import prepare_document
 from deidpool.corpus.synth import generate_documents
 from deidpool.corpus.tagging import tag_vocabulary
-from deidpool.representer.characters import CHAR_WIDTH, char_ids
+from deidpool.representer.characters import char_ids
 from deidpool.representer.dataset import training_batches
 from deidpool.representer.embeddings import Embeddings
 from deidpool.representer.noise import set_deterministic
@@ -313,27 +313,30 @@ def test_a_killed_run_resumes_in_the_phase_it_was_in(adversarial_run):
     assert [step for step, _ in spy.changed].count("p2") == 1
 
 
-def test_a_representer_that_reads_characters_trains_through_all_three_phases(documents, tmp_path):
-    """With `representer_chars` the sentences and every pair carry character ids, P1 trains the
-    convolution over them, and the trained representer's vectors depend on a token's spelling."""
-    vectors = random_vectors(documents)
-    kv = KeyedVectors(DIM)
-    kv.add_vectors(list(vectors), np.array(list(vectors.values())))
-    sentences = [s for d in documents for s in prepare_document(d, max_tokens=8)][:48]
-    tags = tag_vocabulary({span.source_type for d in documents for span in d.spans})
-    data = AdversarialData.from_sentences(sentences, Embeddings(kv, "toy"), tags, 5, chars=True)
-    assert data.sentences.chars.shape == (len(data.sentences.features), CHAR_WIDTH)
-    keras.utils.set_random_seed(2)
-    models = build_models(DIM, len(tags), REPR, **TINY, representer_chars=True)
-    before = models[0].get_layer("characters").get_weights()
-    train_three_phase(*models, data, data, tmp_path, max_epochs=(1, 1, 1), patience=(1, 1, 1), progress=False)
-    representer = load_representer(tmp_path / "models" / "representer.keras", deterministic=True)
-    after = representer.get_layer("characters").get_weights()
-    assert any(not np.array_equal(old, new) for old, new in zip(before, after))
+def test_a_representer_that_reads_characters_trains_through_all_three_phases_and_is_audited(corpus_files, tmp_path):
+    """`deidpool train adversarial --chars`: P1 trains the convolution over each token's characters
+    (the sentences and every side of every pair carry their ids), the run records it, the trained
+    representer's vectors depend on a token's spelling, and `deidpool audit` attacks it on the
+    export path (its pairs, lookups and inversions reading the pseudonymized copies' characters)."""
+    run = tmp_path / "run"
+    result = train("adversarial", corpus_files, run, "--pretrain-epochs", "1", "--max-epochs", "1", "--chars")
+    assert result.exit_code == 0, result.output
+    assert json.loads((run / "config.json").read_text())["representer_chars"] is True
+    trained, p1 = (load_representer(run / "models" / name, deterministic=True)
+                   for name in ("representer.keras", "representer_p1.keras"))
+    initial = build_models(DIM, 3, REPR, **TINY, representer_chars=True)[0].get_layer("characters").get_weights()
+    assert not all(np.array_equal(a, b) for a, b in zip(initial, p1.get_layer("characters").get_weights()))
     embeddings, mask = np.ones((1, 2, DIM), np.float32), np.ones((1, 2), bool)
-    first, second = (keras.ops.convert_to_numpy(representer({"embeddings": embeddings, "mask": mask,
-                                                             "chars": char_ids(words)[None]}))
+    first, second = (keras.ops.convert_to_numpy(trained({"embeddings": embeddings, "mask": mask,
+                                                         "chars": char_ids(words)[None]}))
                      for words in (("Ana", "vive"), ("Eva", "vive")))
     assert not np.allclose(first[0, 0], second[0, 0])
     with pytest.raises(ValueError, match="reads characters and was given none"):
-        procedures.represent(representer, embeddings, mask)
+        procedures.represent(trained, embeddings, mask)
+    audit = CliRunner().invoke(app, ["audit", "--representer", str(run), *corpus_files[:4], "--neighbours", "5",
+                                     "--epochs", "1", "--passes", "1", "--adversary-units", "8", "--held-out-draws",
+                                     "1", "--inversion-epochs", "1", "--held-out-fraction", "0.3",
+                                     "--out", str(tmp_path / "audit")])
+    assert audit.exit_code == 0, audit.output
+    report = json.loads((tmp_path / "audit" / "metrics.json").read_text())
+    assert "target/fresh" in report["attacks"] and "target" in report["lookup"]

@@ -57,7 +57,8 @@ def embedded(monkeypatch):
     original = export_module.SentenceData.from_sentences
     monkeypatch.setattr(Pseudonymizer, "replaced", every_phi_token_replaced)
     monkeypatch.setattr(export_module.SentenceData, "from_sentences",
-                        lambda sentences, *args: seen.extend(sentences) or original(sentences, *args))
+                        lambda sentences, *args, **options: (seen.extend(sentences)
+                                                             or original(sentences, *args, **options)))
     return seen
 
 

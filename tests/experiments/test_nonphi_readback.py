@@ -102,6 +102,27 @@ def test_the_candidate_attack_reads_every_token_back_without_noise(embeddings, r
     assert credits.mean() == 1.0
 
 
+def test_against_a_representer_that_reads_characters_the_attack_and_the_inverter_read_them_too(embeddings):
+    """The exports and every candidate sentence carry character ids (a noise-free representer is read
+    back exactly), and the inverter trains on them; without them the representer refuses to run."""
+    keras.utils.set_random_seed(1)
+    spelled = build_representer(DIM, repr_size=6, lstm_units=8, use_chars=True)
+    set_deterministic(spelled)
+    test = ExportedNotes(sentences(documents(12, 2)), Pseudonymizer(embeddings, 2, "groups"), chars=True)
+    targets = targets_of(test, token_kinds(test, STOP))
+    copied = test.draw(0)
+    assert copied.shared_original_chars.shape == (len(test.words), test.char_width) and test.char_width > 0
+    function = compile_representer(spelled, DIM)
+    credits, _ = nearest_candidate(function, embeddings, copied.words, targets,
+                                   exported_vectors(function, test, copied, targets), K, char_width=test.char_width)
+    assert len(credits) == 12 * 7 and credits.mean() == 1.0
+    attacker = ExportedNotes(sentences(documents(12, 4)), Pseudonymizer(embeddings, 2, "groups"), chars=True)
+    read = inversion_readback(spelled, attacker, test, STOP, epochs=1, units=4, show_progress=False)
+    assert read["rows"][0]["scored"] == 12 * 7
+    with pytest.raises(ValueError, match="reads characters"):
+        nearest_candidate(function, embeddings, copied.words, targets[:1], [np.zeros(6, np.float32)], K)
+
+
 def test_the_candidate_attack_is_no_better_than_chance_when_the_export_is_constant(embeddings, representer):
     """The true word is the centre of its candidates: an export that says nothing makes it, if
     anything, less likely than the others to lie nearest (here about 0.10 against 1/K = 0.2)."""
