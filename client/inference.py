@@ -71,7 +71,7 @@ def compile_representer(representer, embedding_dim: int) -> BatchFunction:
     reads characters reads the batch's `chars`."""
     session = _onnx_session(lambda: RepresenterSession(representer, embedding_dim))
     if session is not None:
-        return lambda batch: session(batch["features"], batch["length"])
+        return lambda batch: session(batch["features"], batch["length"], _chars_of(representer, batch))
 
     @tf.function(input_signature=[tf.TensorSpec((None, None, embedding_dim), tf.float32),
                                   tf.TensorSpec((None, None), tf.bool), _CHARS], autograph=False)
@@ -85,7 +85,7 @@ def compile_pipeline(representer, tagger, embedding_dim: int) -> BatchFunction:
     """Batch -> (B, T) Viterbi tag ids of the tagger over the representer's vectors."""
     session = _onnx_session(lambda: PipelineSession(representer, tagger, embedding_dim))
     if session is not None:
-        return lambda batch: session(batch["features"], batch["casing"], batch["length"])
+        return lambda batch: session(batch["features"], batch["casing"], batch["length"], _chars_of(representer, batch))
 
     @tf.function(input_signature=[tf.TensorSpec((None, None, embedding_dim), tf.float32),
                                   tf.TensorSpec((None, None), tf.int8),

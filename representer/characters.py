@@ -1,10 +1,12 @@
-"""What a raw-text tagger reads of a token's spelling: character ids per token and the
-convolution over them (Ma & Hovy 2016), beside its word embedding.
+"""What a raw-text tagger, or a representer, reads of a token's spelling: character ids per
+token and the convolution over them (Ma & Hovy 2016), beside its word embedding.
 
-Only a tagger that sees the institution's own text can read characters: a tagger behind a
-representer (the published pipeline, the pooled tagger) reads exported vectors, which carry no
-characters, so `deidpool.representer.onnx_inference` refuses such a tagger. Characters help where
-word vectors are weak: out-of-vocabulary names, identifiers, e-mail addresses, postal codes.
+Only a model that sees the institution's own text can read characters: a raw-text tagger, or a
+representer built with `use_chars` (inside the institution, on the pseudonymized copy an export
+represents). A tagger behind a representer (the published pipeline, the pooled tagger) reads
+exported vectors, which carry no characters, so `deidpool.representer.onnx_inference` refuses such
+a tagger. Characters help where word vectors are weak: out-of-vocabulary names, identifiers,
+e-mail addresses, postal codes.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import onnx
 import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
+from deidpool.representer.characters import CHAR_WIDTH, CharacterFeatures
 from deidpool.representer.noise import TrainableGaussianNoise
 from deidpool.representer.representation import reads_chars
 
@@ -114,13 +115,37 @@ def _check_representer(representer) -> None:
     if not {"input_noise", "bilstm", "projection", "output_noise"} <= names:
         raise UnsupportedModel(f"{getattr(representer, 'name', representer)!r} is not a representer of "
                                "build_representer")
-    if reads_chars(representer):
-        raise UnsupportedModel(f"{representer.name!r} reads characters, which this converter does not build")
 
 
-def _representer_core(graph: _Graph, representer, x: str, lengths: str) -> str:
-    """The representer's noise-free vectors: BiLSTM, projection, unit norm."""
+def _characters(graph: _Graph, layer: CharacterFeatures, chars: str) -> str:
+    """(batch, time, width) int32 character ids -> (batch, time, filters), as `CharacterFeatures`:
+    the ids embedded, the ReLU convolution over each token's characters, zero at padding, maximum."""
+    table = keras.ops.convert_to_numpy(layer.embedding.embeddings)
+    kernel = keras.ops.convert_to_numpy(layer.convolution.kernel)  # (size, embedding_dim, filters)
+    size, embedding_dim, filters = kernel.shape
+    flat = graph.node("Reshape", [chars, graph.constant(np.array([-1, CHAR_WIDTH], np.int64))])
+    embedded = graph.node("Transpose", [graph.node("Gather", [graph.constant(table), flat])], perm=[0, 2, 1])
+    left = (size - 1) // 2  # padding "same", as Keras pads
+    convolved = graph.node("Conv", [embedded, graph.constant(kernel.transpose(2, 1, 0)),
+                                    graph.constant(keras.ops.convert_to_numpy(layer.convolution.bias))],
+                           kernel_shape=[size], pads=[left, size - 1 - left])
+    real = graph.node("Cast", [graph.node("Greater", [flat, graph.constant(np.array(0, np.int32))])],
+                      to=TensorProto.FLOAT)
+    masked = graph.node("Mul", [graph.node("Relu", [convolved]), graph.node("Unsqueeze", [real, graph.constant(
+        np.array([1], np.int64))])])
+    longest = graph.node("ReduceMax", [masked], axes=[2], keepdims=0)  # (batch x time, filters)
+    batch_time = graph.node("Slice", [graph.node("Shape", [chars]), graph.constant(np.array([0], np.int64)),
+                                      graph.constant(np.array([2], np.int64))])
+    shape = graph.node("Concat", [batch_time, graph.constant(np.array([filters], np.int64))], axis=0)
+    return graph.node("Reshape", [longest, shape])
+
+
+def _representer_core(graph: _Graph, representer, x: str, lengths: str, chars: str = "chars") -> str:
+    """The representer's noise-free vectors: BiLSTM (over the embeddings and, for a representer
+    that reads them, the features of `chars`), projection, unit norm."""
     _check_representer(representer)
+    if reads_chars(representer):
+        x = graph.node("Concat", [x, _characters(graph, representer.get_layer("characters"), chars)], axis=-1)
     x = _bilstm(graph, representer.get_layer("bilstm"), x, lengths)
     return _normalize(graph, _dense(graph, representer.get_layer("projection"), x))
 
@@ -138,11 +163,13 @@ def _tagger_scores(graph: _Graph, tagger, x: str, casing: str, lengths: str) -> 
     return _dense(graph, tagger.scores, x)
 
 
-def _inputs(dim: int, casing: bool = False) -> list:
+def _inputs(dim: int, casing: bool = False, chars: bool = False) -> list:
     inputs = [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", "time", dim]),
               helper.make_tensor_value_info("lengths", TensorProto.INT32, ["batch"])]
     if casing:
         inputs.append(helper.make_tensor_value_info("casing", TensorProto.INT32, ["batch", "time"]))
+    if chars:
+        inputs.append(helper.make_tensor_value_info("chars", TensorProto.INT32, ["batch", "time", CHAR_WIDTH]))
     return inputs
 
 
@@ -151,7 +178,7 @@ def representer_graph(representer, dim: int) -> onnx.ModelProto:
     vectors (batch, time, repr_size), zero-padded past each length before normalising."""
     graph = _Graph()
     output = _representer_core(graph, representer, "features", "lengths")
-    return graph.model(_inputs(dim), output, representer.output_shape[-1])
+    return graph.model(_inputs(dim, chars=reads_chars(representer)), output, representer.output_shape[-1])
 
 
 def pipeline_graph(representer, taggers: Sequence, dim: int) -> onnx.ModelProto:
@@ -162,7 +189,7 @@ def pipeline_graph(representer, taggers: Sequence, dim: int) -> onnx.ModelProto:
     scores = [_tagger_scores(graph, tagger, vectors, "casing", "lengths") for tagger in taggers]
     mean = scores[0] if len(scores) == 1 else graph.node(
         "Div", [graph.node("Sum", scores), graph.constant(np.array(len(scores), np.float32))])
-    return graph.model(_inputs(dim, casing=True), mean, taggers[0].num_tags)
+    return graph.model(_inputs(dim, casing=True, chars=reads_chars(representer)), mean, taggers[0].num_tags)
 
 
 def _session(model: onnx.ModelProto) -> onnxruntime.InferenceSession:
@@ -185,19 +212,26 @@ def _noise_stddevs(representer) -> tuple[np.ndarray | None, np.ndarray | None]:
     return tuple(stddevs)
 
 
+def _feed(features: np.ndarray, lengths: np.ndarray, chars: np.ndarray | None, reads_chars: bool, **more) -> dict:
+    """A session's inputs: `chars` (batch, time, width) only for a representer that reads them."""
+    return {"features": features, "lengths": lengths.astype(np.int32), **more,
+            **({"chars": chars.astype(np.int32)} if reads_chars else {})}
+
+
 class RepresenterSession:
-    """A representer under ONNX Runtime: `(features, lengths) -> vectors`, with its noise (as
-    the model was set when this was built) drawn in NumPy."""
+    """A representer under ONNX Runtime: `(features, lengths[, chars]) -> vectors`, with its noise
+    (as the model was set when this was built) drawn in NumPy."""
 
     def __init__(self, representer, dim: int):
         self._session = _session(representer_graph(representer, dim))
         self._input_noise, self._output_noise = _noise_stddevs(representer)
+        self._reads_chars = reads_chars(representer)
         self._rng = np.random.default_rng()
 
-    def __call__(self, features: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    def __call__(self, features: np.ndarray, lengths: np.ndarray, chars: np.ndarray | None = None) -> np.ndarray:
         if self._input_noise is not None:
             features = self._noise(features.shape, self._input_noise) + features
-        vectors = self._session.run(None, {"features": features, "lengths": lengths.astype(np.int32)})[0]
+        vectors = self._session.run(None, _feed(features, lengths, chars, self._reads_chars))[0]
         if self._output_noise is None:
             return vectors
         vectors += self._noise(vectors.shape, self._output_noise)
@@ -212,17 +246,19 @@ class RepresenterSession:
 
 class PipelineSession:
     """A noise-free representer and its tagger (or `TaggerEnsemble`) under ONNX Runtime:
-    `(features, casing, lengths) -> Viterbi tag ids (batch, time)`, 0 past each length."""
+    `(features, casing, lengths[, chars]) -> Viterbi tag ids (batch, time)`, 0 past each length."""
 
     def __init__(self, representer, tagger, dim: int):
         self._session = _session(pipeline_graph(representer, getattr(tagger, "taggers", [tagger]), dim))
         if any(stddev is not None for stddev in _noise_stddevs(representer)):
             raise UnsupportedModel("a pipeline's representer runs without noise (load it deterministic)")
         self._transitions, self._start, self._end = tagger.crf.numpy_weights()
+        self._reads_chars = reads_chars(representer)
 
-    def __call__(self, features: np.ndarray, casing: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        scores = self._session.run(None, {"features": features, "lengths": lengths.astype(np.int32),
-                                          "casing": casing.astype(np.int32)})[0]
+    def __call__(self, features: np.ndarray, casing: np.ndarray, lengths: np.ndarray,
+                 chars: np.ndarray | None = None) -> np.ndarray:
+        scores = self._session.run(None, _feed(features, lengths, chars, self._reads_chars,
+                                               casing=casing.astype(np.int32)))[0]
         return viterbi(scores, lengths, self._transitions, self._start, self._end)
 
 

@@ -75,8 +75,13 @@ def test_a_call_builds_no_tf_data_pipeline(documents, pipeline, embeddings, monk
     assert len(apply_to_sentences(represent, sentence_data(documents, embeddings, slice(0, 1)))) > 0
 
 
-def test_both_runtimes_give_the_same_vectors_and_tags(documents, pipeline, embeddings, monkeypatch):
-    data = sentence_data(documents, embeddings, slice(0, 4))
+@pytest.mark.parametrize("bundle", ["pipeline", "chars_pipeline"])
+def test_both_runtimes_give_the_same_vectors_and_tags(documents, bundle, embeddings, monkeypatch, request):
+    """Also for a representer that reads characters (ONNX Runtime builds their convolution)."""
+    pipeline = request.getfixturevalue(bundle)
+    data = SentenceData.from_sentences([sentence for document in documents[:4]
+                                        for sentence in prepare_text(document.text)], embeddings,
+                                       chars=pipeline.reads_chars)
     outputs = {}
     for name in ("onnxruntime", "tensorflow"):
         monkeypatch.setenv("DEIDPOOL_RUNTIME", name)
@@ -111,28 +116,22 @@ def test_a_model_onnx_cannot_run_falls_back_to_tensorflow_unless_onnxruntime_was
         compile_representer(wrapped, embeddings.dim)
 
 
-def test_a_representer_that_reads_characters_is_run_by_tensorflow_on_the_characters(
-        documents, chars_pipeline, pipeline, embeddings, monkeypatch):
-    """The bundle says it reads characters; export and de-identification build them; ONNX Runtime,
-    which has no converter for them, falls back to TensorFlow unless it was named; the vectors of a
-    sentence change when only a token's spelling does."""
+def test_a_representer_that_reads_characters_reads_them_under_either_runtime(documents, chars_pipeline, pipeline,
+                                                                            embeddings, monkeypatch):
+    """The bundle says it reads characters; the vectors of a sentence change when only a token's
+    spelling does; sentences built without character ids are refused; de-identification builds them."""
     from deidpool.client.deidentify import find_phi
-    from deidpool.representer.onnx_inference import UnsupportedModel
 
     assert chars_pipeline.reads_chars and not pipeline.reads_chars
-    monkeypatch.delenv("DEIDPOOL_RUNTIME", raising=False)
-    representer = chars_pipeline.load_representer(deterministic=True)
-    represent = compile_representer(representer, embeddings.dim)
-    note = [sentence for sentence in prepare_text("Ana Lopez lives here.")]
-    respelled = [sentence for sentence in prepare_text("Eva Lopez lives here.")]
-    vectors = [apply_to_sentences(represent, SentenceData.from_sentences(sentences, embeddings, chars=True))[0]
-               for sentences in (note, respelled)]
+    note, respelled = (prepare_text(text) for text in ("Ana Lopez lives here.", "Eva Lopez lives here."))
     assert embeddings.vector("ana").tolist() == embeddings.vector("eva").tolist()  # neither is a known word
-    assert not np.allclose(vectors[0][0], vectors[1][0])
-    with pytest.raises(ValueError, match="reads characters: build its sentences with chars=True"):
-        apply_to_sentences(represent, SentenceData.from_sentences(note, embeddings))
-    found = list(find_phi(documents[:2], chars_pipeline, embeddings))
-    assert [document.id for document in found] == [document.id for document in documents[:2]]
-    monkeypatch.setenv("DEIDPOOL_RUNTIME", "onnxruntime")
-    with pytest.raises(UnsupportedModel, match="reads characters"):
-        compile_representer(representer, embeddings.dim)
+    for name in ("onnxruntime", "tensorflow"):
+        monkeypatch.setenv("DEIDPOOL_RUNTIME", name)
+        represent = compile_representer(chars_pipeline.load_representer(deterministic=True), embeddings.dim)
+        first, second = (apply_to_sentences(represent, SentenceData.from_sentences(text, embeddings, chars=True))[0]
+                         for text in (note, respelled))
+        assert not np.allclose(first[0], second[0])
+        with pytest.raises(ValueError, match="reads characters: build its sentences with chars=True"):
+            apply_to_sentences(represent, SentenceData.from_sentences(note, embeddings))
+        found = list(find_phi(documents[:2], chars_pipeline, embeddings))
+        assert [document.id for document in found] == [document.id for document in documents[:2]]
