@@ -272,9 +272,11 @@ def stored_rows(cache: Path, budget: dict) -> dict[str, dict]:
 
 def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documents: dict, provider_split: tuple,
                      embeddings: tuple, args, *, kind: str | None = None, run_dir: Path | None = None,
-                     monitor: str = "val_f1", lstm_units: int = TEXT_TAGGER_UNITS) -> dict[str, dict]:
+                     monitor: str = "val_f1", lstm_units: int = TEXT_TAGGER_UNITS,
+                     chars: bool = False) -> dict[str, dict]:
     """Train (or resume) the text tagger `kind` of `TEXT_TAGGERS` (default: `name`) in `run_dir`
-    (default `folder`/taggers/`name`), `lstm_units` per direction, its early stopping on `monitor`,
+    (default `folder`/taggers/`name`), `lstm_units` per direction (reading characters too with
+    `chars`), its early stopping on `monitor`,
     and return its rows on the test notes, named `name`. The provider's notes keep the
     representer's split (`provider_split`: train, valid); other notes are split anew.
     `embeddings`: (spec, vectors)."""
@@ -293,7 +295,8 @@ def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documen
     training = train_tagger_run(train, valid, run_dir, embeddings=spec,
                                 pseudonymizer=Pseudonymizer(vectors, neighbours) if neighbours else None,
                                 max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
-                                loaded_embeddings=vectors, progress=False, monitor=monitor, lstm_units=lstm_units)
+                                loaded_embeddings=vectors, progress=False, monitor=monitor, lstm_units=lstm_units,
+                                chars=chars)
     predicted = tagger_predictions(run_dir, {"test": documents["test"]}, vectors)["test"]
     found = test_rows(corpus, documents["test"], predicted, {"epochs": training["epochs"],
                                                              "best_epoch": training["best_epoch"]})

@@ -53,6 +53,9 @@ Variants that keep the representer (`VARIANTS`):
   surrogates at export, tagger 25 epochs   "surrogates at export" trained on to at most 25 epochs
                           (same patience) from its 10-epoch run's checkpoint, on the same exports
   raw text, tagger 25 epochs   the federation's raw-text tagger trained on the same way
+  raw text, tagger reads characters   the raw-text tagger reading each token's characters too
+                          (`deidpool train tagger --chars`): the like-for-like baseline of a
+                          federation whose representer reads them (`--representer-input`)
 Variants that retrain the representer (epoch selection by validation F1, other representation sizes)
 are federation runs of their own (`federation.py --selection f1 --results-name ...`), compared
 with --baseline in this report. Variants that change only the pooled tagger train on the
@@ -89,6 +92,7 @@ class Variant:
     early_stopping: bool = True  # the pooled tagger stops after --patience epochs without improvement
     monitor: str | None = None  # what the tagger's early stopping watches (TaggerTraining; None: the federation's)
     text: bool = False  # not an export: the raw-text tagger on all parties' notes
+    chars: bool = False  # that tagger reads each token's characters too
     neighbours: int = DEFAULT_NEIGHBOURS  # the export's N (1: no pseudonymization)
     scheme: str | None = None  # the export's pseudonymization scheme (None: the federation seed's own, `seed_scheme`)
     representer: str = "representer.keras"  # the run's model file the bundle carries
@@ -116,7 +120,8 @@ VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Varia
             "raw text, tagger 256 units": Variant(text=True, units=256),
             "surrogates at export, tagger 25 epochs": Variant(scheme="surrogates", epochs=25,
                                                               continues="surrogates at export"),
-            "raw text, tagger 25 epochs": Variant(text=True, epochs=25, continues="raw")}
+            "raw text, tagger 25 epochs": Variant(text=True, epochs=25, continues="raw"),
+            "raw text, tagger reads characters": Variant(text=True, chars=True)}
 DEFAULT = "default (the federation's pooled tagger)"
 
 
@@ -191,8 +196,8 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
         if variant.epochs:
             args = argparse.Namespace(**{**vars(args), "tagger_epochs": variant.epochs})
         return federation.text_tagger_rows(corpus, seed_dir, seed, name, documents, (), embeddings, args, kind="raw",
-                                           run_dir=out / "tagger",
-                                           monitor=monitor, lstm_units=variant.units or federation.TEXT_TAGGER_UNITS)
+                                           run_dir=out / "tagger", monitor=monitor, chars=variant.chars,
+                                           lstm_units=variant.units or federation.TEXT_TAGGER_UNITS)
     from deidpool.client.export import export_contribution
     from deidpool.representer import keys
     from deidpool.representer.bundle import open_bundle, publish_pipeline
