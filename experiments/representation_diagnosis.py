@@ -56,6 +56,9 @@ Variants that keep the representer (`VARIANTS`):
   raw text, tagger reads characters   the raw-text tagger reading each token's characters too
                           (`deidpool train tagger --chars`): the like-for-like baseline of a
                           federation whose representer reads them (`--representer-input`)
+  site_a raw text, tagger reads characters (and site_b, site_c)   a site's own raw-text
+                          tagger reading characters: the site's view against the strongest tagger
+                          it can train alone (under `--baseline`)
 Variants that retrain the representer (epoch selection by validation F1, other representation sizes)
 are federation runs of their own (`federation.py --selection f1 --results-name ...`), compared
 with --baseline in this report. Variants that change only the pooled tagger train on the
@@ -91,7 +94,8 @@ class Variant:
     word_dropout: float = 0.0  # the pooled tagger's word dropout (`Tagger`)
     early_stopping: bool = True  # the pooled tagger stops after --patience epochs without improvement
     monitor: str | None = None  # what the tagger's early stopping watches (TaggerTraining; None: the federation's)
-    text: bool = False  # not an export: the raw-text tagger on all parties' notes
+    text: bool = False  # not an export: a raw-text tagger
+    kind: str = "raw"  # which (federation.TEXT_TAGGERS): on all parties' notes, or one party's
     chars: bool = False  # that tagger reads each token's characters too
     neighbours: int = DEFAULT_NEIGHBOURS  # the export's N (1: no pseudonymization)
     scheme: str | None = None  # the export's pseudonymization scheme (None: the federation seed's own, `seed_scheme`)
@@ -121,7 +125,9 @@ VARIANTS = {"noise off at export": Variant(noise=False), "3 export draws": Varia
             "surrogates at export, tagger 25 epochs": Variant(scheme="surrogates", epochs=25,
                                                               continues="surrogates at export"),
             "raw text, tagger 25 epochs": Variant(text=True, epochs=25, continues="raw"),
-            "raw text, tagger reads characters": Variant(text=True, chars=True)}
+            "raw text, tagger reads characters": Variant(text=True, chars=True),
+            **{f"{site} raw text, tagger reads characters": Variant(text=True, kind=f"raw-{site}", chars=True)
+               for site in federation.SITES}}
 DEFAULT = "default (the federation's pooled tagger)"
 
 
@@ -195,7 +201,8 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     if variant.text:
         if variant.epochs:
             args = argparse.Namespace(**{**vars(args), "tagger_epochs": variant.epochs})
-        return federation.text_tagger_rows(corpus, seed_dir, seed, name, documents, (), embeddings, args, kind="raw",
+        return federation.text_tagger_rows(corpus, seed_dir, seed, name, documents, (), embeddings, args,
+                                           kind=variant.kind,
                                            run_dir=out / "tagger", monitor=monitor, chars=variant.chars,
                                            lstm_units=variant.units or federation.TEXT_TAGGER_UNITS)
     from deidpool.client.export import export_contribution
@@ -285,7 +292,7 @@ def like_for_like(names: list[str]) -> list[tuple[str, str]]:
     """(variant, text variant) pairs among `names` whose taggers are alike (units, epochs, stopping)
     but for the text the tagger reads: the gap of a pooled tagger that is not the default's."""
     def tagger(variant: Variant) -> tuple:
-        return variant.units, variant.epochs, variant.monitor, variant.early_stopping
+        return variant.units, variant.epochs, variant.monitor, variant.early_stopping, variant.kind, variant.chars
 
     variants = {name: VARIANTS[name] for name in names if name in VARIANTS}
     texts = {tagger(variant): name for name, variant in variants.items() if variant.text}

@@ -83,8 +83,8 @@ def test_every_variant_changes_one_thing_against_the_default():
             base = diagnosis.Variant(text=True) if variant.continues == "raw" else diagnosis.VARIANTS[variant.continues]
             assert variant == dataclasses.replace(base, epochs=variant.epochs, continues=variant.continues)
             assert variant.epochs > 10
-        elif variant.text:  # the raw-text baseline under another stopping rule or capacity
-            assert changed in (["monitor", "text"], ["units", "text"])
+        elif variant.text:  # the raw-text baseline under another stopping rule or capacity, or reading characters
+            assert changed in (["monitor", "text"], ["units", "text"], ["text", "chars"], ["text", "kind", "chars"])
         elif "," in name:  # two variants at once: the second's tagger setting on the first
             first, second = (diagnosis.VARIANTS[part.strip()] for part in name.split(","))
             assert variant == dataclasses.replace(first, monitor=second.monitor, units=second.units)
@@ -97,7 +97,8 @@ def test_variants_that_change_only_the_tagger_train_on_the_federation_s_own_expo
     tagger_only = {"tagger 256 units", "tagger word dropout 0.2", "tagger every epoch", "tagger stops on PHI F1",
                    "tagger stops on tag F1", "tagger stops on validation loss",
                    "raw text, tagger stops on validation loss", "raw text, tagger 256 units",
-                   "raw text, tagger 25 epochs"}
+                   "raw text, tagger 25 epochs", "raw text, tagger reads characters",
+                   *(f"{site} raw text, tagger reads characters" for site in federation.SITES)}
     assert {name for name, variant in diagnosis.VARIANTS.items() if diagnosis.same_exports(variant)} == tagger_only
     assert diagnosis.VARIANTS["tagger word dropout 0.2"].word_dropout == 0.2
 
@@ -150,6 +151,21 @@ def test_a_raw_text_variant_has_its_own_units_else_those_of_the_federation_s_tex
     for name in ("raw text, tagger stops on validation loss", "raw text, tagger 256 units"):
         diagnosis.variant_rows(corpus, tmp_path, 0, name, diagnosis.VARIANTS[name], {}, ("glove", None), None, budget)
     assert sizes == [federation.TEXT_TAGGER_UNITS, 256] and federation.TEXT_TAGGER_UNITS == 128
+
+
+def test_the_character_variants_train_all_notes_or_one_site_s_raw_text_tagger_reading_characters(tmp_path,
+                                                                                                 monkeypatch):
+    trained = []
+    monkeypatch.setattr(federation, "text_tagger_rows",
+                        lambda *a, kind, chars, **k: trained.append((kind, chars)) or {})
+    for name, variant in diagnosis.VARIANTS.items():
+        if variant.chars:
+            diagnosis.variant_rows(federation.CORPORA["meddocan"], tmp_path, 0, name, variant, {}, ("glove", None),
+                                   None, {})
+    assert trained == [("raw", True), ("raw-site_a", True), ("raw-site_b", True), ("raw-site_c", True)]
+    assert all(kind in federation.TEXT_TAGGERS for kind, _ in trained)
+    assert diagnosis.like_for_like([diagnosis.DEFAULT, "surrogates at export", "raw text, tagger reads characters",
+                                    "site_a raw text, tagger reads characters"]) == []
 
 
 def test_a_longer_run_carries_on_from_the_exports_and_checkpoint_of_the_run_it_continues(tmp_path, monkeypatch):
