@@ -215,3 +215,16 @@ def test_a_variant_s_gap_is_also_taken_to_the_raw_text_tagger_trained_as_its_own
             "'raw text, tagger 256 units' --results-name units`") in page
     page = diagnosis.report({0: seed}, argparse.Namespace(**{**vars(args), "variants": ["tagger 256 units"]}))
     assert "raw text, tagger 256 units" not in page and "| tagger 256 units - raw text | alone |" in page
+
+
+def test_against_a_site_s_own_tagger_the_default_s_target_is_the_site_s_view(tmp_path, monkeypatch):
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path)
+    site = "site_b raw text, tagger reads characters"
+    seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows(site, 9, 1)}
+    args = argparse.Namespace(corpus="meddocan", federation="federation_meddocan", results_name="site",
+                              baseline=site, variants=[site])
+    page = diagnosis.report({0: seed}, args)
+    assert f"| {diagnosis.DEFAULT} - {site} | alone |" in page
+    assert all(line.endswith("| > 0 |") for line in page.splitlines() if line.startswith(f"| {diagnosis.DEFAULT}"))
+    raw = diagnosis.report({0: seed}, argparse.Namespace(**{**vars(args), "baseline": "raw"}))
+    assert all(line.endswith("| > -1.0 |") for line in raw.splitlines() if line.startswith(f"| {diagnosis.DEFAULT}"))
