@@ -19,12 +19,11 @@ def one_fake_per_sentence(pairs: PairSource, seed: int = 0) -> Pairs:
     `shared_original` is what an export of the original gives the representer (first draw's),
     `shared_partner` what an export of the fake does (the draw's that made the fake)."""
     taken, replaced = np.zeros(len(pairs), bool), np.full(len(pairs), -1, dtype=np.int64)
-    first = None
-    fakes = {name: None for name in ("partner", "shared_partner", "partner_chars", "shared_partner_chars")}
+    first = pairs.draw(seed, 0)
+    fakes = {name: getattr(first, name).copy() for name in ("partner", "shared_partner", "partner_chars",
+                                                            "shared_partner_chars")}
     for epoch in itertools.count():
-        draw = pairs.draw(seed, epoch)
-        if first is None:
-            first, fakes = draw, {name: getattr(draw, name).copy() for name in fakes}
+        draw = first if epoch == 0 else pairs.draw(seed, epoch)
         for index in np.flatnonzero((draw.labels == 0) & ~taken):
             rows = slice(pairs.offsets[index], pairs.offsets[index] + pairs.lengths[index])
             for name, values in fakes.items():

@@ -69,23 +69,25 @@ _CHARS = tf.TensorSpec((None, None, CHAR_WIDTH), tf.uint16)
 def compile_representer(representer, embedding_dim: int) -> BatchFunction:
     """Batch -> (B, T, d) representation vectors (noise as the model is set); a representer that
     reads characters reads the batch's `chars`."""
+    chars_of = _chars_reader(representer)
     session = _onnx_session(lambda: RepresenterSession(representer, embedding_dim))
     if session is not None:
-        return lambda batch: session(batch["features"], batch["length"], _chars_of(representer, batch))
+        return lambda batch: session(batch["features"], batch["length"], chars_of(batch))
 
     @tf.function(input_signature=[tf.TensorSpec((None, None, embedding_dim), tf.float32),
                                   tf.TensorSpec((None, None), tf.bool), _CHARS], autograph=False)
     def run(features, mask, chars):
         return representer(representer_inputs(representer, features, mask, chars))
 
-    return lambda batch: run(batch["features"], batch["mask"], _chars_of(representer, batch)).numpy()
+    return lambda batch: run(batch["features"], batch["mask"], chars_of(batch)).numpy()
 
 
 def compile_pipeline(representer, tagger, embedding_dim: int) -> BatchFunction:
     """Batch -> (B, T) Viterbi tag ids of the tagger over the representer's vectors."""
+    chars_of = _chars_reader(representer)
     session = _onnx_session(lambda: PipelineSession(representer, tagger, embedding_dim))
     if session is not None:
-        return lambda batch: session(batch["features"], batch["casing"], batch["length"], _chars_of(representer, batch))
+        return lambda batch: session(batch["features"], batch["casing"], batch["length"], chars_of(batch))
 
     @tf.function(input_signature=[tf.TensorSpec((None, None, embedding_dim), tf.float32),
                                   tf.TensorSpec((None, None), tf.int8),
@@ -95,17 +97,21 @@ def compile_pipeline(representer, tagger, embedding_dim: int) -> BatchFunction:
         vectors = tf.identity(representer(representer_inputs(representer, features, mask, chars)))
         return tagger.predict_tags({"features": vectors, "casing": casing, "mask": mask})
 
-    return lambda batch: run(batch["features"], batch["casing"], batch["mask"], _chars_of(representer, batch)).numpy()
+    return lambda batch: run(batch["features"], batch["casing"], batch["mask"], chars_of(batch)).numpy()
 
 
-def _chars_of(representer, batch: dict) -> np.ndarray:
-    """The batch's character ids for a representer that reads them, else an empty placeholder
-    (one compiled signature for both)."""
+def _chars_reader(representer) -> Callable[[dict], np.ndarray]:
+    """Batch -> its character ids for a representer that reads them, else an empty placeholder (one
+    compiled signature for both); decided once per compiled model, not per batch."""
     if not reads_chars(representer):
-        return np.zeros((len(batch["mask"]), 0, CHAR_WIDTH), np.uint16)
-    if "chars" not in batch:
-        raise ValueError(f"{representer.name!r} reads characters: build its sentences with chars=True")
-    return batch["chars"]
+        return lambda batch: np.zeros((len(batch["mask"]), 0, CHAR_WIDTH), np.uint16)
+
+    def read(batch: dict) -> np.ndarray:
+        if "chars" not in batch:
+            raise ValueError(f"{representer.name!r} reads characters: build its sentences with chars=True")
+        return batch["chars"]
+
+    return read
 
 
 def apply_to_sentences(function: BatchFunction, data: SentenceData,
