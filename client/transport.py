@@ -23,7 +23,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from deidpool.contribution.container import CHUNK_BYTES, CONTENT_TYPE, read_header
-from deidpool.contribution.signed_requests import signed_headers
+from deidpool.contribution.signed_requests import signed_headers, url_host
 
 ENDPOINT = "/api/contributions"
 RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504, 507}
@@ -51,18 +51,20 @@ def upload_contribution(path: str | Path, server: str, *, signing_key: Ed25519Pr
         digest.update(block)
     sha256 = digest.hexdigest()
     url = server.rstrip("/") + ENDPOINT
-    signed_path = httpx.URL(url).path
+    signed_path, host = httpx.URL(url).path, url_host(url)
     with httpx.Client(timeout=timeout, transport=transport) as client:
         for attempt in range(retries + 1):
             wait = backoff * 2 ** attempt
             try:
                 headers = {"Content-Type": CONTENT_TYPE, "Content-Length": str(path.stat().st_size),
-                           **signed_headers(signing_key, institution, "POST", signed_path, content_sha256=sha256)}
+                           **signed_headers(signing_key, institution, "POST", signed_path, host=host,
+                                             content_sha256=sha256)}
                 response = client.post(url, content=_blocks(path), headers=headers)
                 problem = _problem(response)
                 if response.status_code in (200, 201, 409):
                     reply = response
-                    response = client.get(url, headers=signed_headers(signing_key, institution, "GET", signed_path))
+                    response = client.get(url, headers=signed_headers(signing_key, institution, "GET", signed_path,
+                                                                            host=host))
                     if response.is_success and any(row.get("sha256") == sha256 for row in response.json()):
                         return _json(reply)
                     problem = _problem(response) if not response.is_success else (

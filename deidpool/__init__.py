@@ -1,3 +1,3 @@
 """deidpool: share de-identification training data as adversarially private representations."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -54,7 +54,7 @@ def build_pool(folder: Path, sentences: int, lstm_units: int, seed: int) -> Path
 
     from deidpool.client.identity import create_institution_keys
     from deidpool.contribution.container import CONTENT_TYPE, write_contribution
-    from deidpool.contribution.signed_requests import signed_headers
+    from deidpool.contribution.signed_requests import signed_headers, url_host
     from deidpool.representer import keys
     from deidpool.representer.tiny import publish_tiny_pipeline
     from deidpool.server.app import create_app
@@ -87,7 +87,7 @@ def build_pool(folder: Path, sentences: int, lstm_units: int, seed: int) -> Path
                                pseudonymization="groups", signing_key=signing_keys[institution], server_key=server_key)
             body = path.read_bytes()
             api.post("/api/contributions", content=body, headers={"Content-Type": CONTENT_TYPE, **signed_headers(
-                signing_keys[institution], institution, "POST", "/api/contributions",
+                signing_keys[institution], institution, "POST", "/api/contributions", host=url_host(str(api.base_url)),
                 content_sha256=hashlib.sha256(body).hexdigest())}).raise_for_status()
     state = ServerState.open(data_dir)
     try:

@@ -158,12 +158,13 @@ def upload(client: httpx.Client, file: dict, signing_keys: dict) -> dict:
     key); returns its status and latency."""
     from deidpool.client.transport import ENDPOINT
     from deidpool.contribution.container import CONTENT_TYPE
-    from deidpool.contribution.signed_requests import signed_headers
+    from deidpool.contribution.signed_requests import signed_headers, url_host
 
     body = file["path"].read_bytes()
     started = time.perf_counter()
     response = client.post(ENDPOINT, content=body, headers={"Content-Type": CONTENT_TYPE, **signed_headers(
-        signing_keys[file["institution"]], file["institution"], "POST", ENDPOINT, content_sha256=file["sha256"])})
+        signing_keys[file["institution"]], file["institution"], "POST", ENDPOINT, host=url_host(str(client.base_url)),
+        content_sha256=file["sha256"])})
     return {"sha256": file["sha256"], "status": response.status_code, "seconds": time.perf_counter() - started,
             "bytes": len(body), "detail": "" if response.status_code in (201, 409) else response.text[:300]}
 
@@ -173,14 +174,15 @@ def stored_state(pool: SimpleNamespace) -> dict:
     database rows and the names of every file under the payload folder."""
     from sqlalchemy import select
 
-    from deidpool.contribution.signed_requests import signed_headers
+    from deidpool.contribution.signed_requests import signed_headers, url_host
     from deidpool.server.database import Contribution, open_database
 
     listed = {}
     for institution in INSTITUTIONS:
         path = "/api/contributions"
         reply = httpx.get(pool.server.url + path, timeout=60,
-                          headers=signed_headers(pool.signing_keys[institution], institution, "GET", path))
+                          headers=signed_headers(pool.signing_keys[institution], institution, "GET", path,
+                                                 host=url_host(pool.server.url)))
         listed[institution] = [row["sha256"] for row in reply.json()]
     sessions = open_database(pool.data_dir, migrate=False)
     with sessions() as session:

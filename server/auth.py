@@ -15,10 +15,11 @@ import time
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from deidpool.contribution.signed_requests import (
     CLIENT_VERSION,
+    INSTITUTION_HEADER,
     NONCE_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
@@ -27,6 +28,14 @@ from deidpool.contribution.signed_requests import (
 from deidpool.server.settings import MAX_CLOCK_SKEW_SECONDS
 
 NONCE_PATTERN = re.compile(r"[A-Za-z0-9_-]{16,64}")
+TIMESTAMP_PATTERN = re.compile(r"[0-9]{1,12}")
+# The one answer to a signed request that does not hold, whatever the reason: a stranger learns
+# from it neither whether the institution it names is registered nor which check failed.
+UNSIGNED = (f"this route needs a request signed by a registered institution (headers {INSTITUTION_HEADER}, "
+            f"{TIMESTAMP_HEADER} within {MAX_CLOCK_SKEW_SECONDS} s of the server's clock, {NONCE_HEADER} and "
+            f"{SIGNATURE_HEADER}, as deidpool {CLIENT_VERSION} or later signs them); this one's is missing, stale "
+            "or does not verify")
+_NOBODY = Ed25519PrivateKey.generate().public_key()  # checked against when the named institution is unknown
 
 
 class AuthError(ValueError):
@@ -103,27 +112,30 @@ def verify_signature(key: Ed25519PublicKey, signature_b64: str, message: bytes, 
         raise AuthError(f"the {what} signature does not verify") from None
 
 
-def check_signed_request(key: Ed25519PublicKey, method: str, path: str, timestamp: str | None, nonce: str | None,
-                         signature: str | None, content_sha256: str | None = None, now: float | None = None) -> float:
-    """Refuse unless `signature` signs `method`, `path`, `timestamp` (Unix seconds, at most
-    MAX_CLOCK_SKEW_SECONDS from `now`), `nonce` and, for an upload, its `content_sha256` with
-    `key`. Returns the Unix time after which the request is stale: until then the caller must
-    remember its nonce to refuse a replay."""
+def check_signed_request(key: Ed25519PublicKey | None, institution: str, host: str, method: str, path: str,
+                         timestamp: str | None, nonce: str | None, signature: str | None,
+                         content_sha256: str | None = None, now: float | None = None) -> float:
+    """Refuse unless `signature` signs `institution`, `host`, `method`, `path`, `timestamp` (Unix
+    seconds, at most MAX_CLOCK_SKEW_SECONDS from `now`), `nonce` and, for an upload, its
+    `content_sha256` with `key` (None: the institution is not registered; a signature is checked
+    all the same, so that the refusal takes as long). Returns the Unix time after which the request
+    is stale: until then the caller must remember its nonce to refuse a replay. The AuthError
+    says why, for the server's log: the caller answers every refusal alike (`UNSIGNED`)."""
     missing = [name for name, value in ((TIMESTAMP_HEADER, timestamp), (NONCE_HEADER, nonce),
                                         (SIGNATURE_HEADER, signature)) if not value]
     if missing:
-        raise AuthError(f"a signed request needs {', '.join(missing)}: a client that does not send them is too old "
-                        f"for this server, use deidpool {CLIENT_VERSION} or later")
-    try:
-        stamp = int(timestamp)
-    except ValueError:
-        raise AuthError(f"{TIMESTAMP_HEADER} must be Unix seconds") from None
-    if abs((time.time() if now is None else now) - stamp) > MAX_CLOCK_SKEW_SECONDS:
+        raise AuthError(f"{', '.join(missing)} missing")
+    if not TIMESTAMP_PATTERN.fullmatch(timestamp):
+        raise AuthError(f"{TIMESTAMP_HEADER} is not Unix seconds")
+    if abs((time.time() if now is None else now) - int(timestamp)) > MAX_CLOCK_SKEW_SECONDS:
         raise AuthError(f"{TIMESTAMP_HEADER} is more than {MAX_CLOCK_SKEW_SECONDS} s from the server's clock")
     if not NONCE_PATTERN.fullmatch(nonce):
-        raise AuthError(f"{NONCE_HEADER} must be 16 to 64 letters, digits, '-' or '_'")
-    verify_signature(key, signature, request_message(method, path, timestamp, nonce, content_sha256), "request")
-    return stamp + MAX_CLOCK_SKEW_SECONDS
+        raise AuthError(f"{NONCE_HEADER} is malformed")
+    message = request_message(institution, host, method, path, timestamp, nonce, content_sha256)
+    verify_signature(key or _NOBODY, signature, message, "request")
+    if key is None:
+        raise AuthError("the institution is not registered")
+    return int(timestamp) + MAX_CLOCK_SKEW_SECONDS
 
 
 def canonical_json(report: dict) -> bytes:

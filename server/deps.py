@@ -4,6 +4,7 @@ capped in size (`AuthenticatedFirstRoute` for JSON, `receive_payload` for binary
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -23,20 +24,21 @@ from deidpool.contribution.signed_requests import (
 )
 from deidpool.server.auth import (
     NONCE_PATTERN,
+    UNSIGNED,
     AuthError,
     check_admin_authorization,
     check_metrics_authorization,
-    check_signed_request,
     check_viewer_authorization,
-    load_ed25519_public_key,
 )
 from deidpool.server.database import Institution
 from deidpool.server.errors import Refused
 from deidpool.server.nonces import use_nonce
 from deidpool.server.payloads import PayloadTooLarge, StagedPayload
+from deidpool.server.settings import MAX_CLOCK_SKEW_SECONDS
+from deidpool.server.signatures import MAX_INSTITUTION_CHARS, SignedRequest, signer
 from deidpool.server.state import ServerState
-from deidpool.server.uploads import registered_institution
 
+log = logging.getLogger(__name__)
 MAX_JSON_BYTES = 1 << 20  # the body of a JSON route (audit reports are the largest)
 BUNDLE_TYPE = "application/x-tar"
 OCTET_STREAM = "application/octet-stream"
@@ -112,15 +114,23 @@ def require_viewer(state: StateDep, authorization: Annotated[str | None, Header(
 def _signing_institution(request: Request, state: ServerState, institution: str | None, timestamp: str | None,
                          nonce: str | None, signature: str | None, content_sha256: str | None = None) -> Institution:
     """The enabled institution that signed this request, which it had not sent before (docs/server.md,
-    Signed institution requests). Its session is its own, closed before the nonce is recorded:
-    on SQLite an open transaction holds the write lock."""
-    with state.sessions() as session:
-        row = registered_institution(session, institution)
-    key = load_ed25519_public_key(row.public_key, f"the key of {row.id}")
+    Signed institution requests). Every request whose signature does not hold gets the same 401
+    (`UNSIGNED`), its reason logged; only the holder of a registered key learns more (403 when
+    disabled, a replay named). The lookup's session is closed before the nonce is recorded: on
+    SQLite an open transaction holds the write lock."""
+    signed = SignedRequest(institution or "", request.headers.get("host", ""), request.method, request.url.path,
+                           timestamp, nonce, signature, content_sha256)
     try:
-        stale_after = check_signed_request(key, request.method, request.url.path, timestamp, nonce, signature,
-                                           content_sha256)
-        use_nonce(state.sessions, row.id, nonce, stale_after)
+        row = signer(state, signed)
+    except AuthError as error:
+        log.info("refused a signed %s %s naming %r: %s", signed.method, signed.path,
+                 signed.institution[:MAX_INSTITUTION_CHARS], error)
+        raise Refused(401, UNSIGNED) from None
+    if not row.enabled:
+        raise Refused(403, f"institution {row.id} is disabled: the server refuses its requests until the "
+                           "coordinator enables it again")
+    try:
+        use_nonce(state.sessions, row.id, nonce, int(timestamp) + MAX_CLOCK_SKEW_SECONDS)
     except AuthError as error:
         raise Refused(401, str(error)) from None
     return row
@@ -139,7 +149,7 @@ def signed_upload(request: Request, state: StateDep, institution: InstitutionIdD
     """The enabled institution that signed this upload, the SHA-256 of its body included: refused
     before the body is read (the contribution's own signature, at its end, is checked after)."""
     if not content_sha256:
-        raise Refused(401, f"an upload signs the SHA-256 of its body: {CONTENT_SHA256_HEADER} is missing")
+        raise Refused(401, UNSIGNED)
     return _signing_institution(request, state, institution, timestamp, nonce, signature, content_sha256)
 
 

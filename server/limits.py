@@ -1,8 +1,8 @@
 """Request rate limits (docs/server.md, Rate limits): an ASGI middleware that answers 429 with
-Retry-After, before any other work, to a request over its limit. Requests naming a registered
-institution (X-Deidpool-Institution) count per institution and client address, other requests
-per client address; the admin's are not limited. Token buckets in the server process, sized by
-server.json."""
+Retry-After, before any other work, to a request over its limit. Requests signed by a registered
+institution count per institution and client address, other requests (a stranger's naming an
+institution too) per client address; the admin's are not limited. Token buckets in the server
+process, sized by server.json."""
 
 from __future__ import annotations
 
@@ -15,12 +15,16 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from deidpool.contribution.signed_requests import INSTITUTION_HEADER
+from deidpool.contribution.signed_requests import (
+    CONTENT_SHA256_HEADER,
+    INSTITUTION_HEADER,
+    NONCE_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+)
 from deidpool.server.auth import AuthError, check_admin_authorization
-from deidpool.server.database import Institution
+from deidpool.server.signatures import SignedRequest, signer
 from deidpool.server.state import ServerState
-
-MAX_INSTITUTION_CHARS = 64
 
 
 class TokenBuckets:
@@ -75,7 +79,7 @@ class RateLimits:
         address = scope["client"][0] if scope.get("client") else "unknown"
         admin, institution = False, None
         if "authorization" in headers or INSTITUTION_HEADER in headers:
-            admin, institution = await run_in_threadpool(self._caller, headers)
+            admin, institution = await run_in_threadpool(self._caller, headers, scope["method"], scope["path"])
         if admin:
             return await self.app(scope, receive, send)
         if institution is None:
@@ -90,16 +94,19 @@ class RateLimits:
                              status_code=429, headers={"Retry-After": str(seconds)})
         await reply(scope, receive, send)
 
-    def _caller(self, headers: Headers) -> tuple[bool, str | None]:
-        """Whether the request carries the admin token, and the registered institution it names."""
+    def _caller(self, headers: Headers, method: str, path: str) -> tuple[bool, str | None]:
+        """Whether the request carries the admin token, and the registered institution that signed it."""
         if "authorization" in headers:
             try:
                 check_admin_authorization(headers["authorization"], self.state.admin_token_sha256())
                 return True, None
             except AuthError:
                 pass
-        name = headers.get(INSTITUTION_HEADER)
-        if not name or len(name) > MAX_INSTITUTION_CHARS:
+        if INSTITUTION_HEADER not in headers:
             return False, None
-        with self.state.sessions() as session:
-            return False, name if session.get(Institution, name) is not None else None
+        try:
+            return False, signer(self.state, SignedRequest(
+                headers[INSTITUTION_HEADER], headers.get("host", ""), method, path, headers.get(TIMESTAMP_HEADER),
+                headers.get(NONCE_HEADER), headers.get(SIGNATURE_HEADER), headers.get(CONTENT_SHA256_HEADER))).id
+        except AuthError:
+            return False, None

@@ -421,11 +421,12 @@ def contributions(
     """List this institution's contributions stored on the server (a request signed with its key)."""
     from deidpool.cli.http import ServerConnection
     from deidpool.client.identity import institution_id
-    from deidpool.contribution.signed_requests import signed_headers
+    from deidpool.contribution.signed_requests import signed_headers, url_host
 
     path = "/api/contributions"
     with clean_errors(), ServerConnection(server) as connection:
-        headers = signed_headers(private_key(key, keys.SIGNING), institution_id(key), "GET", path)
+        headers = signed_headers(private_key(key, keys.SIGNING), institution_id(key), "GET", path,
+                                 host=url_host(server))
         rows = connection.call("GET", path, headers=headers)
     typer.echo(f"{'received':25}  {'sentences':>9}  {'tokens':>9}  {'representer':20}  sha256")
     for row in rows:

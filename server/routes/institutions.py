@@ -49,7 +49,12 @@ def register_institution(body: InstitutionIn, session: SessionDep) -> Institutio
         raise Refused(422, str(error)) from None
     if session.get(Institution, body.id) is not None:
         raise Refused(409, f"institution {body.id} is already registered")
-    row = Institution(id=body.id, public_key=body.public_key, fingerprint=keys.fingerprint(key), enabled=True)
+    fingerprint = keys.fingerprint(key)
+    holder = session.scalars(select(Institution.id).where(Institution.fingerprint == fingerprint)).first()
+    if holder is not None:  # one key, one institution: what it signs names a single sender
+        raise Refused(409, f"this public key is already registered for institution {holder}: each institution "
+                           "needs a key of its own (`deidpool client keygen`)")
+    row = Institution(id=body.id, public_key=body.public_key, fingerprint=fingerprint, enabled=True)
     session.add(row)
     session.commit()
     return institution_view(row)

@@ -17,24 +17,26 @@ from deidpool.contribution.signed_requests import (
     TIMESTAMP_HEADER,
     request_message,
     signed_headers,
+    url_host,
 )
 
 
 def test_signed_headers_verify_over_the_request_message():
     key = Ed25519PrivateKey.generate()
-    headers = signed_headers(key, "site-a", "get", "/api/contributions", timestamp=1700000000, nonce="n" * 22)
+    headers = signed_headers(key, "site-a", "get", "/api/contributions", host="Pool.example.org:8443",
+                             timestamp=1700000000, nonce="n" * 22)
     assert headers[INSTITUTION_HEADER] == "site-a" and headers[TIMESTAMP_HEADER] == "1700000000"
-    message = request_message("GET", "/api/contributions", "1700000000", "n" * 22)
-    assert message == b"GET\n/api/contributions\n1700000000\n" + b"n" * 22
+    message = request_message("site-a", "pool.example.org:8443", "GET", "/api/contributions", "1700000000", "n" * 22)
+    assert message == b"site-a\npool.example.org:8443\nGET\n/api/contributions\n1700000000\n" + b"n" * 22
     key.public_key().verify(base64.b64decode(headers[SIGNATURE_HEADER]), message)
 
 
 def test_an_upload_signs_the_hash_of_its_body_too():
     key = Ed25519PrivateKey.generate()
-    headers = signed_headers(key, "site-a", "POST", "/api/contributions", timestamp=1700000000, nonce="n" * 22,
-                             content_sha256="ab" * 32)
+    headers = signed_headers(key, "site-a", "POST", "/api/contributions", host="pool", timestamp=1700000000,
+                             nonce="n" * 22, content_sha256="ab" * 32)
     assert headers[CONTENT_SHA256_HEADER] == "ab" * 32
-    message = request_message("POST", "/api/contributions", "1700000000", "n" * 22, "ab" * 32)
+    message = request_message("site-a", "pool", "POST", "/api/contributions", "1700000000", "n" * 22, "ab" * 32)
     assert message.endswith(b"\n" + b"n" * 22 + b"\n" + b"ab" * 32)
     key.public_key().verify(base64.b64decode(headers[SIGNATURE_HEADER]), message)
 
@@ -46,8 +48,16 @@ def test_the_client_version_named_to_old_clients_is_this_one_or_older():
 
 def test_every_request_gets_a_fresh_nonce():
     key = Ed25519PrivateKey.generate()
-    first, second = (signed_headers(key, "site-a", "GET", "/api/contributions")[NONCE_HEADER] for _ in range(2))
+    first, second = (signed_headers(key, "site-a", "GET", "/api/contributions", host="pool")[NONCE_HEADER]
+                     for _ in range(2))
     assert first != second and len(first) == 22
+
+
+@pytest.mark.parametrize(("url", "host"), [("https://u:p@Pool.example.org:443/api", "pool.example.org"),
+                                           ("http://127.0.0.1:8000/api", "127.0.0.1:8000"),
+                                           ("http://[::1]:80", "[::1]")])
+def test_the_signed_host_is_the_one_the_request_carries(url, host):
+    assert url_host(url) == host
 
 
 @pytest.mark.parametrize("institution", ["a", "Site-1.b_c", "x" * 64])

@@ -151,7 +151,7 @@ def upload(api, body: bytes, key, *, institution: str | None = "site-a", sha256:
     """POST `body` to /api/contributions in a request signed by `institution` (None: the header
     left out) with `key`, declaring `sha256` (default: the body's)."""
     headers = signed_headers(key, institution or "", "POST", "/api/contributions",
-                             content_sha256=sha256 or hashlib.sha256(body).hexdigest())
+                             content_sha256=sha256 or hashlib.sha256(body).hexdigest(), host="testserver")
     if institution is None:
         del headers[INSTITUTION_HEADER]
     return api.post("/api/contributions", content=body, headers={"Content-Type": CONTENT_TYPE, **headers})

@@ -194,7 +194,7 @@ def _post_streamed(app, path: str, headers: dict, declare: bool) -> tuple[int, i
             yield b" " * CHUNK
 
     async def post():
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://server.test") as client:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://testserver") as client:
             length = {"Content-Length": str(BIG)} if declare else {}
             return await client.post(path, content=body(), headers={**headers, **length})
 
@@ -215,7 +215,7 @@ def test_big_bodies_are_refused_unread_without_the_token_and_413_with_it(api, ad
 
 
 def _signed_upload(key, institution: str = "site-a") -> dict:
-    return signed_headers(key, institution, "POST", "/api/contributions", content_sha256="0" * 64)
+    return signed_headers(key, institution, "POST", "/api/contributions", content_sha256="0" * 64, host="testserver")
 
 
 @pytest.mark.parametrize("declare", [True, False], ids=["declared", "chunked"])
@@ -260,7 +260,7 @@ def test_uploads_take_their_media_type_or_octet_stream_with_any_parameters_or_no
                                                                                    bundle_type):
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     headers = signed_headers(site.key, "site-a", "POST", "/api/contributions",
-                             content_sha256=hashlib.sha256(body).hexdigest())
+                             content_sha256=hashlib.sha256(body).hexdigest(), host="testserver")
     if contribution_type:
         headers["Content-Type"], admin = contribution_type, {**admin, "Content-Type": bundle_type}
     assert api.post("/api/contributions", headers=headers, content=body).status_code == 201

@@ -123,6 +123,7 @@ def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files,
     expect("POST /api/contributions", 400, upload(api, body, site.key, sha256="0" * 64))
     expect("POST /api/contributions", 415, api.post("/api/contributions", content=body, headers={
         "Content-Type": "text/plain", **signed_headers(site.key, "site-a", "POST", "/api/contributions",
+                                                       host="testserver",
                                                        content_sha256=sha256["X-Deidpool-Content-SHA256"])}))
     expect("POST /api/contributions", 422, upload(api, contribution_file(tmp_path / "b.dpc", site, neighbours=1)
                                                   .read_bytes(), site.key))
@@ -147,7 +148,7 @@ def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files,
                                                                          headers=admin))
     expect("POST /api/contributions", 403, upload(api, body, site.key))
     expect("GET /api/contributions", 403, api.get("/api/contributions", headers=signed_headers(
-        site.key, "site-a", "GET", "/api/contributions")))
+        site.key, "site-a", "GET", "/api/contributions", host="testserver")))
     api.post("/api/institutions/site-a/enable", headers=admin)
 
     set_limits(server_dir, max_upload_bytes=10, address_request_burst=1)

@@ -39,7 +39,7 @@ def _register(client, admin, name: str) -> Ed25519PrivateKey:
 
 
 def _listing(client, key, name):
-    return client.get(PATH, headers=signed_headers(key, name, "GET", PATH))
+    return client.get(PATH, headers=signed_headers(key, name, "GET", PATH, host="testserver"))
 
 
 def test_an_institution_over_its_limit_gets_429_with_retry_after_and_others_go_on(server_dir, admin):

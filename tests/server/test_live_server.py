@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from deidpool.client.transport import UploadError, upload_contribution
 from deidpool.contribution.container import CONTENT_TYPE
-from deidpool.contribution.signed_requests import signed_headers
+from deidpool.contribution.signed_requests import signed_headers, url_host
 from deidpool.demo import free_port, wait_until
 from deidpool.representer import keys
 from deidpool.server.initialize import init_data_dir
@@ -97,11 +97,13 @@ class Server:
         return [json.loads(line) for line in self.log.read_text().splitlines() if line.startswith("{")]
 
     def upload(self, body: bytes) -> httpx.Response:
-        headers = signed_headers(self.site.key, "site-a", "POST", PATH, content_sha256=hashlib.sha256(body).hexdigest())
+        headers = signed_headers(self.site.key, "site-a", "POST", PATH, host=url_host(self.url),
+                                 content_sha256=hashlib.sha256(body).hexdigest())
         return httpx.post(self.url + PATH, content=body, headers={"Content-Type": CONTENT_TYPE, **headers}, timeout=60)
 
     def listing(self) -> httpx.Response:
-        return httpx.get(self.url + PATH, headers=signed_headers(self.site.key, "site-a", "GET", PATH), timeout=30)
+        headers = signed_headers(self.site.key, "site-a", "GET", PATH, host=url_host(self.url))
+        return httpx.get(self.url + PATH, headers=headers, timeout=30)
 
     def server_error_counts(self) -> dict:
         """{(route, status): requests} of every answer with a 5xx status, from /metrics."""
@@ -178,7 +180,8 @@ def _held_upload(server: Server, headers: dict, declared: int, send: int) -> soc
 
 
 def _signed(server: Server, key=None) -> dict:
-    return signed_headers(key or server.site.key, "site-a", "POST", PATH, content_sha256="0" * 64)
+    return signed_headers(key or server.site.key, "site-a", "POST", PATH, content_sha256="0" * 64,
+                          host=url_host(server.url))
 
 
 def test_held_uploads_stage_no_byte_without_a_valid_request_signature(server, tmp_path):

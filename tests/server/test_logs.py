@@ -39,7 +39,7 @@ def test_json_lines_hold_the_request_fields_and_no_credential(captured_log, api,
     viewer, metrics = rotate_viewer_token(server_dir.path), rotate_metrics_token(server_dir.path)
     wrong, in_query = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     basic = base64.b64encode(f"someone:{viewer}".encode()).decode()
-    signed = signed_headers(site.key, "site-a", "GET", "/api/contributions")
+    signed = signed_headers(site.key, "site-a", "GET", "/api/contributions", host="testserver")
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     replies = [api.get("/api/institutions", headers=admin), api.get("/", headers={"Authorization": f"Basic {basic}"}),
                api.get("/metrics", headers={"Authorization": f"Bearer {metrics}"}),

@@ -27,7 +27,8 @@ from .conftest import contribution_file, stored, upload
 
 
 def _listed(client, site) -> list[str]:
-    reply = client.get("/api/contributions", headers=signed_headers(site.key, "site-a", "GET", "/api/contributions"))
+    headers = signed_headers(site.key, "site-a", "GET", "/api/contributions", host="testserver")
+    reply = client.get("/api/contributions", headers=headers)
     return [row["sha256"] for row in reply.json()]
 
 
@@ -164,7 +165,7 @@ def test_a_full_database_gives_507_and_leaves_no_payload_without_its_row(api, si
     try:
         replies = [upload(api, body, site.key),
                    api.get("/api/contributions", headers=signed_headers(site.key, "site-a", "GET",
-                                                                        "/api/contributions"))]
+                                                                        "/api/contributions", host="testserver"))]
         assert moved == []  # refused at the nonce, before the body was read
         full[:] = ["the contribution's row"]
         replies.append(upload(api, body, site.key))

@@ -14,9 +14,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi.testclient import TestClient
 
 from deidpool.contribution import container
-from deidpool.contribution.signed_requests import signed_headers
+from deidpool.contribution.signed_requests import CLIENT_VERSION, signed_headers
 from deidpool.representer import keys
 from deidpool.server.app import create_app
+from deidpool.server.auth import UNSIGNED
 from deidpool.server.database import Contribution
 
 from ..contribution.conftest import resigned
@@ -53,12 +54,12 @@ CASES = {
     # name: (how to make the body and headers, expected status, words of the message)
     "unknown institution": (lambda s, p: (contribution_file(p, s, institution="site-x",
                                                             signing_key=_other_institution_key()),
-                                          {"institution": "site-x"}), 401, "not registered"),
+                                          {"institution": "site-x"}), 401, "signed by a registered institution"),
     "header institution differs": (lambda s, p: (contribution_file(p, s, institution="site-b",
                                                                    signing_key=_other_institution_key()), {}), 401,
                                    "is not the"),
     "unregistered header institution": (lambda s, p: (contribution_file(p, s), {"institution": "site-b"}), 401,
-                                        "not registered"),
+                                        "signed by a registered institution"),
     "missing institution header": (lambda s, p: (contribution_file(p, s), {"institution": None}), 401, "missing"),
     "wrong signature": (lambda s, p: (contribution_file(p, s, signing_key=_other_institution_key()), {}), 401,
                         "signature"),
@@ -120,23 +121,27 @@ def test_an_upload_is_a_signed_request_and_an_unsigned_one_names_the_client_vers
     body = contribution_file(tmp_path / "a.dpc", site).read_bytes()
     digest = hashlib.sha256(body).hexdigest()
     before = stored(server_dir)
-    unsigned = api.post("/api/contributions", content=body, headers={  # what a client before 0.2.0 sends
+    unsigned = api.post("/api/contributions", content=body, headers={  # what a client before 0.2.0 sent
         "Content-Type": container.CONTENT_TYPE, "X-Deidpool-Institution": "site-a",
         "X-Deidpool-Content-SHA256": digest})
-    assert unsigned.status_code == 401 and "use deidpool 0.2.0 or later" in unsigned.json()["detail"]
-    signed = signed_headers(site.key, "site-a", "POST", "/api/contributions", content_sha256=digest)
+    assert unsigned.status_code == 401 and f"deidpool {CLIENT_VERSION} or later" in unsigned.json()["detail"]
+    signed = signed_headers(site.key, "site-a", "POST", "/api/contributions", content_sha256=digest, host="testserver")
     refused = {
         "signed by another key": upload(api, body, Ed25519PrivateKey.generate()),
         "signed for another body": api.post("/api/contributions", content=body, headers={
             **signed, "X-Deidpool-Content-SHA256": "0" * 64}),
         "signed as a listing": api.post("/api/contributions", content=body, headers={
-            **signed_headers(site.key, "site-a", "GET", "/api/contributions"), "X-Deidpool-Content-SHA256": digest}),
+            **signed_headers(site.key, "site-a", "GET", "/api/contributions", host="testserver"),
+            "X-Deidpool-Content-SHA256": digest}),
         "without the body's hash": api.post("/api/contributions", content=body, headers={
             key: value for key, value in signed.items() if key != "X-Deidpool-Content-SHA256"}),
+        "signed for another server": api.post("/api/contributions", content=body, headers=signed_headers(
+            site.key, "site-a", "POST", "/api/contributions", host="other-pool.example", content_sha256=digest)),
+        "timestamp past a float": api.post("/api/contributions", content=body, headers={
+            **signed, "X-Deidpool-Timestamp": "1" + "0" * 400}),
     }
     for name, reply in refused.items():
-        assert reply.status_code == 401, name
-    assert "signature does not verify" in refused["signed for another body"].json()["detail"]
+        assert (reply.status_code, reply.json()["detail"]) == (401, UNSIGNED), name
     assert stored(server_dir) == before
     assert api.post("/api/contributions", content=body, headers=signed).status_code == 201
     replay = api.post("/api/contributions", content=body, headers=signed)
@@ -161,7 +166,7 @@ def test_oversized_upload_gives_413_and_leaves_no_file(server_dir, key_files, pi
         declared = upload(client, body, key)
         assert declared.status_code == 413 and "2,000" in declared.json()["detail"]
         streamed = client.post("/api/contributions", content=iter([body[:1500], body[1500:]]),
-                               headers=signed_headers(key, "site-a", "POST", "/api/contributions",
+                               headers=signed_headers(key, "site-a", "POST", "/api/contributions", host="testserver",
                                                       content_sha256=hashlib.sha256(body).hexdigest()))
         assert streamed.status_code == 413
         assert stored(server_dir) == before
@@ -215,7 +220,7 @@ def test_concurrent_uploads_are_all_stored_once(api, site, server_dir, tmp_path)
 
 
 def _listing(api, key, institution="site-a", **options):
-    headers = signed_headers(key, institution, "GET", "/api/contributions", **options)
+    headers = signed_headers(key, institution, "GET", "/api/contributions", **options, host="testserver")
     return api.get("/api/contributions", headers=headers)
 
 
@@ -259,7 +264,7 @@ def test_an_institution_lists_its_own_contributions_with_signed_requests(api, si
     }
     for name, reply in refused.items():
         assert reply.status_code == 401, name
-    wrong_path = signed_headers(site.key, "site-a", "GET", "/api/runs")
+    wrong_path = signed_headers(site.key, "site-a", "GET", "/api/runs", host="testserver")
     assert api.get("/api/contributions", headers=wrong_path).status_code == 401
     assert json.dumps(mine.json()).find("BEGIN") == -1
 
