@@ -71,6 +71,7 @@ CONTENT_TYPE = "application/vnd.deidpool.contribution"  # a .dpc file's media ty
 SIGNATURE_CONTEXT = b"deidpool contribution header v1\n"
 CHUNK_BYTES = 1 << 20
 MAX_FRAME_BYTES = 64 << 20
+MAX_HEADER_BYTES = 1 << 20  # a header is read whole before any check: far more than a real one holds
 _FRAME = struct.Struct(">BI")
 _FOOTER = struct.Struct(">I8s")
 _SIGNATURE_BYTES = 64
@@ -182,7 +183,7 @@ class ContributionHeader:
         optional one may be absent), each of its type and range; the error names the field."""
         try:
             fields = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             fields = None
         if not isinstance(fields, dict) or "format_version" not in fields:
             raise ContributionError("the contribution header is malformed: not a JSON object with a format_version")
@@ -357,6 +358,9 @@ def _trailer(path: Path) -> tuple[int, bytes, bytes]:
             start = size - _FOOTER.size - _SIGNATURE_BYTES - length
             if end != END_MAGIC or start < len(MAGIC) + PUBLIC_KEY_BYTES:
                 raise ContributionError(f"{path} is truncated or not a contribution file")
+            if length > MAX_HEADER_BYTES:
+                raise ContributionError(f"{path}: the contribution header of {length:,} bytes exceeds the limit of "
+                                        f"{MAX_HEADER_BYTES:,} bytes")
             file.seek(start)
             header_bytes = file.read(length)
             return start, header_bytes, file.read(_SIGNATURE_BYTES)

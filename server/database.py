@@ -103,6 +103,7 @@ class Contribution(Base):
     # attacker's success on hidden PHI tokens, uniform, frequency and empirical prior) for queries
     neighbours: Mapped[int] = mapped_column(Integer)
     draws: Mapped[int] = mapped_column(Integer, default=1)  # copies of every sentence (the header's draws)
+    quarantined: Mapped[bool] = mapped_column(Boolean, default=False)  # the coordinator holds it out of runs
     bound_uniform: Mapped[float | None] = mapped_column(Float)
     bound_frequency: Mapped[float | None] = mapped_column(Float)
     bound_empirical: Mapped[float | None] = mapped_column(Float)

@@ -1,6 +1,6 @@
 """The server's data directory (docs/server.md, Data directory), its database URL, and its
-settings file `server.json` (`Settings`): provider key fingerprint, upload and request rate
-limits, and the hashes of the admin token, of the dashboard's viewer token and of the metrics
+settings file `server.json` (`Settings`): provider key fingerprint, upload, storage quota and
+request rate limits, and the hashes of the admin token, of the dashboard's viewer token and of the metrics
 token (Prometheus)."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ SETTINGS_FILE = "server.json"
 DATABASE_FILE = "deidpool.sqlite"
 DATABASE_URL_ENV = "DATABASE_URL"
 MAX_UPLOAD_BYTES = 512 << 20
+MAX_INSTITUTION_BYTES = 32 << 30  # all of one institution's stored contributions together
 MAX_AGE_SECONDS = 7 * 24 * 3600
 MIN_NEIGHBOURS = 10  # the least pseudonymization N an upload may declare (but under surrogates, without N)
 # The most draws of every sentence an upload may hold: each draw's fresh noise, averaged over the
@@ -105,6 +106,7 @@ class Settings(BaseModel):
     viewer_token_sha256: str | None = None  # until `deidpool server rotate-viewer-token` makes one
     metrics_token_sha256: str | None = None  # until `deidpool server rotate-metrics-token` makes one
     max_upload_bytes: PositiveInt = MAX_UPLOAD_BYTES
+    max_institution_bytes: PositiveInt = MAX_INSTITUTION_BYTES
     max_age_seconds: PositiveInt = MAX_AGE_SECONDS
     min_neighbours: PositiveInt = MIN_NEIGHBOURS
     max_draws: PositiveInt = MAX_DRAWS

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -78,6 +78,7 @@ def _store(state: ServerState, staged: StagedPayload, row: Contribution) -> None
     bytes does not count on a payload that is about to go."""
     moved = False
     with _STORING:
+        _check_quota(state, row)
         try:
             with state.sessions.begin() as session:
                 session.add(row)
@@ -87,6 +88,17 @@ def _store(state: ServerState, staged: StagedPayload, row: Contribution) -> None
             if moved and not _committed(state, row.sha256):
                 state.payloads.remove(row.sha256)
             raise
+
+
+def _check_quota(state: ServerState, row: Contribution) -> None:
+    """413 when `row` would take its institution past `max_institution_bytes` of stored contributions."""
+    quota = state.settings.max_institution_bytes
+    with state.sessions() as session:
+        used = session.scalar(select(func.coalesce(func.sum(Contribution.size_bytes), 0))
+                              .where(Contribution.institution_id == row.institution_id))
+    if used + row.size_bytes > quota:
+        raise Refused(413, f"institution {row.institution_id} stores {used:,} bytes of contributions; this one of "
+                           f"{row.size_bytes:,} bytes would exceed its quota of {quota:,} bytes (ask the coordinator)")
 
 
 def _committed(state: ServerState, sha256: str) -> bool:

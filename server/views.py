@@ -64,6 +64,7 @@ class ContributionView(BaseModel):
     neighbours: int = Field(description="The pseudonymization N of its signed header.")
     draws: int = Field(description="How many draws of every sentence it holds (its signed header).")
     reidentification_bound: dict[str, Any] | None
+    quarantined: bool = Field(description="Held out of training runs by the coordinator.")
 
 
 class EpochView(BaseModel):
@@ -130,7 +131,7 @@ def contribution_view(row: Contribution) -> ContributionView:
                             sentences=row.sentences, tokens=row.tokens, dim=row.dim, dtype=row.dtype,
                             size_bytes=row.size_bytes, created=_time(row.header_created),
                             received=_time(row.received), neighbours=row.neighbours, draws=row.draws,
-                            reidentification_bound=row.reidentification_bound)
+                            reidentification_bound=row.reidentification_bound, quarantined=row.quarantined)
 
 
 def epoch_views(epochs: list[RunEpoch]) -> list[EpochView]:

@@ -57,6 +57,27 @@ def enable(institution: Annotated[str, typer.Argument(help="Institution id.")], 
     typer.echo(f"enabled {institution}")
 
 
+@coordinator_app.command("contributions")
+def contributions(institution: Annotated[str, typer.Argument(help="Institution id.")], server: Server,
+                  token: Token) -> None:
+    """List an institution's stored contributions (metadata only), quarantined ones marked."""
+    with clean_errors(), ServerConnection(server, token) as connection:
+        rows = connection.call("GET", f"/api/contributions/of/{institution}")
+    for row in rows:
+        typer.echo(f"{row['sha256']}  {row['received']}  {row['sentences']:>7} sentences  {row['representer_id']}"
+                   + ("  QUARANTINED" if row["quarantined"] else ""))
+    typer.echo(f"{len(rows)} contributions")
+
+
+@coordinator_app.command("quarantine")
+def quarantine(sha256: Annotated[str, typer.Argument(help="The contribution's SHA-256.")], server: Server,
+               token: Token, release: bool = typer.Option(False, "--release", help="Let it back into runs.")) -> None:
+    """Hold a contribution out of the training runs queued from now on (or, with --release, let it back in)."""
+    with clean_errors(), ServerConnection(server, token) as connection:
+        connection.call("POST", f"/api/contributions/{sha256}/{'release' if release else 'quarantine'}")
+    typer.echo(f"{'released' if release else 'quarantined'} {sha256}")
+
+
 @coordinator_app.command("set-representer")
 def set_representer(bundle: Annotated[Path, typer.Argument(help="The provider-signed representer bundle (.tar).")],
                     server: Server, token: Token) -> None:
@@ -83,7 +104,8 @@ def start_run(
     lstm_units: int = typer.Option(128, "--lstm-units", min=1, max=1024,
                                    help="LSTM units per direction of each of the pooled tagger's two layers."),
 ) -> None:
-    """Queue a pooled training run over every contribution of the current representer; prints its id."""
+    """Queue a pooled training run over the contributions of the current representer (but those of disabled
+    institutions and those in quarantine); prints its id."""
     config = {"max_epochs": max_epochs, "patience": patience, "seed": seed, "valid_fraction": valid_fraction,
               "monitor": monitor, "lstm_units": lstm_units}
     with clean_errors(), ServerConnection(server, token) as connection:

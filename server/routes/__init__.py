@@ -15,4 +15,5 @@ from deidpool.server.routes import (
 )
 
 ROUTERS = (service.router, institutions.admin, representers.admin, representers.router, contributions.router,
+           contributions.admin,
            runs.admin, audits.admin, audits.router, pipelines.router, dashboard.router, metrics.router)

@@ -55,12 +55,13 @@ def validate(path, parties, **expected):
                                  **{"representer_ids": ["rep-1"], "dim": DIM, "num_tags": TAGS, **expected})
 
 
-def resigned(data: bytes, key, drop: tuple[str, ...] = (), **changes) -> bytes:
+def resigned(data: bytes, key, drop: tuple[str, ...] = (), raw_header: bytes | None = None, **changes) -> bytes:
     """The contribution file `data` with `changes` made to its header (and the fields `drop`
-    removed) and the header signed by `key`, ciphertext and nonce untouched: what an institution
-    that took another's file before its upload can make of it."""
+    removed; or the header replaced by the bytes `raw_header`) and the header signed by `key`,
+    ciphertext and nonce untouched: what an institution that took another's file before its
+    upload can make of it."""
     length = int.from_bytes(data[-12:-8], "big")  # footer: header length (>u4) | END_MAGIC (8)
     start = len(data) - 12 - 64 - length
     fields = {name: value for name, value in json.loads(data[start:start + length]).items() if name not in drop}
-    header = json.dumps({**fields, **changes}, sort_keys=True).encode()
+    header = raw_header if raw_header is not None else json.dumps({**fields, **changes}, sort_keys=True).encode()
     return data[:start] + header + key.sign(SIGNATURE_CONTEXT + header) + len(header).to_bytes(4, "big") + END_MAGIC

@@ -78,6 +78,13 @@ def test_coordinator_and_client_commands(served, key_files, pipeline_path, works
     assert upload(client, contribution_file(tmp_path / "a.dpc", site).read_bytes(), site.key).status_code == 201
     listing = run("client", "contributions", "--key", key_files.institution.private, admin=False)
     assert "1 contributions" in listing and site.representer in listing
+    (sha256,) = [row["sha256"] for row in client.get("/api/contributions/of/site-a",
+                                                     headers={"Authorization": f"Bearer {token}"}).json()]
+    assert f"quarantined {sha256}" in run("coordinator", "quarantine", sha256)
+    assert "QUARANTINED" in run("coordinator", "contributions", "site-a")
+    assert "quarantine" in run("coordinator", "start-run", code=2)
+    assert f"released {sha256}" in run("coordinator", "quarantine", sha256, "--release")
+    assert "QUARANTINED" not in run("coordinator", "contributions", "site-a")
 
     run_id = int(run("coordinator", "start-run", "--max-epochs", "2", "--seed", "3", "--monitor", "val_tag_f1",
                      "--lstm-units", "64").strip())

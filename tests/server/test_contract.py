@@ -76,7 +76,7 @@ def test_exactly_the_operations_that_need_credentials_declare_their_security_sch
     assert set(document["components"]["securitySchemes"]) == {"AdminToken", "MetricsToken", "Institution"}
     for label, operation in _operations(api.app).items():
         method, path = label.split(" ")
-        reply = api.request(method, path.format(run_id=1, institution="site-a"))
+        reply = api.request(method, path.format(run_id=1, institution="site-a", sha256="0" * 64))
         assert (reply.status_code == 401) == bool(operation.get("security")), f"{label}: {reply.status_code}"
 
 
@@ -128,6 +128,15 @@ def test_answered_statuses_are_declared(api, admin, site, server_dir, key_files,
     expect("POST /api/contributions", 422, upload(api, contribution_file(tmp_path / "b.dpc", site, neighbours=1)
                                                   .read_bytes(), site.key))
     expect("GET /api/contributions", 401, api.get("/api/contributions"))
+    stored_sha256 = hashlib.sha256(body).hexdigest()
+    expect("GET /api/contributions/of/{institution}", 200, api.get("/api/contributions/of/site-a", headers=admin))
+    expect("GET /api/contributions/of/{institution}", 404, api.get("/api/contributions/of/site-z", headers=admin))
+    expect("POST /api/contributions/{sha256}/quarantine", 404, api.post(f"/api/contributions/{'0' * 64}/quarantine",
+                                                                        headers=admin))
+    expect("POST /api/contributions/{sha256}/quarantine", 200, api.post(
+        f"/api/contributions/{stored_sha256}/quarantine", headers=admin))
+    expect("POST /api/contributions/{sha256}/release", 200, api.post(f"/api/contributions/{stored_sha256}/release",
+                                                                     headers=admin))
     expect("POST /api/runs", 401, api.post("/api/runs", json={}))
     expect("POST /api/runs", 422, api.post("/api/runs", headers=admin, json={"seed": -1}))
     expect("POST /api/runs", 413, api.post("/api/runs", headers=json_admin, content=big_json))

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi.testclient import TestClient
 
 from deidpool.contribution import container
+from deidpool.contribution.container import MAX_HEADER_BYTES
 from deidpool.contribution.signed_requests import CLIENT_VERSION, signed_headers
 from deidpool.representer import keys
 from deidpool.server.app import create_app
@@ -79,6 +80,12 @@ CASES = {
                            400, "format_version is 2"),
     "ill-typed header field": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, neighbours="100"),
                                              {}), 400, "neighbours must be a whole number >= 1, got '100'"),
+    "header nested past the parser": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key,
+                                                             raw_header=b"[" * 100_000 + b"]" * 100_000), {}),
+                                      400, "header is malformed"),
+    "header past its cap": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key,
+                                                   raw_header=b" " * (MAX_HEADER_BYTES + 1)), {}), 400,
+                            f"exceeds the limit of {MAX_HEADER_BYTES:,} bytes"),
 }
 
 
