@@ -156,7 +156,7 @@ def write_deidentified(documents: Iterable[Document], out: str | Path, fmt: str,
             yield document
 
     if fmt != "text":
-        write_corpus(counted(), out, fmt, **({"types": labels} if fmt == "brat" else {}))
+        write_corpus(counted(), out, fmt, replace=True, **({"types": labels} if fmt == "brat" else {}))
         return count
     rng = rng or random.SystemRandom()
     out = Path(out)

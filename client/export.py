@@ -33,12 +33,14 @@ from deidpool.adversary.bound import reidentification_bound
 from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.client.inference import apply_to_sentences, built_once, compile_representer
-from deidpool.client.safety_net import OFF, Flagged, SafetyNet
+from deidpool.client.patterns import patterns_for
+from deidpool.client.safety_net import Flagged, SafetyNet
 from deidpool.client.shuffle import MEMORY_BYTES, ExternalShuffle
 from deidpool.contribution.container import ContributionHeader, write_contribution
 from deidpool.contribution.records import encode_sentence, split_records
 from deidpool.corpus.document import Document
 from deidpool.corpus.errors import CorpusError
+from deidpool.corpus.formats import check_absent
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
 from deidpool.representer.bundle import Bundle
 from deidpool.representer.dataset import SentenceData
@@ -52,7 +54,7 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
                         institution: str, signing_key: Ed25519PrivateKey, server_key: X25519PublicKey,
                         neighbours: int = DEFAULT_NEIGHBOURS, scheme: str = EXPORT_SCHEME, dtype: str = "float16",
                         chunk_sentences: int = CHUNK_SENTENCES, memory_bytes: int = MEMORY_BYTES,
-                        rng: random.Random | None = None, language: str = "en", safety_net: SafetyNet = OFF,
+                        rng: random.Random | None = None, language: str = "en", safety_net: SafetyNet | None = None,
                         review: str | Path | None = None, progress: bool = True, draws: int = 1,
                         noise: bool = True) -> ContributionHeader:
     """Write the contribution of `documents` to `out` and return its header.
@@ -63,9 +65,10 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     but under "surrogates", where N does not apply), drawing from `rng` (default: the operating
     system's randomness; pass one only in tests). The header also gets the re-identification bound
     of these PHI tokens (`deidpool.adversary.bound`, its frequency prior in `language`, which is also
-    the language of "surrogates"). `safety_net` (`deidpool.client.safety_net.SafetyNet`; default off,
-    `client export` turns it on) flags the tokens no gold span covers that its finders take for
-    PHI: they are pseudonymized and bounded like gold PHI (their tags stay as annotated), counted
+    the language of "surrogates"). `safety_net` (`deidpool.client.safety_net.SafetyNet`; default
+    the pattern layer of `language`, to which `client export` adds the notes' PHI memory; `OFF` only
+    where an experiment needs the labels alone) flags the tokens no gold span covers that its
+    finders take for PHI: they are pseudonymized and bounded like gold PHI (their tags stay as annotated), counted
     in the header's `safety_net`, and the notes that hold them written to the BRAT folder `review`
     when given. Every sentence is exported `draws` times, each copy with fresh surrogates and fresh
     noise (recorded in the header; refused under "neighbours", whose draws all lie near the original,
@@ -76,6 +79,9 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     no command offers it.
     """
     check_draws(draws, scheme)
+    if review is not None:
+        check_absent(review)
+    safety_net = SafetyNet(patterns_for(language)) if safety_net is None else safety_net
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     pseudonymizer = Pseudonymizer(embeddings, neighbours, scheme, language)

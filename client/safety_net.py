@@ -125,7 +125,8 @@ class Flagged:
                 "categories": dict(sorted(self.categories.items()))}
 
     def write_review(self, folder: str | Path) -> None:
-        """The notes with flags as a BRAT folder (replacing `folder`; only the BRAT configuration
-        when none has a flag)."""
-        write_corpus(self.notes, folder, "brat")
+        """The notes with flags as a BRAT folder readable by its owner alone, at `folder` unless
+        something is there already (CorpusError: a reviewer's corrections are never replaced); only
+        the BRAT configuration when no note has a flag."""
+        write_corpus(self.notes, folder, "brat", private=True)
 

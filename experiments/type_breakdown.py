@@ -66,7 +66,7 @@ def found_documents(corpus: federation.Corpus, spec: str, seed: int, test: list)
         found = federation.pipeline_predictions(source, folder / "keys", {"test": test}, vectors)["test"]
     else:
         found = federation.predictions(folder, name, {"test": test}, vectors)["test"]
-    write_corpus(found, kept, "json")
+    write_corpus(found, kept, "json", replace=True)
     return found
 
 

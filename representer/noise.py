@@ -4,9 +4,13 @@ Unlike `keras.layers.GaussianNoise` the noise is drawn at inference too: a noisy
 the representer's defence against lookup-table attacks (METHOD.md, attack A2).
 """
 
+import secrets
+
 import keras
 import numpy as np
 from keras import ops
+
+SEED_BITS = 62  # the noise seed's entropy (a seed is a signed 64-bit integer)
 
 
 @keras.saving.register_keras_serializable(package="deidpool")
@@ -26,8 +30,9 @@ class TrainableGaussianNoise(keras.layers.Layer):
         deterministic: when True the layer is the identity. For tests only: an exporting
             client must keep it False (see `set_deterministic`).
 
-    The noise is seeded from Keras' default seed (Python's `random`), never from the
-    config, so two loads of one saved model draw different noise.
+    The noise is seeded from the operating system's randomness (62 bits), never from the config
+    nor from Python's `random` (Keras' default, which a process that seeds `random` would make
+    replayable), so two loads of one saved model draw different noise whatever the process seeded.
     """
 
     def __init__(self, initial_stddev=0.1, min_stddev=0.0, deterministic=False, **kwargs):
@@ -40,7 +45,7 @@ class TrainableGaussianNoise(keras.layers.Layer):
         self.min_stddev = float(min_stddev)
         self.deterministic = bool(deterministic)
         self.supports_masking = True
-        self.seed_generator = keras.random.SeedGenerator()
+        self.seed_generator = keras.random.SeedGenerator(seed=secrets.randbits(SEED_BITS))
 
     def build(self, input_shape):
         self.log_stddev = self.add_weight(

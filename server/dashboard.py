@@ -10,6 +10,7 @@ error messages or worker ids (the viewer token may be given to more people than 
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -47,7 +48,7 @@ def _institutions(session: Session) -> list[dict]:
 def _contributions(session: Session) -> list[dict]:
     """Per institution and representer: files, sentences, tokens, bytes, the least
     pseudonymization N and the highest re-identification bounds (frequency and empirical prior)
-    of its files."""
+    of its files, and how many of them ran no safety net or are in quarantine."""
     rows = session.execute(
         select(Contribution.institution_id, Contribution.representer_id, func.count(),
                func.sum(Contribution.sentences), func.sum(Contribution.tokens), func.sum(Contribution.size_bytes),
@@ -55,9 +56,16 @@ def _contributions(session: Session) -> list[dict]:
                func.max(Contribution.bound_empirical))
         .group_by(Contribution.institution_id, Contribution.representer_id)
         .order_by(Contribution.institution_id, Contribution.representer_id)).all()
+    unguarded, quarantined = Counter(), Counter()
+    for institution, representer, safety_net, held in session.execute(select(
+            Contribution.institution_id, Contribution.representer_id, Contribution.safety_net,
+            Contribution.quarantined)):
+        unguarded[institution, representer] += not (safety_net or {}).get("finders")
+        quarantined[institution, representer] += held
     return [{"institution": institution, "representer": representer, "files": files, "sentences": int(sentences),
              "tokens": int(tokens), "bytes": int(size), "neighbours": neighbours, "bound_frequency": frequency,
-             "bound_empirical": empirical}
+             "bound_empirical": empirical, "without_safety_net": unguarded[institution, representer],
+             "quarantined": quarantined[institution, representer]}
             for institution, representer, files, sentences, tokens, size, neighbours, frequency, empirical in rows]
 
 

@@ -104,6 +104,7 @@ class Contribution(Base):
     neighbours: Mapped[int] = mapped_column(Integer)
     draws: Mapped[int] = mapped_column(Integer, default=1)  # copies of every sentence (the header's draws)
     quarantined: Mapped[bool] = mapped_column(Boolean, default=False)  # the coordinator holds it out of runs
+    safety_net: Mapped[dict | None] = mapped_column(JSON)  # the header's: finders and flagged tokens ({}: none ran)
     bound_uniform: Mapped[float | None] = mapped_column(Float)
     bound_frequency: Mapped[float | None] = mapped_column(Float)
     bound_empirical: Mapped[float | None] = mapped_column(Float)

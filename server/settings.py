@@ -110,6 +110,7 @@ class Settings(BaseModel):
     max_age_seconds: PositiveInt = MAX_AGE_SECONDS
     min_neighbours: PositiveInt = MIN_NEIGHBOURS
     max_draws: PositiveInt = MAX_DRAWS
+    require_safety_net: bool = False  # refuse contributions whose export ran no safety net
     institution_requests_per_minute: PositiveInt = INSTITUTION_REQUESTS_PER_MINUTE
     institution_request_burst: PositiveInt = INSTITUTION_REQUEST_BURST
     address_requests_per_minute: PositiveInt = ADDRESS_REQUESTS_PER_MINUTE

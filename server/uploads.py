@@ -55,6 +55,9 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
     if header.draws > state.settings.max_draws:
         raise Refused(422, f"the contribution holds {header.draws} draws of every sentence; this server accepts at "
                            f"most {state.settings.max_draws} (re-export with --draws)")
+    if state.settings.require_safety_net and not header.safety_net.get("finders"):
+        raise Refused(422, "the contribution was exported without the safety net for unlabeled PHI; this server "
+                           "requires it (re-export without --safety-net off)")
     created = _check_created(header.created, state.settings.max_age_seconds)
     if current is None:
         raise Refused(422, "the server has no current representer to accept contributions for")
@@ -137,7 +140,7 @@ def _row(header, sha256: str, size: int, created: datetime) -> Contribution:
     return Contribution(sha256=sha256, institution_id=header.institution, representer_id=header.representer_id,
                         nonce=header.nonce, sentences=header.sentences, tokens=header.tokens, dim=header.dim,
                         dtype=header.dtype, size_bytes=size, header_created=created, neighbours=header.neighbours,
-                        draws=header.draws,
+                        draws=header.draws, safety_net=header.safety_net,
                         reidentification_bound=header.reidentification_bound,
                         **_bound_means(header.reidentification_bound))
 

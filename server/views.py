@@ -65,6 +65,8 @@ class ContributionView(BaseModel):
     draws: int = Field(description="How many draws of every sentence it holds (its signed header).")
     reidentification_bound: dict[str, Any] | None
     quarantined: bool = Field(description="Held out of training runs by the coordinator.")
+    safety_net: dict[str, Any] | None = Field(description="What the export's safety net for unlabeled PHI ran and "
+                                                          "flagged (its signed header's; {}: it did not run).")
 
 
 class EpochView(BaseModel):
@@ -131,7 +133,8 @@ def contribution_view(row: Contribution) -> ContributionView:
                             sentences=row.sentences, tokens=row.tokens, dim=row.dim, dtype=row.dtype,
                             size_bytes=row.size_bytes, created=_time(row.header_created),
                             received=_time(row.received), neighbours=row.neighbours, draws=row.draws,
-                            reidentification_bound=row.reidentification_bound, quarantined=row.quarantined)
+                            reidentification_bound=row.reidentification_bound, quarantined=row.quarantined,
+                            safety_net=row.safety_net)
 
 
 def epoch_views(epochs: list[RunEpoch]) -> list[EpochView]:

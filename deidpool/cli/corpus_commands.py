@@ -63,7 +63,7 @@ def synth(
 
     with clean_errors():
         documents = list(generate_documents(notes, seed=seed))
-        write_corpus(documents, out, fmt)
+        write_corpus(documents, out, fmt, replace=True)
     typer.echo(f"wrote {len(documents)} documents, {sum(len(d.spans) for d in documents)} spans to {out}")
 
 
@@ -80,7 +80,7 @@ def convert(
     """Convert annotated notes from one format to another."""
     with clean_errors():
         documents = read_corpus(source, from_format, split=split, strict=strict)
-        write_corpus(documents, out, to_format)
+        write_corpus(documents, out, to_format, replace=True)
     typer.echo(f"wrote {len(documents)} documents, {sum(len(d.spans) for d in documents)} spans to {out} ({to_format})")
 
 

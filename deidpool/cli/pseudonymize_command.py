@@ -24,7 +24,10 @@ def pseudonymize(
                                    help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
     split: str | None = typer.Option(None, "--split", help="Read only this named split (the nearest "
                                                         "splits.json: PhysioNet, MEDDOCAN)."),
-    seed: int = typer.Option(0, "--seed", help="Random seed of the replacements."),
+    seed: int | None = typer.Option(None, "--seed", help="Draw the replacements from this seed instead of the "
+                                                       "operating system's randomness: for tests only, as anyone "
+                                                       "who knows or guesses the seed replays the draws and learns "
+                                                       "the originals a redraw skipped."),
     pseudonymization: str = typer.Option(EXPORT_SCHEME, "--pseudonymization",
                                          help="surrogates, groups or neighbours (the paper's baseline), as `client "
                                               "export --pseudonymization`; N does not apply to surrogates."),
@@ -49,10 +52,14 @@ def pseudonymize(
         pseudonymizer = Pseudonymizer(vectors, neighbours, pseudonymization, language)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--language") from None
-    rng = random.Random(seed)
+    if seed is None:
+        rng = random.SystemRandom()
+    else:
+        typer.echo(f"warning: --seed {seed} makes the replacements replayable; never share this output", err=True)
+        rng = random.Random(seed)
     with clean_errors():
         documents = [pseudonymizer.document(d, rng)
                      for d in progress_bar(iter_corpus(source, fmt, split=split), desc="pseudonymizing", unit="doc")]
-        write_corpus(documents, out, to_format or fmt)
+        write_corpus(documents, out, to_format or fmt, replace=True)
     among = "surrogates" if pseudonymization == "surrogates" else f"N={neighbours} {pseudonymization}"
     typer.echo(f"wrote {len(documents)} pseudonymized documents ({among}) to {out}")

@@ -109,5 +109,5 @@ def predict(
     with clean_errors():
         documents = read_corpus(notes, fmt, split=split)
         predicted = predict(documents)
-        write_corpus(predicted, out, out_format or fmt)
+        write_corpus(predicted, out, out_format or fmt, replace=True)
     typer.echo(f"wrote {sum(len(d.spans) for d in predicted)} predicted spans in {len(predicted)} documents to {out}")

@@ -85,6 +85,32 @@ def test_pseudonymize_command_writes_a_valid_corpus_in_another_format(tmp_path):
     assert "zqx" not in doc.text and doc.text.startswith("Seen ") and doc.text.endswith(".")
 
 
+def test_pseudonymize_draws_from_the_operating_system_and_no_small_seed_replays_it(tmp_path, monkeypatch, embeddings):
+    """Without --seed the draws cannot be replayed: two runs differ, and no seed an attacker would
+    try first gives the same output (each redraw would give an original away); --seed warns."""
+    from typer.testing import CliRunner
+
+    from deidpool.cli import app
+    from deidpool.corpus.formats import read_corpus, write_corpus
+
+    monkeypatch.setattr("deidpool.representer.embeddings.load_embeddings", lambda spec: embeddings)
+    write_corpus([DOC], tmp_path / "in", "i2b2")
+
+    def run(out: str, *options: str) -> tuple[str, str]:
+        result = CliRunner().invoke(app, ["pseudonymize", str(tmp_path / "in"), str(tmp_path / out), "--format",
+                                          "i2b2", *options])
+        assert result.exit_code == 0, result.output
+        return read_corpus(tmp_path / out, "i2b2")[0].text, result.output
+
+    (first, said), (second, _) = run("a"), run("b")
+    assert first != second and "warning" not in said
+    pseudonymizer = Pseudonymizer(embeddings, 100, "surrogates", "en")
+    replays = {pseudonymizer.document(DOC, random.Random(seed)).text for seed in range(200)}
+    assert first not in replays and second not in replays
+    seeded, said = run("c", "--seed", "7")
+    assert "replayable" in said and seeded == pseudonymizer.document(DOC, random.Random(7)).text
+
+
 def test_pseudonymize_command_draws_surrogates(tmp_path, monkeypatch, embeddings):
     from typer.testing import CliRunner
 

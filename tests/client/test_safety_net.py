@@ -103,9 +103,9 @@ def test_the_review_folder_holds_gold_and_flagged_spans_and_reads_back_as_traini
         ("Przybylo", "DOCTOR"), ("03/14/2093", "DATE"), ("John", "PATIENT"), ("Smith", "PATIENT")]
     # exported as it reads back (a reviewer found no false flag), the flags are labeled PHI now
     assert sum(tag != "O" for s in prepare_document(reviewed) for tag in s.tags) == 8
-    header = _export([reviewed], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc")
+    header = _export([reviewed], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc")  # the default safety net
     assert header.reidentification_bound["overall"]["occurrences"] == 8
-    assert header.safety_net == {"finders": [], "flagged_tokens": 0, "categories": {}}
+    assert header.safety_net == {"finders": ["patterns"], "flagged_tokens": 0, "categories": {}}
 
 
 def test_labeled_phi_is_not_flagged_and_off_flags_nothing(tmp_path, embedded, pipeline, embeddings, loaded_keys):
@@ -153,7 +153,13 @@ def test_client_export_safety_net_modes(tmp_path, pipeline_path, key_files, note
     # the memory of the notes (John, Smith: labeled wherever they occur) flags nothing more here
     assert "safety net (patterns, memory): 8 unlabeled tokens flagged (DATE 6, NAME 2)" in result.output
     assert len(read_corpus(tmp_path / "a.review", "brat")) == 2
+    assert {path.stat().st_mode & 0o777 for path in [tmp_path / "a.review", *(tmp_path / "a.review").iterdir()]} \
+        <= {0o700, 0o600}  # notes with PHI: the owner's alone
     assert verify_contribution(tmp_path / "a.dpc", loaded_keys.institution_public).safety_net["flagged_tokens"] == 8
+    reviewed = {path.name: path.read_bytes() for path in (tmp_path / "a.review").iterdir()}
+    again = _cli_export(pipeline_path, key_files, notes, tmp_path / "a2.dpc", "--review", tmp_path / "a.review")
+    assert again.exit_code == 2 and "refusing to replace" in again.output and not (tmp_path / "a2.dpc").exists()
+    assert {path.name: path.read_bytes() for path in (tmp_path / "a.review").iterdir()} == reviewed
 
     result = _cli_export(pipeline_path, key_files, notes, tmp_path / "b.dpc", "--safety-net", "review",
                          "--review", tmp_path / "checked")

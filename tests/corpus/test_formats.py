@@ -426,9 +426,29 @@ def test_failed_write_leaves_existing_output_untouched(tmp_path):
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     for fmt, bad in [("brat", [DOCUMENTS[0], DOCUMENTS[0]]), ("physionet", [DOCUMENTS[0], Document("x", "y")])]:
         with pytest.raises(CorpusError):
-            write_corpus(bad, out, fmt)
+            write_corpus(bad, out, fmt, replace=True)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_what_is_at_the_output_path_is_replaced_only_when_the_caller_says_so(tmp_path):
+    notes = tmp_path / "notes"
+    write_corpus(DOCUMENTS, notes, "brat")
+    before = {p.name: p.read_bytes() for p in notes.iterdir()}
+    with pytest.raises(CorpusError, match="refusing to replace") as refused:
+        write_corpus(DOCUMENTS[:1], notes, "brat")
+    assert str(notes) in str(refused.value)
+    assert {p.name: p.read_bytes() for p in notes.iterdir()} == before
+    (tmp_path / "empty").mkdir()
+    write_corpus(DOCUMENTS[:1], tmp_path / "empty", "brat")  # an empty folder holds nothing to lose
+    write_corpus(DOCUMENTS[:1], notes, "brat", replace=True)
+    assert {p.name for p in notes.iterdir()} < set(before)
+
+
+def test_a_private_output_is_readable_by_its_owner_alone(tmp_path):
+    write_corpus(DOCUMENTS, tmp_path / "review", "brat", private=True)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in [tmp_path / "review", *(tmp_path / "review").rglob("*")]}
+    assert modes.pop("review") == 0o700 and set(modes.values()) == {0o600}
 
 
 def test_cli_convert_writes_and_reports_counts(tmp_path):

@@ -131,3 +131,16 @@ def test_a_noise_free_copy_has_the_weights_and_no_noise_and_leaves_the_original_
     assert not np.allclose(_numpy(model(inputs)), _numpy(model(inputs)))
     set_deterministic(model, True)
     np.testing.assert_allclose(_numpy(model(inputs)), first, atol=1e-6)
+
+
+def test_seeding_pythons_random_does_not_make_the_noise_replayable():
+    """A process that seeds `random` (an experiment, the demo) still draws unforeseeable noise: the
+    layer's seed comes from the operating system (Keras' default would come from `random`)."""
+    import random
+
+    x = _inputs()
+    draws = []
+    for _ in range(2):
+        random.seed(0)
+        draws.append(_numpy(TrainableGaussianNoise(0.5)(x)))
+    assert not np.allclose(*draws)

@@ -1,5 +1,5 @@
 """What a training run trains on: contributions of enabled institutions that the coordinator has
-not quarantined; and each institution's storage quota."""
+not quarantined; each institution's storage quota; the safety net recorded, shown and required."""
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -61,3 +61,23 @@ def test_an_upload_past_the_institutions_quota_gets_413_and_stores_nothing(serve
         reply = upload(api, second, site.key)
         assert reply.status_code == 413 and "quota" in reply.json()["detail"]
         assert stored(server_dir) == before
+
+
+def test_the_safety_net_is_recorded_shown_and_can_be_required(server_dir, admin, site, tmp_path):
+    netted = {"finders": ["patterns", "memory"], "flagged_tokens": 3, "categories": {"DATE": 3}}
+    without = contribution_file(tmp_path / "a.dpc", site, seed=0).read_bytes()
+    guarded = contribution_file(tmp_path / "b.dpc", site, seed=1, safety_net=netted).read_bytes()
+    set_limits(server_dir, require_safety_net=True)
+    with TestClient(create_app(server_dir.path)) as api:
+        before = stored(server_dir)
+        refused = upload(api, without, site.key)
+        assert refused.status_code == 422 and "safety net" in refused.json()["detail"]
+        assert stored(server_dir) == before
+        assert upload(api, guarded, site.key).json()["safety_net"] == netted
+    set_limits(server_dir, require_safety_net=False)
+    with TestClient(create_app(server_dir.path)) as api:
+        assert upload(api, without, site.key).status_code == 201
+        listed = api.get("/api/contributions/of/site-a", headers=admin).json()
+        assert sorted(bool(row["safety_net"]) for row in listed) == [False, True]
+        page = api.get("/", headers=admin).text
+    assert "without safety net" in page
