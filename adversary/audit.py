@@ -1,4 +1,4 @@
-"""Privacy audits of a frozen representer (METHOD.md, Evaluation): fresh and continued
+"""Privacy audits of a frozen representer (docs/method.md, Evaluation): fresh and continued
 adversaries, inversion (A1) and lookup (A2) attacks, each also run on the positive controls
 (raw embeddings, the representer after P1), the partner-only floor (an adversary that reads
 only the partner text the target shares and must stay at chance), with a verdict and a

@@ -1,4 +1,4 @@
-"""The re-identification bound of pseudonymize-then-represent at export (METHOD.md, "Beyond
+"""The re-identification bound of pseudonymize-then-represent at export (docs/method.md, "Beyond
 the paper"): how well the best possible attacker recovers a PHI token from its surrogate.
 
 Every gold PHI token o of an export becomes a uniform draw s from its candidates C(o)

@@ -1,9 +1,9 @@
-"""The two sequence-pair adversaries of METHOD.md (T1: the original's embeddings vs. the partner's
+"""The two sequence-pair adversaries of docs/method.md (T1: the original's embeddings vs. the partner's
 representation, T2: two representations), their averaged output, the partner-only probe that
 audits use as a floor, and the adversary loss L_adv on a batch of pairs.
 
 Each adversary comes in two designs. PAPER, the one training uses: the final states of the
-BiLSTM's two directions, T2 reading [r, r', cos(r, r')] per token (METHOD.md). POOLED, the one
+BiLSTM's two directions, T2 reading [r, r', cos(r, r')] per token (docs/method.md). POOLED, the one
 audits attack with: the max and the mean over time of the BiLSTM's outputs, T2 also reading
 |r - r'| and r * r'. A fake pair differs in one token; the max over time sees that token's
 outputs wherever it sits, and the element-wise features hand T2 the difference itself. On the

@@ -1,4 +1,4 @@
-"""Real and fake sentence pairs for the adversaries (METHOD.md, Two adversaries): a PHI
+"""Real and fake sentence pairs for the adversaries (docs/method.md, Two adversaries): a PHI
 sentence with itself, or with one PHI token replaced by a pseudonym (an embedding neighbour,
 or a surrogate number), drawn fresh for every epoch and served as length-bucketed, padded
 `tf.data` batches."""

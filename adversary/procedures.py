@@ -1,4 +1,4 @@
-"""Adversarial training of a representer (METHOD.md, Training): the three phases of Feutry et
+"""Adversarial training of a representer (docs/method.md, Training): the three phases of Feutry et
 al. (2018) and the DANN comparison as `TrainingProcedure`s, and the drivers that run them."""
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ class AdversaryTraining(_Procedure):
 
 class _JointProcedure(_Procedure):
     """A procedure over representer, tagger and adversaries on `AdversarialData`. Its best
-    epoch is picked by `selection` (`SELECTIONS`): "loss", METHOD.md's validation `loss`
+    epoch is picked by `selection` (`SELECTIONS`): "loss", docs/method.md's validation `loss`
     (L_deid + lambda * penalty), or "f1", the same with 1 - PHI F1 in place of L_deid
     (`f1_loss`), since the weighted CRF likelihood on the few validation notes keeps rising
     while F1 still improves."""
@@ -308,7 +308,7 @@ class _JointProcedure(_Procedure):
         return metrics
 
 
-# How P1, P3 and DANN pick their best epoch: "loss" as METHOD.md says (validation L_deid, plus
+# How P1, P3 and DANN pick their best epoch: "loss" as docs/method.md says (validation L_deid, plus
 # lambda * penalty in P3 and DANN), or "f1" (validation PHI F1 in place of L_deid).
 SELECTIONS = tuple(_JointProcedure.monitors)
 

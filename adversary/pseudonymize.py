@@ -1,4 +1,4 @@
-"""Automatic word-level pseudonymization (METHOD.md): a PHI token becomes a uniform draw from
+"""Automatic word-level pseudonymization (docs/method.md): a PHI token becomes a uniform draw from
 its candidates (`Pseudonymizer.candidates`), which are its N nearest embedding neighbours
 (itself included) for a word and plausible surrogates of the same shape for a number. Every
 token with a letter or a digit is replaced, function words included; only punctuation stays. A

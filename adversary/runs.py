@@ -24,7 +24,7 @@ LABELS = {"source_type": lambda span: span.source_type, "type": lambda span: spa
 
 @dataclass(frozen=True)
 class AdversarialSettings:
-    """Sizes and budgets of an adversarial run (defaults: METHOD.md's reference values)."""
+    """Sizes and budgets of an adversarial run (defaults: docs/method.md's reference values)."""
 
     neighbours: int = 100
     repr_size: int = 50

@@ -1,4 +1,4 @@
-"""Reading an audit (METHOD.md, Evaluation): an attack's held-out success rate with its Wilson
+"""Reading an audit (docs/method.md, Evaluation): an attack's held-out success rate with its Wilson
 interval (on the effective trials when its answers cluster by sentence) and whether it is
 consistent with chance, the thresholds and verdicts every audit uses, and what a report's path
 names. No ML framework: the server and result tables read these."""

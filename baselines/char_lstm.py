@@ -2,7 +2,7 @@
 embedding joined with a character BiLSTM encoding of its spelling (character embedding 25,
 character LSTM 25 units per direction), then dropout, a token BiLSTM (100 units per direction),
 per-tag scores and the CRF of `deidpool.representer.crf`. It is non-private by design: character
-features carry spellings, which the shared representation leaves out (METHOD.md, Inputs).
+features carry spellings, which the shared representation leaves out (docs/method.md, Inputs).
 
 It trains with the tagger's procedure (`TaggerTraining`: Nadam, class weights, early stopping
 in `run_training`) on `SentenceData` whose feature rows are [word embedding | character ids].

@@ -3,7 +3,7 @@ pseudonymize every gold PHI token, embed, represent with the bundle's represente
 shuffle across all documents, then encrypt and sign; memory stays bounded by the chunk size
 and the shuffle's memory budget (and the notes the safety net flags, kept for its review folder).
 
-Pseudonymize-then-represent (METHOD.md): no PHI token reaches the representer. Each is
+Pseudonymize-then-represent (docs/method.md): no PHI token reaches the representer. Each is
 replaced under the export's scheme (by default a realistic surrogate of its type and shape
 that does not depend on it; or a draw from its group of near embedding neighbours, numbers by
 plausible surrogates of the same shape and range), fresh for every occurrence and every

@@ -1,4 +1,4 @@
-"""The export's safety net for PHI the labels miss (METHOD.md, "Beyond the paper"): a token no
+"""The export's safety net for PHI the labels miss (docs/method.md, "Beyond the paper"): a token no
 gold span covers reaches the representer as it is, so before an export the client looks for PHI
 in each labeled note's raw text, with the pattern layer (`deidpool.client.patterns`) always and a
 published pipeline's tagger (`deidpool.client.deidentify.find_phi`) when the institution has one,

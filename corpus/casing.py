@@ -1,5 +1,5 @@
 """The 7-way casing feature of Reimers & Gurevych (2017) that the tagger receives beside the
-representation (METHOD.md, Inputs). There is no padding class: padding is masked later.
+representation (docs/method.md, Inputs). There is no padding class: padding is masked later.
 Tokens of `deidpool.corpus.tokenize` are all letters, all digits or one symbol, so mainly_numeric and
 contains_digit occur only for text from elsewhere; they stay for the reference's 7 classes."""
 

@@ -1,4 +1,4 @@
-"""Sentence splitting for clinical notes (METHOD.md, Inputs): ordinary sentence ends plus
+"""Sentence splitting for clinical notes (docs/method.md, Inputs): ordinary sentence ends plus
 breaks at blank lines, list items, section headers and separator runs, with a hard cap on
 sentence length.
 

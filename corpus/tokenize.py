@@ -1,4 +1,4 @@
-"""Aggressive tokenization with character offsets (METHOD.md, Inputs): a token is a run of
+"""Aggressive tokenization with character offsets (docs/method.md, Inputs): a token is a run of
 letters, a run of digits, or one single other non-space character, so "25yo" -> "25", "yo"
 and "09/14/2067CPT" -> "09", "/", "14", "/", "2067", "CPT"."""
 

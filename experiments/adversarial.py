@@ -14,7 +14,7 @@ its checkpoints, so an interrupted script continues where it stopped.
         [--train-splits provider ...] [--lam 10] [--output-noise 1.0]
 
 A non-default --lam, --output-noise (the initial std of the representer's output noise) or
---selection f1 (best epochs by validation PHI F1, not METHOD.md's validation loss) is part of
+--selection f1 (best epochs by validation PHI F1, not docs/method.md's validation loss) is part of
 the configuration's name, e.g. "three-phase N=100, lambda 10".
 
 Small budget (a check that everything runs, not results): --pretrain-epochs 1 --max-epochs 1
@@ -361,7 +361,7 @@ def main() -> None:
     parser.add_argument("--train-splits", nargs="+", choices=TRAIN_SPLITS, default=list(TRAIN_SPLITS),
                         help="PhysioNet splits to train on (validation: 10%% of their patients)")
     parser.add_argument("--selection", choices=SELECTIONS, default="loss",
-                        help="how P1, P3 and DANN pick their best epoch: validation loss (METHOD.md) or PHI F1")
+                        help="how P1, P3 and DANN pick their best epoch: validation loss (docs/method.md) or PHI F1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results-name", default="adversarial", help="stem of the result files")
     parser.add_argument("--report-only", action="store_true", help="rebuild the table and plots from the JSON")

@@ -16,18 +16,18 @@ its representer; its headline score is entity strict F1 on the source types (the
 script's measure), PhysioNet's the official i2b2 2014 token HIPAA F1. Every row also carries
 the other.
 
-Budgets default to METHOD.md's reference: P1 and P2 up to 20 epochs (patience 5), P3 up to 40
+Budgets default to docs/method.md's reference: P1 and P2 up to 20 epochs (patience 5), P3 up to 40
 (patience 10), taggers up to 25 epochs (early stopping on the validation loss, patience 5), audits
 20 epochs; smaller ones (--p1 4 --p3 2 ...) check that everything runs. With --time-budget the
 process stops after the last epoch that fits and exits 75; a rerun resumes from the checkpoints.
 --selection f1 picks the representer's best P1 and P3 epochs by validation PHI F1 instead of
-METHOD.md's validation loss (adversary.procedures.SELECTIONS); every tagger stops on its
+docs/method.md's validation loss (adversary.procedures.SELECTIONS); every tagger stops on its
 validation loss unless --monitor says otherwise (val_f1: the validation PHI F1 of the runs before
 it was an option, whose budgets name no monitor; another one is recorded in the seed's budget).
 --skip leaves stages 4-5's named taggers, the growth curve's smaller pools or the audit out; a later
 run without it adds them. --pooled-units sizes the server's pooled taggers (128, the server's
 default; another size is recorded in the seed's budget). --repr-size, --representer-units, --input-noise and
---output-noise change the representer (METHOD.md's d, its BiLSTM's units per direction and the
+--output-noise change the representer (docs/method.md's d, its BiLSTM's units per direction and the
 initial std of its input and output noise per dimension; at d = 300, an output noise of 0.0202
 keeps the default's noise-to-signal ratio of 0.35), recorded in the seed's budget when not the
 default.
@@ -599,9 +599,9 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
                        if value != DEFAULTS_NOW[key])
              + f"--results-name {results_name}" + (f" --against {shlex.quote(against)}" if against else "") + "`.",
              f"Budgets (2-core CPU machine): representer P1 and P2 up to {budget['p1']} epochs each (patience "
-             f"{budget['p1_patience']}), P3 up to {budget['p3']} (patience {budget['p3_patience']}; METHOD.md's "
+             f"{budget['p1_patience']}), P3 up to {budget['p3']} (patience {budget['p3_patience']}; docs/method.md's "
              "reference: 20/20/40, patience 5/5/10), their best epochs picked by validation "
-             f"{'PHI F1' if budget['selection'] == 'f1' else 'loss (METHOD.md)'}; taggers at most "
+             f"{'PHI F1' if budget['selection'] == 'f1' else 'loss (docs/method.md)'}; taggers at most "
              f"{budget['tagger_epochs']} epochs, patience {budget['patience']}, each stopping on and keeping its best "
              f"validation {MONITOR_TITLES[budget.get('monitor', 'val_f1')]}; audit {budget['audit_epochs']} epochs.\n",
              "| tagger | scored on | " + titled(corpus, score_header()) + " |",
@@ -767,7 +767,7 @@ def main() -> None:
     parser.add_argument("--patience", type=int, default=5, help="the taggers' early-stopping patience")
     parser.add_argument("--audit-epochs", type=int, default=20)
     parser.add_argument("--selection", choices=SELECTIONS, default="loss",
-                        help="how P1 and P3 pick their best epoch: validation loss (METHOD.md) or PHI F1")
+                        help="how P1 and P3 pick their best epoch: validation loss (docs/method.md) or PHI F1")
     parser.add_argument("--monitor", choices=MONITORS, default=DEFAULTS_NOW["monitor"],
                         help="what every tagger's early stopping and epoch choice watch (validation loss, as the "
                              "server's pooled runs; PHI F1, the runs before it was an option; exact-tag F1)")
@@ -775,9 +775,9 @@ def main() -> None:
                         help="LSTM units per direction of the server's pooled taggers (the server's default, "
                              "server.pooled.POOLED_UNITS)")
     parser.add_argument("--repr-size", type=int, default=DEFAULTS_NOW["repr_size"],
-                        help="the representation size d (METHOD.md evaluates 50, 100, 300)")
+                        help="the representation size d (docs/method.md evaluates 50, 100, 300)")
     parser.add_argument("--representer-units", type=int, default=DEFAULTS_NOW["representer_units"],
-                        help="LSTM units per direction of the representer's BiLSTM (METHOD.md: 128)")
+                        help="LSTM units per direction of the representer's BiLSTM (docs/method.md: 128)")
     parser.add_argument("--input-noise", type=float, default=DEFAULTS_NOW["input_noise"],
                         help="initial std of the representer's input noise per dimension (default: the "
                              "representer's own)")

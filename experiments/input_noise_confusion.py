@@ -1,6 +1,6 @@
 """How much of a word's identity does the representer's input noise leave, per embedding? (issue
 #36: where the MEDDOCAN exports lose.) The representer adds Gaussian noise of std s per dimension
-to every input embedding before its BiLSTM reads it (METHOD.md); s starts at 0.1, a level set for
+to every input embedding before its BiLSTM reads it (docs/method.md); s starts at 0.1, a level set for
 GloVe 6B 50d, and training moves it little (0.09-0.095 after the short MEDDOCAN budget). The same s
 on embeddings of another scale hides more or less of each word. For the tokens of the provider's
 notes, drawn as often as they occur: the share whose noisy vector still lies nearest its own word's

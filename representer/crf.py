@@ -1,4 +1,4 @@
-"""Linear-chain CRF for the de-id tagger (METHOD.md, Components: Tagger): log-likelihood by the
+"""Linear-chain CRF for the de-id tagger (docs/method.md, Components: Tagger): log-likelihood by the
 forward algorithm in log space, Viterbi decoding, and the mean negative log-likelihood loss."""
 
 import keras

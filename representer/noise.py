@@ -1,7 +1,7 @@
 """Additive Gaussian noise with a trainable standard deviation per feature dimension.
 
 Unlike `keras.layers.GaussianNoise` the noise is drawn at inference too: a noisy export is
-the representer's defence against lookup-table attacks (METHOD.md, attack A2).
+the representer's defence against lookup-table attacks (docs/method.md, attack A2).
 """
 
 import secrets

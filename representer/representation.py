@@ -1,5 +1,5 @@
 """The representer: noisy BiLSTM that maps a sentence's word embeddings to unit-norm
-representation vectors that can be shared (METHOD.md, Components: Representer)."""
+representation vectors that can be shared (docs/method.md, Components: Representer)."""
 
 from pathlib import Path
 

@@ -1,5 +1,5 @@
 """The de-identification tagger: a BiLSTM-CRF over per-token features (raw embeddings or a
-representer's output) plus the casing feature (METHOD.md, Components: Tagger), and its loss."""
+representer's output) plus the casing feature (docs/method.md, Components: Tagger), and its loss."""
 
 import keras
 import numpy as np

@@ -169,7 +169,7 @@ def _shard(read: Callable[..., Iterator[tuple[bool, ContributionSentence]]], con
 # and a growth curve that rises with every institution (experiments/results/federation/
 # federation_meddocan_valloss.md).
 POOLED_MONITOR = "val_loss"
-# LSTM units per direction of the pooled tagger's two layers: METHOD.md's 128. Twice as many gave the
+# LSTM units per direction of the pooled tagger's two layers: docs/method.md's 128. Twice as many gave the
 # MEDDOCAN federation's exports under today's surrogate pools -0.3 [-0.6, -0.1] entity strict F1 points
 # (3 seeds, the same exports, notes and seeds; experiments/results/federation/
 # federation_meddocan_valloss_diagnosis_units.md; +0.4 under the pools before them), for epochs 2.3 x

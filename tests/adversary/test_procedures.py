@@ -187,7 +187,7 @@ def test_validation_counts_every_outputs_answers_per_held_out_sentence(toy, monk
 def test_selection_f1_puts_phi_f1_in_place_of_the_deid_loss_when_picking_the_best_epoch(toy):
     data, (representer, tagger, adversary) = toy
     watched = lambda procedure: (procedure.monitor, procedure.monitor_mode)  # noqa: E731
-    assert watched(DeidTraining(representer, tagger)) == ("val_loss", "min")  # METHOD.md's
+    assert watched(DeidTraining(representer, tagger)) == ("val_loss", "min")  # docs/method.md's
     assert watched(DeidTraining(representer, tagger, selection="f1")) == ("val_f1", "max")
     for kind in (AlternatingTraining, DANNTraining):
         assert watched(kind(representer, tagger, adversary)) == ("val_loss", "min")
