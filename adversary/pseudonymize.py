@@ -107,12 +107,19 @@ class NumberCandidates(Sequence[str]):
                 and int(word) in self.values)
 
 
+def is_age(label: str | None) -> bool:
+    """Whether the PHI label `label` (of any corpus: "AGE", "Age", "EDAD_SUJETO_ASISTENCIA") is an
+    age, the one type whose numbers keep their side of 89 (HIPAA: ages over 89 are grouped)."""
+    entry = PHI_TYPES.get(label or "")
+    return entry is not None and entry.type == "AGE"
+
+
 def number_candidates(word: str, category: str | None = None) -> NumberCandidates:
-    """The surrogates of the number `word` (ASCII digits) in PHI category `category`: the
+    """The surrogates of the number `word` (ASCII digits) of PHI label `category`: the
     numbers of its range (module docstring) that have its digit count, zero-padded when
     `word` starts with "0" and with a non-zero first digit otherwise. `word` is one of them."""
     width, value = len(word), int(word)
-    if category == "AGE" and value <= 119:
+    if is_age(category) and value <= 119:
         low, high = (90, 119) if value >= 90 else (0, 89)
     elif width <= 2 and 1 <= value <= 12:
         low, high = 1, 12
@@ -129,15 +136,16 @@ def number_candidates(word: str, category: str | None = None) -> NumberCandidate
 
 
 def number_block(word: str, category: str | None = None) -> NumberCandidates:
-    """The surrogates of the number `word` under the groups scheme: the block of `word`'s
-    value, a partition of the numbers of its digit count and padding (one digit: "0".."9" alike)
-    in which every number of a block has that block, so that a surrogate says nothing about
+    """The surrogates of the number `word` (of PHI label `category`) under the groups and
+    surrogates schemes: the block of `word`'s value, a partition of the numbers of its digit
+    count and padding (one digit: "0".."9" alike) in which every number of a block has that
+    block, so that a surrogate says nothing about
     which number of its block it replaced, and no number is alone in its block. Blocks: AGE
     0..89 and 90..119; 1-2 digits 0..12, 13..31, 32..59; 4-digit years 1900..2099 in twenty-year
     blocks from 1900; each stretch of numbers between those blocks is a block of its own
     ("60".."99", "1000".."1899")."""
     width, value = len(word), int(word)
-    if category == "AGE":
+    if is_age(category):
         blocks = [(0, 89), (90, 119)]
     elif width <= 2:
         blocks = [(0, 12), (13, 31), (32, 59)]

@@ -246,6 +246,18 @@ def test_documents_keep_ages_over_89(numbers):
         assert 10 <= int(day) <= 31 and 2057 <= int(year) <= 2077
 
 
+@pytest.mark.parametrize("label", ["AGE", "Age", "EDAD_SUJETO_ASISTENCIA"])
+def test_every_corpus_label_of_an_age_keeps_ages_over_89_over_89(label):
+    """The rule goes by the label's i2b2 type, whatever the corpus calls it (PhysioNet "Age",
+    MEDDOCAN "EDAD_SUJETO_ASISTENCIA"), under every scheme and in the surrogates' shapes."""
+    from deidpool.adversary.surrogates import span_surrogates
+
+    for candidates in (number_block("95", label), number_candidates("95", label)):
+        assert {int(value) for value in candidates} <= set(range(90, 120))
+    drawn = {span_surrogates(["95"], label, "es", random.Random(seed))[0] for seed in range(40)}
+    assert all(90 <= int(value) <= 99 for value in drawn) and len(drawn) > 1
+
+
 def test_labeled_sentences_pass_sentences_without_phi_on_and_follow_the_pseudonyms(embeddings):
     plain, phi = prepare_document(Document("p", "Seen at the lab.")), prepare_document(DOC)
     pseudonymizer = Pseudonymizer(embeddings, 3)
@@ -275,7 +287,8 @@ def test_number_blocks_partition_the_numbers_of_a_width_and_padding(width, categ
     ("00", "DATE", ("00", "09")), ("11", "DATE", ("10", "12")), ("0", "AGE", ("0", "9")),
     ("45", "DATE", ("32", "59")), ("75", None, ("60", "99")), ("2010", "DATE", ("2000", "2019")),
     ("1500", "DATE", ("1000", "1899")), ("95", "AGE", ("90", "99")), ("45", "AGE", ("10", "89")),
-    ("104", "AGE", ("100", "119")), ("617", "PHONE", ("100", "999"))])
+    ("104", "AGE", ("100", "119")), ("617", "PHONE", ("100", "999")),
+    ("95", "EDAD_SUJETO_ASISTENCIA", ("90", "99")), ("95", "Age", ("90", "99")), ("45", "Age", ("10", "89"))])
 def test_number_blocks_keep_dates_ages_and_years_plausible(word, category, block):
     found = number_block(word, category)
     assert (found[0], found[-1]) == block

@@ -77,7 +77,7 @@ def test_a_span_gets_one_value_in_order_and_keeps_its_tokens_and_tags(spanish):
         assert len(words) == 8 and replaced.tags == sentence.tags
         assert words[:2] == ["Dña", "."] and words[5:7] == [",", "de"]
         assert tuple(word.casefold() for word in words[2:5]) in names  # one name: first name(s) and surnames
-        assert words[7] in number_block("12") and words[7] != "12"
+        assert words[7] in number_block("12", "EDAD_SUJETO_ASISTENCIA") and words[7] != "12"  # an age: 10..89
 
 
 def date(day: str, month: str, year: str) -> tuple[list[str], list[str]]:
