@@ -21,7 +21,7 @@ from deidpool.server import charts
 from deidpool.server.database import Audit, Contribution, Institution, Pipeline, Representer, RunEpoch, TrainingRun
 
 RUNS_SHOWN = 20
-_templates = Environment(loader=PackageLoader("server"), autoescape=True, undefined=StrictUndefined,
+_templates = Environment(loader=PackageLoader("deidpool.server"), autoescape=True, undefined=StrictUndefined,
                          trim_blocks=True, lstrip_blocks=True)
 
 
