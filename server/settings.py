@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
+import stat
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
@@ -87,6 +89,31 @@ class Layout:
     def database_url(self) -> str:
         """$DATABASE_URL, or the SQLite file in the data directory (`normalized_url`)."""
         return normalized_url(os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{self.root / DATABASE_FILE}")
+
+
+def check_private(layout: Layout) -> None:
+    """Refuse (SettingsError) a data directory that other users may enter, or whose private keys,
+    server.json or SQLite database (and its -wal and -shm files) they may read or change, as
+    `deidpool server init` made none of them; the message names each path and the `chmod` that
+    closes it. Paths that do not exist are left to the code that needs them."""
+    files = [layout.settings, layout.encryption_key, layout.signing_key]
+    if not os.environ.get(DATABASE_URL_ENV):
+        files += [layout.root / f"{DATABASE_FILE}{suffix}" for suffix in ("", "-wal", "-shm")]
+    loose: dict[int, list[tuple[Path, int]]] = {}
+    for wanted, paths in ((0o700, [layout.root, layout.keys]), (0o600, files)):
+        for path in paths:
+            try:
+                mode = stat.S_IMODE(path.stat().st_mode)
+            except FileNotFoundError:
+                continue
+            if mode & 0o077:
+                loose.setdefault(wanted, []).append((path, mode))
+    if loose:
+        named = ", ".join(f"{path} (mode {mode:04o})" for found in loose.values() for path, mode in found)
+        chmod = " && ".join(f"chmod {wanted:o} " + " ".join(shlex.quote(str(path)) for path, _ in found)
+                            for wanted, found in loose.items())
+        raise SettingsError(f"other users may read or change {named}: the data directory, its keys, settings and "
+                            f"database are the owner's alone (docs/server.md, Data directory); run `{chmod}`")
 
 
 def normalized_url(url: str) -> str:

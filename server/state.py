@@ -13,7 +13,7 @@ from sqlalchemy.orm import sessionmaker
 from deidpool.representer import keys
 from deidpool.server.database import open_database
 from deidpool.server.payloads import PayloadStore
-from deidpool.server.settings import Layout, Settings
+from deidpool.server.settings import Layout, Settings, check_private
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,9 +28,11 @@ class ServerState:
 
     @classmethod
     def open(cls, data_dir: str | Path) -> ServerState:
-        """The server state of `data_dir`, with its database migrated to the latest schema."""
+        """The server state of `data_dir`, with its database migrated to the latest schema; a data
+        directory open to other users is refused (`check_private`)."""
         layout = Layout(Path(data_dir))
         settings = Settings.load(layout)
+        check_private(layout)
         return cls(layout=layout, settings=settings, sessions=open_database(layout.root),
                    payloads=PayloadStore(layout.payloads),
                    encryption_key=keys.load_private_key(layout.encryption_key, keys.ENCRYPTION),

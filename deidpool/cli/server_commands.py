@@ -153,6 +153,10 @@ def worker(
     log_format: LogFormat = _log_format_option(),
 ) -> None:
     """Claim and train queued pooled training runs (resuming a crashed worker's)."""
+    from deidpool.server.settings import Layout, check_private
+
+    with clean_errors():  # before the seconds TensorFlow takes to load (run_worker checks again)
+        check_private(Layout(data_dir))
     start_tensorflow()
 
     from deidpool.server.logs import configure_logging

@@ -19,12 +19,13 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from deidpool.cli import app as cli
-from deidpool.cli import http
+from deidpool.cli import http, server_commands
 from deidpool.cli.server_commands import KEEP_ALIVE_SECONDS
 from deidpool.representer import keys
 from deidpool.representer.bundle import TAGGER_FILE
 from deidpool.server.app import create_app
 from deidpool.server.database import SUCCEEDED, TrainingRun
+from deidpool.server.settings import Layout
 
 from .conftest import contribution_file, upload
 
@@ -232,6 +233,32 @@ def test_a_read_only_token_opens_its_page_only_and_is_replaced_at_once(served, k
     assert (status(page, tokens[0]), status(page, tokens[1])) == (401, 200)
     assert [status(path, tokens[1]) for path in refused] == [401] * len(refused)
     assert (status(page, token), status("/api/runs", token)) == (200, 200)  # the admin token opens it all
+
+
+def test_server_run_and_worker_refuse_a_data_dir_open_to_other_users(tmp_path, key_files, monkeypatch):
+    """Both name every loose path and the chmod that closes them (the worker before TensorFlow
+    loads); once it ran, the server starts."""
+    import uvicorn
+
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    data_dir = tmp_path / "server"
+    assert _run("server", "init", "--data-dir", data_dir, "--provider-key", key_files.provider.public).exit_code == 0
+    layout, database = Layout(data_dir), data_dir / "deidpool.sqlite"
+    for path, mode in ((data_dir, 0o755), (layout.signing_key, 0o644), (layout.settings, 0o640), (database, 0o660)):
+        path.chmod(mode)
+    served = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(app))
+    monkeypatch.setattr(server_commands, "start_tensorflow", lambda: pytest.fail("the worker loaded TensorFlow"))
+    for command in (["server", "run", "--no-worker"], ["server", "worker", "--once"]):
+        result = _run(*command, "--data-dir", data_dir)
+        assert result.exit_code == 2 and not served, result.output
+        assert (f"other users may read or change {data_dir} (mode 0755), {layout.settings} (mode 0640), "
+                f"{layout.signing_key} (mode 0644), {database} (mode 0660)") in result.output
+    chmod = re.search(r"run `(.+)`", result.output).group(1)
+    assert chmod == f"chmod 700 {data_dir} && chmod 600 {layout.settings} {layout.signing_key} {database}"
+    subprocess.run(chmod, shell=True, check=True)
+    result = _run("server", "run", "--no-worker", "--data-dir", data_dir)
+    assert result.exit_code == 0 and len(served) == 1, result.output
 
 
 def test_rotating_the_admin_token_of_a_missing_data_dir_is_a_clean_error(tmp_path):
