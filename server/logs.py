@@ -2,7 +2,9 @@
 plain text lines, or one JSON object per line (`--log-format json`) with time, level, logger and
 message, and the request fields of access lines (server/metrics.py). Credentials never reach a
 log: no code logs a request's headers or query string, and what looks like an Authorization value
-(`Bearer ...`, `Basic ...`) in a message is masked all the same."""
+(`Bearer ...`, `Basic ...`) in a message is masked all the same. Nothing a client sends (a decoded
+request path holds any character) can forge a line or a field: control characters and line
+separators are escaped, in both formats."""
 
 from __future__ import annotations
 
@@ -17,6 +19,10 @@ FORMATS = ("text", "json")
 INFO_LOGGERS = ("deidpool", "uvicorn")  # the rest (TensorFlow, Alembic, httpx) from WARNING
 REQUEST_FIELDS = "request"  # the `extra=` key of an access line's fields
 _CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}")
+# What ends or rewrites a line in some reader (str.splitlines, a terminal): C0 and C1 controls,
+# DEL, and the Unicode line and paragraph separators. JSON escapes C0 itself.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_JSON_UNESCAPED = re.compile(r"[\x7f-\x9f\u2028\u2029]")
 
 
 def mask_credentials(text: str) -> str:
@@ -24,12 +30,34 @@ def mask_credentials(text: str) -> str:
     return _CREDENTIALS.sub(r"\1\2[masked]", text)
 
 
+def escape_controls(text: str) -> str:
+    """`text` with each control character written as Python writes it in a string literal
+    (`\\n`, `\\x1b`, `\\u2028`): one line, whatever the text held."""
+    return _CONTROLS.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _continued(text: str) -> str:
+    """A traceback or stack kept on its own lines, each indented (so that only a record's first
+    line starts at the margin), masked and escaped."""
+    return "\n".join(f"  {escape_controls(line)}" for line in mask_credentials(text).split("\n"))
+
+
 class TextFormatter(logging.Formatter):
+    """`time level logger message` on one line, credentials masked (before escaping, which would
+    hide the white space after `Bearer`), control characters escaped; a traceback follows on
+    indented lines."""
+
     def __init__(self):
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
 
-    def format(self, record: logging.LogRecord) -> str:
-        return mask_credentials(super().format(record))
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return escape_controls(mask_credentials(super().formatMessage(record)))
+
+    def formatException(self, exc_info) -> str:
+        return _continued(super().formatException(exc_info))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _continued(super().formatStack(stack_info))
 
 
 class JsonFormatter(logging.Formatter):
@@ -44,7 +72,8 @@ class JsonFormatter(logging.Formatter):
             line.update({name: value for name, value in fields.items() if name not in line})
         if record.exc_info:
             line["exception"] = mask_credentials(self.formatException(record.exc_info))
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return _JSON_UNESCAPED.sub(lambda found: f"\\u{ord(found.group()):04x}",
+                                   json.dumps(line, default=str, ensure_ascii=False))
 
 
 class _StandardError(logging.StreamHandler):

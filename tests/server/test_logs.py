@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import secrets
+from urllib.parse import quote
 
 import pytest
 
@@ -71,6 +72,36 @@ def test_text_lines_mask_credentials_too(captured_log):
     logging.getLogger("some.library").info("not shown: other libraries log from WARNING")
     (line,) = log.getvalue().splitlines()
     assert line.endswith("INFO deidpool.server.test retrying with basic [masked]") and token not in line
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_path_with_control_characters_forges_no_access_line(captured_log, api, log_format):
+    """A decoded path holds what its %XX said: newlines, a terminal's escape sequence, and what
+    str.splitlines takes for line ends (NEL, U+2028). Each request stays one line."""
+    log = captured_log(log_format)
+    forged = "2026-01-01 00:00:00,000 INFO deidpool.server.access GET /api/runs 200"
+    path = f"/api/nothing\n{forged}\r\x1b[2K\x85\u2028\x7f"
+    assert api.get(quote(path)).status_code == 404
+    (line,) = log.getvalue().splitlines()
+    if log_format == "json":
+        fields = json.loads(line)
+        assert fields["path"] == path and fields["message"] == f"GET {path} 404"
+    else:
+        assert line.endswith(" INFO deidpool.server.access GET /api/nothing\\n" + forged +
+                             "\\r\\x1b[2K\\x85\\u2028\\x7f 404"), line
+
+
+def test_text_tracebacks_are_indented_and_escaped_and_masked(captured_log):
+    log = captured_log("text")
+    token = secrets.token_urlsafe(32)
+    try:
+        raise ValueError(f"not a path\nbearer {token}\x1b[2K")
+    except ValueError:
+        logging.getLogger("deidpool.server.test").exception("failed:\n%s", "forged")
+    first, *rest = log.getvalue().splitlines()
+    assert first.endswith("ERROR deidpool.server.test failed:\\nforged") and token not in log.getvalue()
+    assert rest[0] == "  Traceback (most recent call last):" and all(line.startswith("  ") for line in rest)
+    assert rest[-2:] == ["  ValueError: not a path", "  bearer [masked]\\x1b[2K"]
 
 
 def test_an_unknown_format_is_refused():
