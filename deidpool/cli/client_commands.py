@@ -15,6 +15,7 @@ import typer
 
 from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.cli.groups import command_group
+from deidpool.cli.http import ALLOW_INSECURE_HTTP, ALLOW_INSECURE_HTTP_HELP
 from deidpool.cli.runtime import start_tensorflow
 from deidpool.client.memory import MIN_PRECISION
 from deidpool.corpus.errors import CorpusError
@@ -325,12 +326,15 @@ def upload(
     key: Path = typer.Option(..., "--key", help="The institution's private key (institution.key): it signs the "
                                                "upload, and success is reported only once the server lists the "
                                                "contribution for the institution."),
+    insecure: bool = typer.Option(False, ALLOW_INSECURE_HTTP, help=ALLOW_INSECURE_HTTP_HELP),
 ) -> None:
     """Send a contribution to the pooling server (safe to repeat: it deduplicates by content hash)."""
+    from deidpool.cli.http import checked_server_url
     from deidpool.client.transport import upload_contribution
 
     with clean_errors():
-        reply = upload_contribution(contribution, server, signing_key=private_key(key, keys.SIGNING), retries=retries)
+        reply = upload_contribution(contribution, checked_server_url(server, insecure),
+                                    signing_key=private_key(key, keys.SIGNING), retries=retries)
     typer.echo(f"uploaded {contribution} to {server}" + (f": {json.dumps(reply)}" if reply else ""))
 
 
@@ -417,6 +421,7 @@ def remember(
 def contributions(
     server: str = typer.Option(..., "--server", help="The pooling server's base URL."),
     key: Path = typer.Option(..., "--key", help="The institution's private key (institution.key)."),
+    insecure: bool = typer.Option(False, ALLOW_INSECURE_HTTP, help=ALLOW_INSECURE_HTTP_HELP),
 ) -> None:
     """List this institution's contributions stored on the server (a request signed with its key)."""
     from deidpool.cli.http import ServerConnection
@@ -424,7 +429,7 @@ def contributions(
     from deidpool.contribution.signed_requests import signed_headers, url_host
 
     path = "/api/contributions"
-    with clean_errors(), ServerConnection(server) as connection:
+    with clean_errors(), ServerConnection(server, allow_insecure_http=insecure) as connection:
         headers = signed_headers(private_key(key, keys.SIGNING), institution_id(key), "GET", path,
                                  host=url_host(server))
         rows = connection.call("GET", path, headers=headers)
@@ -446,6 +451,7 @@ def download(
                                                                           "(needed for --representer)."),
     server_key: Path | None = typer.Option(None, "--server-key", help="The server's signing public key "
                                            "(server-signing.pub) for --pipeline; fetched from the server if absent."),
+    insecure: bool = typer.Option(False, ALLOW_INSECURE_HTTP, help=ALLOW_INSECURE_HTTP_HELP),
 ) -> None:
     """Download a bundle from the pooling server and verify its signature (the file is removed if it fails)."""
     from deidpool.cli.http import ServerConnection
@@ -455,7 +461,7 @@ def download(
         raise typer.BadParameter("choose --representer or --pipeline", param_hint="--representer/--pipeline")
     if representer and provider_key is None:
         raise typer.BadParameter("a representer bundle is verified with the provider key", param_hint="--provider-key")
-    with clean_errors(), ServerConnection(server) as connection:
+    with clean_errors(), ServerConnection(server, allow_insecure_http=insecure) as connection:
         if representer:
             signer = keys.load_public_key(provider_key, keys.SIGNING)
         elif server_key is not None:
@@ -480,12 +486,13 @@ def download(
 def server_keys(
     server: str = typer.Option(..., "--server", help="The pooling server's base URL."),
     out: Path = typer.Option(..., "--out", help="Folder for server-encryption.pub and server-signing.pub."),
+    insecure: bool = typer.Option(False, ALLOW_INSECURE_HTTP, help=ALLOW_INSECURE_HTTP_HELP),
 ) -> None:
     """Save the server's public keys (export encrypts to server-encryption.pub; pipelines are
     signed by server-signing.pub); compare the printed fingerprints with the coordinator's."""
     from deidpool.cli.http import ServerConnection
 
-    with clean_errors(), ServerConnection(server) as connection:
+    with clean_errors(), ServerConnection(server, allow_insecure_http=insecure) as connection:
         reply = connection.call("GET", "/api/keys")
         loaded = {kind: keys.public_key_from_pem(reply[f"{kind}_public_key"], kind, f"the server's {kind} key")
                   for kind in (keys.ENCRYPTION, keys.SIGNING)}

@@ -13,7 +13,7 @@ import typer
 
 from deidpool.cli.client_commands import clean_errors, private_key
 from deidpool.cli.groups import command_group
-from deidpool.cli.http import ServerConnection
+from deidpool.cli.http import ALLOW_INSECURE_HTTP, ALLOW_INSECURE_HTTP_HELP, ServerConnection
 from deidpool.representer import keys
 
 TOKEN_ENV = "DEIDPOOL_ADMIN_TOKEN"
@@ -22,7 +22,9 @@ FINISHED = ("succeeded", "failed")
 coordinator_app = command_group("The coordinator: institutions, representer, pooled "
                                                          "training runs, audits and publication on a pooling server.")
 
-Server = Annotated[str, typer.Option("--server", help="The pooling server's base URL, e.g. http://127.0.0.1:8000.")]
+Server = Annotated[str, typer.Option("--server", help="The pooling server's base URL, e.g. https://pool.example.org "
+                                                     "or http://127.0.0.1:8000.")]
+Insecure = Annotated[bool, typer.Option(ALLOW_INSECURE_HTTP, help=ALLOW_INSECURE_HTTP_HELP)]
 Token = Annotated[str, typer.Option("--token", envvar=TOKEN_ENV, show_default=False,
                                     help=f"The admin token (better: set ${TOKEN_ENV}).")]
 
@@ -32,9 +34,10 @@ def register(
     server: Server, token: Token,
     institution: str = typer.Option(..., "--institution", help="The institution id its contributions carry."),
     public_key: Path = typer.Option(..., "--public-key", help="The institution's public key (institution.pub)."),
+    insecure: Insecure = False,
 ) -> None:
     """Register an institution and its public key."""
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         keys.load_public_key(public_key, keys.SIGNING)
         row = connection.call("POST", "/api/institutions", json={"id": institution,
                                                                  "public_key": public_key.read_text()})
@@ -42,26 +45,28 @@ def register(
 
 
 @coordinator_app.command("disable")
-def disable(institution: Annotated[str, typer.Argument(help="Institution id.")], server: Server, token: Token) -> None:
+def disable(institution: Annotated[str, typer.Argument(help="Institution id.")], server: Server, token: Token,
+            insecure: Insecure = False) -> None:
     """Refuse an institution's uploads from now on."""
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         connection.call("POST", f"/api/institutions/{institution}/disable")
     typer.echo(f"disabled {institution}")
 
 
 @coordinator_app.command("enable")
-def enable(institution: Annotated[str, typer.Argument(help="Institution id.")], server: Server, token: Token) -> None:
+def enable(institution: Annotated[str, typer.Argument(help="Institution id.")], server: Server, token: Token,
+           insecure: Insecure = False) -> None:
     """Accept an institution's uploads again."""
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         connection.call("POST", f"/api/institutions/{institution}/enable")
     typer.echo(f"enabled {institution}")
 
 
 @coordinator_app.command("contributions")
 def contributions(institution: Annotated[str, typer.Argument(help="Institution id.")], server: Server,
-                  token: Token) -> None:
+                  token: Token, insecure: Insecure = False) -> None:
     """List an institution's stored contributions (metadata only), quarantined ones marked."""
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         rows = connection.call("GET", f"/api/contributions/of/{institution}")
     for row in rows:
         typer.echo(f"{row['sha256']}  {row['received']}  {row['sentences']:>7} sentences  {row['representer_id']}"
@@ -71,20 +76,21 @@ def contributions(institution: Annotated[str, typer.Argument(help="Institution i
 
 @coordinator_app.command("quarantine")
 def quarantine(sha256: Annotated[str, typer.Argument(help="The contribution's SHA-256.")], server: Server,
-               token: Token, release: bool = typer.Option(False, "--release", help="Let it back into runs.")) -> None:
+               token: Token, release: bool = typer.Option(False, "--release", help="Let it back into runs."),
+               insecure: Insecure = False) -> None:
     """Hold a contribution out of the training runs queued from now on (or, with --release, let it back in)."""
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         connection.call("POST", f"/api/contributions/{sha256}/{'release' if release else 'quarantine'}")
     typer.echo(f"{'released' if release else 'quarantined'} {sha256}")
 
 
 @coordinator_app.command("set-representer")
 def set_representer(bundle: Annotated[Path, typer.Argument(help="The provider-signed representer bundle (.tar).")],
-                    server: Server, token: Token) -> None:
+                    server: Server, token: Token, insecure: Insecure = False) -> None:
     """Upload a representer bundle and make it the one contributions must be made with."""
     if not bundle.is_file():
         raise typer.BadParameter(f"{bundle} is not a file (a bundle .tar)", param_hint="BUNDLE")
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         row = connection.call("POST", "/api/representers", file=bundle, content_type="application/x-tar")
     typer.echo(f"current representer: {row['representer_id']}")
 
@@ -103,12 +109,13 @@ def start_run(
                                                               "right too)."),
     lstm_units: int = typer.Option(128, "--lstm-units", min=1, max=1024,
                                    help="LSTM units per direction of each of the pooled tagger's two layers."),
+    insecure: Insecure = False,
 ) -> None:
     """Queue a pooled training run over the contributions of the current representer (but those of disabled
     institutions and those in quarantine); prints its id."""
     config = {"max_epochs": max_epochs, "patience": patience, "seed": seed, "valid_fraction": valid_fraction,
               "monitor": monitor, "lstm_units": lstm_units}
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         run = connection.call("POST", "/api/runs", json=config)
     typer.echo(run["id"])
 
@@ -124,17 +131,18 @@ def _summary(run: dict) -> str:
 
 
 @coordinator_app.command("runs")
-def runs(server: Server, token: Token) -> None:
+def runs(server: Server, token: Token, insecure: Insecure = False) -> None:
     """List the pooled training runs."""
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         for run in connection.call("GET", "/api/runs"):
             typer.echo(_summary(run))
 
 
 @coordinator_app.command("run")
-def run(run_id: Annotated[int, typer.Argument(help="Training run id.")], server: Server, token: Token) -> None:
+def run(run_id: Annotated[int, typer.Argument(help="Training run id.")], server: Server, token: Token,
+        insecure: Insecure = False) -> None:
     """A run's status and its epochs' metrics."""
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         details = connection.call("GET", f"/api/runs/{run_id}")
     typer.echo(_summary(details))
     for epoch in details["epochs"]:
@@ -144,10 +152,11 @@ def run(run_id: Annotated[int, typer.Argument(help="Training run id.")], server:
 
 @coordinator_app.command("wait-run")
 def wait_run(run_id: Annotated[int, typer.Argument(help="Training run id.")], server: Server, token: Token,
-             interval: float = typer.Option(5.0, "--interval", min=0.1, help="Seconds between polls.")) -> None:
+             interval: float = typer.Option(5.0, "--interval", min=0.1, help="Seconds between polls."),
+             insecure: Insecure = False) -> None:
     """Wait for a run to succeed or fail, with a progress line; exit status 1 if it failed."""
     shown = None
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         while True:
             details = connection.call("GET", f"/api/runs/{run_id}")
             if _summary(details) != shown:
@@ -168,9 +177,10 @@ def publish(run_id: Annotated[int, typer.Argument(help="A succeeded training run
             ensemble_with: list[int] = typer.Option([], "--ensemble-with", metavar="RUN_ID",
                                                     help="Another succeeded run of the same representer (e.g. "
                                                          "another seed) whose tagger joins a seed ensemble; "
-                                                         "repeatable.")) -> None:
+                                                         "repeatable."),
+            insecure: Insecure = False) -> None:
     """Publish a succeeded run (or a seed ensemble of runs) as a server-signed pipeline."""
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         pipeline = connection.call("POST", f"/api/runs/{run_id}/publish",
                                    json={"override_audit": override_audit, "ensemble_with": ensemble_with})
     runs = ", ".join(map(str, [run_id, *ensemble_with]))
@@ -186,6 +196,7 @@ def record_audit(
     key: Path = typer.Option(..., "--key", help="The signer's Ed25519 private key (e.g. provider.key)."),
     representer: str | None = typer.Option(None, "--representer", help="The audited representer id, when the "
                                                                         "report does not name it (default: current)."),
+    insecure: Insecure = False,
 ) -> None:
     """Sign an audit report and record it for its representer."""
     from deidpool.server.auth import signed_audit
@@ -199,7 +210,7 @@ def record_audit(
     if representer and report.setdefault("representer_id", representer) != representer:
         raise typer.BadParameter(f"the report audits {report['representer_id']}, not {representer}",
                                  param_hint="--representer")
-    with clean_errors(), ServerConnection(server, token) as connection:
+    with clean_errors(), ServerConnection(server, token, allow_insecure_http=insecure) as connection:
         if "representer_id" not in report:
             report["representer_id"] = connection.call("GET", "/api/representers/current")["representer_id"]
         audit = connection.call("POST", "/api/audits", json=signed_audit(report, private_key(key, keys.SIGNING)))

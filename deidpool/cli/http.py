@@ -1,12 +1,15 @@
 """The pooling server as the coordinator and client commands reach it over HTTP: JSON calls,
 file uploads and downloads, and the server's refusals as one clear `ServerError` (carrying
-its `{"detail"}`, never the credentials sent). httpx is imported on first use, so the
-commands that make no request do not wait for it."""
+its `{"detail"}`, never the credentials sent). A server beyond this machine must be https://
+unless the user passes --allow-insecure-http (`checked_server_url`). httpx is imported on first
+use, so the commands that make no request do not wait for it."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tempfile
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,10 +19,34 @@ if TYPE_CHECKING:
 
 TIMEOUT_SECONDS = 60.0
 CHUNK_BYTES = 1 << 20
+ALLOW_INSECURE_HTTP = "--allow-insecure-http"
+ALLOW_INSECURE_HTTP_HELP = ("Reach a server beyond this machine over plain http://: the admin token, contributions "
+                            "and the server's keys then travel unencrypted and unauthenticated. Without it such a "
+                            "server must be https:// (http:// is for 127.0.0.0/8, ::1 and localhost).")
 
 
 class ServerError(RuntimeError):
     """The server refused a request or could not be reached."""
+
+
+def checked_server_url(server: str, allow_insecure_http: bool = False) -> str:
+    """`server` if it is https://, or http:// to this machine (127.0.0.0/8, ::1, localhost) or
+    with `allow_insecure_http`; a ServerError naming it and the option otherwise."""
+    url = urllib.parse.urlsplit(server)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ServerError(f"{server} is not a server URL: give https://host[:port] (or http:// on this machine)")
+    if url.scheme == "http" and not (allow_insecure_http or _loopback(url.hostname)):
+        raise ServerError(f"{server}: plain http:// beyond this machine sends tokens, contributions and the server's "
+                          f"keys unencrypted, for anyone on the way to read or change; use https:// (the server "
+                          f"behind a TLS reverse proxy) or pass {ALLOW_INSECURE_HTTP}")
+    return server
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def httpx_client(server: str) -> httpx.Client:
@@ -30,10 +57,11 @@ def httpx_client(server: str) -> httpx.Client:
 
 
 class ServerConnection:
-    """Calls to the server at `server`, as the admin when `token` is given."""
+    """Calls to the server at `server`, as the admin when `token` is given (`checked_server_url`
+    refuses plain http:// beyond this machine unless `allow_insecure_http`)."""
 
-    def __init__(self, server: str, token: str | None = None):
-        self.server = server.rstrip("/")
+    def __init__(self, server: str, token: str | None = None, *, allow_insecure_http: bool = False):
+        self.server = checked_server_url(server, allow_insecure_http).rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx_client(self.server)
 

@@ -15,11 +15,13 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
+import typer
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from deidpool.cli import app as cli
 from deidpool.cli import http, server_commands
+from deidpool.cli.http import ALLOW_INSECURE_HTTP, ServerError, checked_server_url
 from deidpool.cli.server_commands import KEEP_ALIVE_SECONDS
 from deidpool.representer import keys
 from deidpool.representer.bundle import TAGGER_FILE
@@ -30,7 +32,7 @@ from deidpool.server.settings import Layout
 from .conftest import contribution_file, upload
 
 runner = CliRunner()
-SERVER = "http://testserver"
+SERVER = "https://testserver"  # served in process; plain http:// beyond loopback needs --allow-insecure-http
 
 
 def _run(*args, token=None):
@@ -133,6 +135,55 @@ def test_a_wrong_or_missing_token_is_refused_without_echoing_it(served):
     result = _run("coordinator", "runs", "--server", SERVER, token="not-the-token")
     assert result.exit_code == 2 and "401" in result.output and "not-the-token" not in result.output
     assert _run("coordinator", "runs", "--server", SERVER).exit_code != 0
+
+
+@pytest.mark.parametrize("url", ["https://pool.example.org", "https://10.0.0.1:8443/", "http://127.0.0.1:8000",
+                                 "http://127.1.2.3", "http://[::1]:8000", "http://localhost:8000", "http://LocalHost"])
+def test_https_anywhere_and_http_on_this_machine_need_no_option(url):
+    assert checked_server_url(url) == url
+
+
+@pytest.mark.parametrize("url", ["http://pool.example.org", "http://10.0.0.1:8000", "http://[::ffff:127.0.0.1]",
+                                 "http://localhost.example.org", "http://[2001:db8::1]"])
+def test_plain_http_beyond_this_machine_needs_the_option(url):
+    with pytest.raises(ServerError, match=f"^{re.escape(url)}: plain http:// .* pass {ALLOW_INSECURE_HTTP}$"):
+        checked_server_url(url)
+    assert checked_server_url(url, allow_insecure_http=True) == url
+
+
+@pytest.mark.parametrize("url", ["pool.example.org:8000", "ftp://pool.example.org", "http://", "https:///api"])
+def test_what_is_no_server_url_is_refused_option_or_not(url):
+    with pytest.raises(ServerError, match="is not a server URL"):
+        checked_server_url(url, allow_insecure_http=True)
+
+
+def test_every_command_that_takes_a_server_takes_the_option():
+    def commands(group, names=()):
+        for name, command in group.commands.items():
+            yield from commands(command, (*names, name)) if hasattr(command, "commands") else [((*names, name),
+                                                                                                 command)]
+
+    taking = {names: {option for parameter in command.params for option in parameter.opts}
+              for names, command in commands(typer.main.get_command(cli)) if any(
+                  "--server" in parameter.opts for parameter in command.params)}
+    assert len(taking) == 16 and all(ALLOW_INSECURE_HTTP in options for options in taking.values()), taking
+
+
+def test_the_commands_refuse_plain_http_beyond_this_machine_unless_told(served, key_files, tmp_path):
+    data_dir, token, _ = served
+    plain = "http://testserver"
+    refusals = [_run("coordinator", "runs", "--server", plain, token=token),
+                _run("client", "server-keys", "--server", plain, "--out", tmp_path / "keys"),
+                _run("client", "upload", tmp_path / "none.dpc", "--server", plain, "--key", tmp_path / "none.key")]
+    for result in refusals:
+        assert result.exit_code == 2, result.output
+        assert f"error: {plain}: plain http:// beyond this machine" in result.output
+        assert f"pass {ALLOW_INSECURE_HTTP}" in result.output
+    assert not (tmp_path / "keys").exists()
+    told = _run("coordinator", "runs", "--server", plain, ALLOW_INSECURE_HTTP, token=token)
+    assert told.exit_code == 0, told.output
+    told = _run("client", "server-keys", "--server", plain, "--out", tmp_path / "keys", ALLOW_INSECURE_HTTP)
+    assert told.exit_code == 0 and (tmp_path / "keys" / "server-encryption.pub").exists(), told.output
 
 
 def test_server_run_starts_and_stops_the_worker_and_sets_up_its_logs(tmp_path, key_files, monkeypatch):
