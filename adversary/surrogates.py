@@ -7,22 +7,25 @@ A gold span (consecutive tokens of one label, `phi_spans`) is replaced as a whol
 its kind (`token_kind`):
 - the language's `FUNCTION_WORDS`, in lower case between two tokens of the span with a letter or
   a digit, stay as they are ("3 de marzo de 2018" -> "<number> de <month> de <year>");
-- the other words (two letters or more) are filled in order by the words of one value of the span's
-  type with as many words (`matched_values`), drawn uniformly from a pool (`pool`: names, e-mail
-  addresses, streets, cities, hospitals, professions, months and weekdays, relatives by role... of
-  the language's Faker locale, made once with a fixed seed, their function words left out), so that a one-word city
-  gets a one-word city; when the pool has too few values of that length, by values laid end to end
-  until every word position has one; each takes the casing shape of the word it replaces (all
-  capitals, capitalized, else lower case);
+- the other words (two letters or more), the words that say which kind of place a span names
+  ("Hospital", "Calle", "Universitario", "San") included, are filled in order by the words of one
+  value of the span's type with as many words (`matched_values`), drawn uniformly from a pool
+  (`pool`: names, e-mail addresses, streets, cities, hospitals, professions, months and weekdays,
+  relatives by role... of the language's Faker locale, made once with a fixed seed, their
+  function words left out), so that a one-word city gets a one-word city and a hospital some
+  hospital-shaped name ("Hospital Virgen de la Salud" -> "Clínica Moreno de la Vega"); when the
+  pool has too few values of that length, by values laid end to end until every word position
+  has one; each takes the casing shape of the word it replaces (all capitals, capitalized, else
+  lower case);
 - numbers (ASCII digits) take a uniform draw from their `number_block` (digit count and range);
 - other tokens (a single letter, letters mixed with digits) keep their character classes: each
   letter becomes a random letter of its case, each digit a random digit, other characters stay.
-A drawn word, number or token equal to the original (case-insensitive) is drawn again (a word of
+A drawn word, number or token equal to the original (case-insensitive), but a word naming the kind
+of place (`PLACE_WORDS`, drawn whatever it was), is drawn again (a word of
 a matched value: that word alone, from the same position of another value of the length; a word
-of values laid end to end: the span's words all together), so that no PHI token but a kept word
-(`kept_words`: the function words above and the `STRUCTURE_WORDS` of hospitals and streets) is
-exported as it is; this tells an attacker only that the original was not the surrogate. Draws
-come from the caller's `random.Random` alone.
+of values laid end to end: the span's words all together), so that no PHI token but a kept
+function word (`kept_words`) is exported as it is unless drawn so by chance, independently of it;
+this tells an attacker only that the original was not the surrogate. Draws come from the caller's `random.Random` alone.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ name's first word ("De la Cruz"), next to punctuation a piece of an e-mail addre
 ("maria_en_correa"). The single letters "a" and "e" are left out: in MEDDOCAN they are also
 ordinals and abbreviations ("Cra. 8 a", "M. a Teresa")."""
 
-STRUCTURE_WORDS = {
+PLACE_WORDS = {
     "es": {"HOSPITAL": frozenset({"hospital", "clínica", "clínico", "complejo", "hospitalario", "universitario",
                                   "centro", "salud", "general", "regional", "comarcal", "provincial", "san", "santa",
                                   "virgen", "nuestra", "señora", "infantil", "materno", "sanatorio", "policlínica"}),
@@ -75,21 +78,20 @@ STRUCTURE_WORDS = {
            "STREET": frozenset({"street", "st", "avenue", "ave", "road", "rd", "boulevard", "blvd", "drive", "dr",
                                 "lane", "ln", "way", "court", "ct", "place", "pl", "square", "sq", "apt", "suite"})},
 }
-"""Words that say which kind of place a HOSPITAL or STREET span names, not which one ("Hospital
-Universitario", "Calle", "Avda", "piso", "Instituto", "Facultad de Medicina"; in Spanish also the
-"San", "Virgen" or "Doctor" that hospitals and streets are named with): kept, in any casing and at
-any position of a span of that kind, and left out of its pool, so that the draw fills the name's
-own words ("Hospital Universitario Reina Sofía" -> "Hospital Universitario <two words>"). A tagger trained on
-surrogates then sees the words real spans start with; redrawn, "Hospital" could never stay
-"Hospital" and every surrogate would begin with another kind of place. They tell an attacker the
-kind of place, which the span's label mostly tells already; the bound counts them as not hidden."""
-
+"""Words that say which kind of place a HOSPITAL, STREET or ORGANIZATION span names rather than
+which one ("Hospital", "Universitario", "Calle", "Avda", "piso", "Instituto"; in Spanish also the
+"San", "Virgen" or "Doctor" places are named after). They are drawn like every other word, from the
+values of the span's kind, but without the redraw: a place word's surrogate does not depend on it
+at all, so it may come out equal by chance ("Hospital" for "Hospital", as often as the pool starts
+a value with it) and says nothing of the original either way. Redrawn, "Hospital" could never
+stay "Hospital", every hospital of the training notes would begin with another kind of place, and
+the tagger trained on them missed most real ones (MEDDOCAN dev, one seed: HOSPITAL entity F1 0.46
+against 0.82 on raw text, docs/privacy.md)."""
 
 
 def kept_words(language: str) -> frozenset[str]:
-    """Every word a span of `language` may keep as it is (case-folded): its FUNCTION_WORDS and
-    its kinds' STRUCTURE_WORDS."""
-    return FUNCTION_WORDS[language].union(*STRUCTURE_WORDS[language].values())
+    """Every word a span of `language` may keep as it is (case-folded): its FUNCTION_WORDS."""
+    return FUNCTION_WORDS[language]
 
 
 _HOSPITALS = {"en": ("{} Hospital", "{} Medical Center", "{} Clinic", "{} General Hospital", "Saint {} Hospital"),
@@ -219,14 +221,12 @@ def check_language(language: str) -> str:
 @lru_cache(maxsize=None)
 def pool(language: str, kind: str) -> tuple[tuple[str, ...], ...]:
     """The distinct values of `kind` in `language` as their words (tokens of two letters or
-    more but the language's FUNCTION_WORDS in lower case and the kind's STRUCTURE_WORDS: a span
-    keeps its own), from POOL_DRAWS values of a Faker seeded with POOL_SEED: the same on every call."""
+    more but the language's FUNCTION_WORDS in lower case: a span keeps its own), from POOL_DRAWS
+    values of a Faker seeded with POOL_SEED: the same on every call."""
     faker = Faker(LOCALES[check_language(language)])
     faker.seed_instance(POOL_SEED)
-    structure = STRUCTURE_WORDS[language].get(kind, frozenset())
     values = (tuple(token.text for token in tokenize(GENERATORS[kind](faker))
-                    if token_kind(token.text) == "word" and token.text not in FUNCTION_WORDS[language]
-                    and token.text.casefold() not in structure)
+                    if token_kind(token.text) == "word" and token.text not in FUNCTION_WORDS[language])
               for _ in range(POOL_DRAWS))
     return tuple(dict.fromkeys(value for value in values if value))
 
@@ -319,16 +319,13 @@ def phi_spans(tags: Sequence[str]) -> list[range]:
     return spans
 
 
-def span_kinds(words: Sequence[str], language: str, kind: str = "OTHER") -> list[str | None]:
-    """Each token's kind in a span of `words` (of generator kind `kind`) as its draw treats it:
-    "kept" for one of the language's FUNCTION_WORDS as written (lower case) between two tokens
-    with a letter or a digit (it joins two parts of the span) and for one of the kind's
-    STRUCTURE_WORDS, else its `token_kind`."""
+def span_kinds(words: Sequence[str], language: str) -> list[str | None]:
+    """Each token's kind in a span of `words` as its draw treats it: "kept" for one of the
+    language's FUNCTION_WORDS as written (lower case) between two tokens with a letter or a digit
+    (it joins two parts of the span), else its `token_kind`."""
     kinds = [token_kind(word) for word in words]
-    structure = STRUCTURE_WORDS[language].get(kind, frozenset())
-    return ["kept" if kinds[i] and (word.casefold() in structure or word in FUNCTION_WORDS[language]
-                                    and 0 < i < len(words) - 1 and kinds[i - 1] and kinds[i + 1])
-            else kinds[i] for i, word in enumerate(words)]
+    return ["kept" if kinds[i] and word in FUNCTION_WORDS[language] and 0 < i < len(words) - 1
+            and kinds[i - 1] and kinds[i + 1] else kinds[i] for i, word in enumerate(words)]
 
 
 def token_shape(words: Sequence[str], position: int, label: str | None, language: str) -> tuple | None:
@@ -338,7 +335,7 @@ def token_shape(words: Sequence[str], position: int, label: str | None, language
     ("kept", exported as it is); another word: its index among the words filled from the pool and
     its casing shape and how many words the span fills; a number: its block; another token: its
     character classes. Originals of one shape draw alike."""
-    kinds = span_kinds(words, language, generator_kind(label))
+    kinds = span_kinds(words, language)
     word, kind = words[position], kinds[position]
     where = (position, len(words))
     if kind == "kept":
@@ -355,10 +352,12 @@ def span_surrogates(words: Sequence[str], label: str | None, language: str, rng:
                     also_not: Sequence[str | None] | None = None) -> list[str]:
     """The surrogates of the tokens `words` of one span of tag label `label` (module docstring);
     each differs from its own word and, where `also_not` names one, from that word too (an audit's
-    pair: both exports then avoid both candidates, see `deidpool.adversary.pairs.PairSource.draw`)."""
+    pair: both exports then avoid both candidates, see `deidpool.adversary.pairs.PairSource.draw`),
+    but a place word (`PLACE_WORDS`), drawn whatever it was."""
     generator = generator_kind(label)
-    kinds = span_kinds(words, check_language(language), generator)
-    avoided = [{word.casefold(), *([other.casefold()] if other else [])}
+    kinds = span_kinds(words, check_language(language))
+    places = PLACE_WORDS[language].get(generator, frozenset())
+    avoided = [set() if word.casefold() in places else {word.casefold(), *([other.casefold()] if other else [])}
                for word, other in zip(words, also_not or [None] * len(words))]
     result = list(words)
     positions = [i for i, kind in enumerate(kinds) if kind == "word"]

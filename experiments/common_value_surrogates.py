@@ -39,7 +39,7 @@ def common_values(documents: list, language: str) -> dict[str, tuple[dict[tuple[
             for span in surrogates.phi_spans(sentence.tags):
                 kind = surrogates.generator_kind(tag_category(sentence.tags[span.start]))
                 span_words = words[span.start:span.stop]
-                value = tuple(word for word, drawn in zip(span_words, surrogates.span_kinds(span_words, language, kind))
+                value = tuple(word for word, drawn in zip(span_words, surrogates.span_kinds(span_words, language))
                               if drawn == "word")
                 if value:
                     total[kind] += 1

@@ -11,7 +11,7 @@ representer's noise off (`attacker_reference`) and picks the candidate whose vec
 nearest the exported one; ties share the credit (nonphi_readback's attack (b), pointed at the
 PHI). Chance is 1/K; the issue's target: at most 2 x chance on a default export of fresh notes.
 Rows: every sampled token, those the scheme replaced, and those a span keeps as written
-(function and structure words, `surrogates.kept_words`: their export is the original, which the
+(function words, `surrogates.kept_words`: their export is the original, which the
 bound counts as named). A control: the same search centred on a decoy, another gold PHI word of
 the token's label and visible shape that the export never carried (`decoys`): its rate is what the
 attack gets from the candidate set's geometry and the shape alone, and an export that reveals
@@ -145,7 +145,7 @@ def table(result: dict) -> str:
              "nearest vocabulary neighbours at the position, every other word as the export's copy has it, "
              "represents each with the public representer's noise off and picks the candidate whose vector lies "
              "nearest the exported one (ties share the credit). Chance: 1 / candidates. Kept as written: function "
-             "and structure words a span keeps (the bound counts them as named). Centred on a decoy: the same "
+             "words a span keeps (the bound counts them as named). Centred on a decoy: the same "
              "search for the replaced tokens around another gold PHI word of the token's label and visible shape (a "
              "number's block, a word's casing, another token's character classes) that the export never carried, "
              "for the replaced tokens that have one; its rate is the attack's floor from the candidate set's geometry "

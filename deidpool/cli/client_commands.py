@@ -179,9 +179,11 @@ def export(
                                                         "averages (+16 points of the words outside PHI read back; "
                                                         "docs/privacy.md). Not under --pseudonymization "
                                                         "neighbours."),
-    language: str = typer.Option("en", "--language", help="Language of the notes, for the frequency prior of the "
-                                                          "re-identification bound (wordfreq code: en, es, ...) and "
-                                                          "of surrogates (en or es)."),
+    language: str | None = typer.Option(None, "--language", help="Language of the notes, for the frequency prior "
+                                                                  "of the re-identification bound (wordfreq code: "
+                                                                  "en, es, ...), of surrogates and of the safety "
+                                                                  "net's patterns (en or es); default: detected "
+                                                                  "from the notes (en or es)."),
     safety_net: str = typer.Option("pseudonymize", "--safety-net", help=_SAFETY_NET_HELP),
     pipeline_path: Path | None = typer.Option(None, "--pipeline", help="A published pipeline whose tagger the "
                                                                        "safety net runs too (may be the --bundle)."),
@@ -220,6 +222,10 @@ def export(
         raise typer.BadParameter(str(error), param_hint="--draws") from None
     if safety_net == "off" and (pipeline_path or review):
         raise typer.BadParameter("--pipeline and --review need the safety net on", param_hint="--safety-net")
+    from deidpool.cli.corpus_commands import notes_language
+
+    with clean_errors():
+        language = notes_language(language, iter_corpus(notes, fmt, split=split))
     _check_language(language, safety_net != "off")
     review = None if safety_net == "off" else review or out.with_suffix(".review")
     pipeline_key = pipeline_key or provider_key

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import typer
 
 from deidpool.cli.groups import command_group
 from deidpool.corpus.categories import markdown_table
+from deidpool.corpus.document import Document
 from deidpool.corpus.errors import CorpusError
 from deidpool.corpus.formats import FORMATS, read_corpus, write_corpus
 
@@ -25,6 +26,21 @@ def clean_errors() -> Iterator[None]:
     except CorpusError as error:
         typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
+
+
+def notes_language(language: str | None, documents: Iterable[Document]) -> str:
+    """`language` when the user named one, else the language `detect_language` finds in
+    `documents` (said on the terminal)."""
+    from deidpool.corpus.language import LanguageError, detect_language
+
+    if language:
+        return language
+    try:
+        found = detect_language(document.text for document in documents)
+    except LanguageError as error:
+        raise typer.BadParameter(str(error), param_hint="--language") from None
+    typer.echo(f"the notes are in {found} (detected; --language names it)")
+    return found
 
 
 @corpus_app.command("categories")

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from deidpool.adversary.schemes import EXPORT_SCHEME
-from deidpool.cli.corpus_commands import clean_errors
+from deidpool.cli.corpus_commands import clean_errors, notes_language
 from deidpool.corpus.formats import iter_corpus, write_corpus
 
 
@@ -31,7 +31,8 @@ def pseudonymize(
     pseudonymization: str = typer.Option(EXPORT_SCHEME, "--pseudonymization",
                                          help="surrogates, groups or neighbours (the paper's baseline), as `client "
                                               "export --pseudonymization`; N does not apply to surrogates."),
-    language: str = typer.Option("en", "--language", help="Language of the notes' surrogates: en or es."),
+    language: str | None = typer.Option(None, "--language", help="Language of the notes' surrogates: en or es "
+                                                                  "(default: detected from the notes)."),
 ) -> None:
     """Replace every PHI token with a letter or digit as an export does: by default a realistic
     value of its type and shape; with --pseudonymization groups a member of its group, with
@@ -42,6 +43,8 @@ def pseudonymize(
     from deidpool.representer.embeddings import load_embeddings
     from deidpool.representer.progress import progress_bar
 
+    with clean_errors():
+        language = notes_language(language, iter_corpus(source, fmt, split=split))
     if pseudonymization not in SCHEMES:
         raise typer.BadParameter(f"choose one of {', '.join(SCHEMES)}", param_hint="--pseudonymization")
     try:

@@ -367,3 +367,26 @@ def test_unknown_words_take_their_category_stand_in_whatever_the_word(named):
     assert pseudonymizer.candidates("Rosa", "STREET") == pseudonymizer.candidates("boston")
     assert set(Pseudonymizer(named, 2).candidates("Przybylo", "PATIENT")) == {"smith", "jones"}
     assert Pseudonymizer(named, 1).candidates("Przybylo", "PATIENT") == ["Przybylo"]
+
+
+def test_pseudonymize_draws_surrogates_in_the_notes_language_it_detects(tmp_path, monkeypatch, embeddings):
+    """Spanish notes given without --language get Spanish surrogates (an English default would
+    draw English months and keep nothing Spanish)."""
+    from typer.testing import CliRunner
+
+    from deidpool.cli import app
+    from deidpool.corpus.formats import read_corpus, write_corpus
+
+    monkeypatch.setattr("deidpool.representer.embeddings.load_embeddings", lambda spec: embeddings)
+    text = "La paciente acudió a la consulta el 3 de marzo de 2018 con dolor abdominal y sin fiebre."
+    start = text.index("3 de marzo")
+    note = Document("es", text, (Span(start, start + len("3 de marzo de 2018"), "FECHAS", "3 de marzo de 2018"),))
+    write_corpus([note], tmp_path / "in", "brat")
+    result = CliRunner().invoke(app, ["pseudonymize", str(tmp_path / "in"), str(tmp_path / "out"), "--format",
+                                      "brat"])
+    assert result.exit_code == 0 and "the notes are in es (detected" in result.output, result.output
+    [span] = read_corpus(tmp_path / "out", "brat")[0].spans
+    months = {"enero", "febrero", "abril", "mayo", "junio", "julio", "agosto", "septiembre", "octubre", "noviembre",
+              "diciembre", "lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"}
+    day, first, month, second, year = span.text.split(" ")
+    assert (first, second) == ("de", "de") and month.lower() in months, span.text
