@@ -178,7 +178,12 @@ def export(
                                                         "tagger trains longer), at the price of copies an attacker "
                                                         "averages (+16 points of the words outside PHI read back; "
                                                         "docs/privacy.md). Not under --pseudonymization "
-                                                        "neighbours."),
+                                                        "neighbours; above 1 only with --accept-draw-narrowing."),
+    accept_draw_narrowing: bool = typer.Option(False, "--accept-draw-narrowing",
+                                               help="Export --draws above 1 although a surrogate never equals its "
+                                                    "original, so that K draws of one sentence exclude up to K "
+                                                    "values of each PHI token, which the header's bound (of one "
+                                                    "draw) does not count (docs/privacy.md)."),
     language: str | None = typer.Option(None, "--language", help="Language of the notes, for the frequency prior "
                                                                   "of the re-identification bound (wordfreq code: "
                                                                   "en, es, ...), of surrogates and of the safety "
@@ -218,6 +223,10 @@ def export(
         raise typer.BadParameter(f"choose one of {', '.join(SAFETY_NET_MODES)}", param_hint="--safety-net")
     try:
         check_draws(draws, pseudonymization)
+        if draws > 1 and not accept_draw_narrowing:
+            raise ValueError(f"{draws} draws of every sentence exclude up to {draws} values of each PHI token (a "
+                             "surrogate is never its original), more than the header's bound counts: pass "
+                             "--accept-draw-narrowing to export them anyway")
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--draws") from None
     if safety_net == "off" and (pipeline_path or review):

@@ -103,14 +103,16 @@ def test_export_draws_are_written_said_and_inspected_and_refused_under_neighbour
                                                                                 notes_dir, exported):
     from deidpool.contribution.container import read_header
 
-    result = _export(bundle_dir, key_files, notes_dir, tmp_path / "a.dpc", "--draws", "2")
+    capped = _export(bundle_dir, key_files, notes_dir, tmp_path / "a.dpc", "--draws", "2")
+    assert capped.exit_code == 2 and "--accept-draw-narrowing" in capped.output and not (tmp_path / "a.dpc").exists()
+    result = _export(bundle_dir, key_files, notes_dir, tmp_path / "a.dpc", "--draws", "2", "--accept-draw-narrowing")
     assert result.exit_code == 0, result.output
     assert "2 draws of each sentence" in result.output
     assert read_header(tmp_path / "a.dpc").sentences == 2 * read_header(exported).sentences
     inspected = _run("client", "inspect", tmp_path / "a.dpc", "--key", key_files.institution.public)
     assert '"draws": 2' in inspected.output
     refused = _export(bundle_dir, key_files, notes_dir, tmp_path / "b.dpc", "--draws", "2", "--pseudonymization",
-                      "neighbours")
+                      "neighbours", "--accept-draw-narrowing")
     assert refused.exit_code == 2 and "--draws" in refused.output and "narrow it down" in refused.output
     assert not (tmp_path / "b.dpc").exists()
 
