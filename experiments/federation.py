@@ -151,17 +151,14 @@ def progress(message: str) -> None:
 def provider_embeddings(corpus: Corpus, folder: Path, provider_notes: list, seed: int) -> tuple[str, object]:
     """(spec, vectors) of the embeddings every party uses: GloVe, or FastText the provider trains
     on its own notes (kept in the seed folder, so that every stage and rerun reads the same vectors)."""
-    from deidpool.corpus.prepare import prepare_document
-    from deidpool.representer.embeddings import load_embeddings, load_fasttext_bin, save_fasttext, train_fasttext
+    from deidpool.representer.embeddings import load_embeddings, load_fasttext_bin, train_fasttext_on_notes
 
     if corpus.embeddings == "glove":
         return "glove", load_embeddings("glove")
     path = folder / "fasttext-provider.bin"
     if not path.exists():
-        sentences = [[token.text for token in sentence.tokens] for document in provider_notes
-                     for sentence in prepare_document(document)]
-        save_fasttext(train_fasttext(sentences, dim=100, epochs=10, seed=seed), path)
-        progress(f"FastText trained on the provider's {len(sentences):,} sentences")
+        sentences = train_fasttext_on_notes(provider_notes, path, seed=seed)
+        progress(f"FastText trained on the provider's {sentences:,} sentences")
     return f"fasttext:{path}", load_fasttext_bin(path)
 
 

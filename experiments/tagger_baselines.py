@@ -50,7 +50,7 @@ from deidpool.corpus.metrics import (  # noqa: E402
     score_row,
 )
 from deidpool.corpus.prepare import prepare_document  # noqa: E402
-from deidpool.representer.embeddings import load_embeddings, save_fasttext, train_fasttext  # noqa: E402
+from deidpool.representer.embeddings import load_embeddings, train_fasttext_on_notes  # noqa: E402
 from deidpool.representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
 from pattern_layer import pattern_scores as each_pattern  # noqa: E402
 from results_files import (  # noqa: E402
@@ -137,11 +137,9 @@ def fasttext_for(corpus: str, train, folder: Path = RUNS) -> Path:
     """FastText trained with gensim on the training notes' tokens (cached in `folder`)."""
     path = folder / f"fasttext-{corpus}.bin"
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        sentences = [[t.text for t in s.tokens] for d in train for s in prepare_document(d)]
         started = time.perf_counter()
-        save_fasttext(train_fasttext(sentences, dim=100, epochs=10), path)
-        print(f"trained FastText on {len(sentences)} {corpus} sentences in {time.perf_counter() - started:.0f} s")
+        sentences = train_fasttext_on_notes(train, path)
+        print(f"trained FastText on {sentences} {corpus} sentences in {time.perf_counter() - started:.0f} s")
     return path
 
 

@@ -23,6 +23,8 @@ import pyarrow.parquet as pq
 from gensim.models import FastText, KeyedVectors
 from gensim.models.fasttext import FastTextKeyedVectors, load_facebook_vectors, save_facebook_model
 
+from deidpool.corpus.document import Document
+from deidpool.corpus.prepare import prepare_document
 from deidpool.corpus.tokenize import Token
 from deidpool.representer.progress import progress_bar
 
@@ -346,6 +348,29 @@ def train_fasttext(sentences: Iterable[Iterable[str | Token]], *, dim: int = 100
 def save_fasttext(model: FastText, path: str | Path) -> None:
     """Write `model` in Facebook's `.bin` format, read back by `load_fasttext_bin`."""
     save_facebook_model(model, str(path))
+
+
+def train_fasttext_on_notes(documents: Iterable[Document], path: str | Path, *, dim: int = 100, epochs: int = 10,
+                            seed: int = 0, min_count: int = 3, bucket: int = 200_000) -> int:
+    """Train FastText (`train_fasttext`) on the tokens of the notes' sentences as a tagger reads them
+    (`deidpool.corpus.prepare.prepare_document`) and write it to `path` (`.bin`, for the spec
+    "fasttext:PATH"), atomically and readable by its owner only: its vocabulary holds the notes'
+    frequent words, PHI among them. Returns the number of sentences."""
+    sentences = [[token.text for token in sentence.tokens] for document in documents
+                 for sentence in prepare_document(document)]
+    if not sentences:
+        raise ValueError("the notes hold no sentence to train embeddings on")
+    model = train_fasttext(sentences, dim=dim, epochs=epochs, seed=seed, min_count=min_count, bucket=bucket)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, part = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")  # mode 0600
+    os.close(descriptor)
+    try:
+        save_fasttext(model, part)
+        os.replace(part, path)
+    finally:
+        Path(part).unlink(missing_ok=True)
+    return len(sentences)
 
 
 _SPEC_LOADERS = {"fasttext": load_fasttext_bin, "word2vec": load_word2vec_text, "glove-text": load_word2vec_text}

@@ -1,5 +1,6 @@
-"""`deidpool train tagger` and `deidpool predict`: the non-private and pseudonymization
-baselines from annotated notes to a run directory, and a run directory applied to notes."""
+"""`deidpool train tagger`, `deidpool train embeddings` and `deidpool predict`: the non-private and
+pseudonymization baselines from annotated notes to a run directory, FastText embeddings trained on
+notes, and a run directory applied to notes."""
 
 from __future__ import annotations
 
@@ -81,6 +82,34 @@ def train_tagger(
             raise typer.Exit(2) from None
     typer.echo(f"best epoch {metrics['best_epoch']}: val_loss {metrics['val_loss']:.4f}, "
                f"val_f1 {metrics['val_f1']:.4f}; run directory {out}")
+
+
+@train_app.command("embeddings")
+def train_embeddings(
+    data: Path = typer.Option(..., "--data", help="Notes to train on (file or folder; their labels are not used)."),
+    fmt: str = typer.Option(..., "--format", help="Format of --data: i2b2, meddocan, brat, physionet, conll, json."),
+    split: list[str] | None = typer.Option(None, "--split", help="Named split(s) to train on (repeatable)."),
+    dim: int = typer.Option(100, "--dim", min=1, help="Vector size."),
+    epochs: int = typer.Option(10, "--epochs", min=1),
+    min_count: int = typer.Option(3, "--min-count", min=1, help="Words rarer than this (often PHI) get no vector of "
+                                                                 "their own and are embedded by their subwords."),
+    seed: int = typer.Option(0, "--seed"),
+    out: Path = typer.Option(..., "--out", help="The FastText file to write (.bin, readable by its owner only)."),
+) -> None:
+    """Train FastText embeddings (gensim, subwords) on notes, for `--embeddings fasttext:OUT`.
+
+    Its vocabulary holds the notes' frequent words, PHI among them: keep the file with the notes."""
+    from deidpool.representer.embeddings import train_fasttext_on_notes
+
+    with clean_errors():
+        documents = [d for name in (split or [None]) for d in read_corpus(data, fmt, split=name)]
+        try:
+            sentences = train_fasttext_on_notes(documents, out, dim=dim, epochs=epochs, seed=seed, min_count=min_count)
+        except ValueError as error:
+            typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
+    typer.echo(f"trained FastText ({dim} dimensions) on {sentences} sentences of {len(documents)} notes: {out} "
+               f"(owner-only); use --embeddings fasttext:{out}")
 
 
 def predict(

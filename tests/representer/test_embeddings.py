@@ -261,3 +261,30 @@ def test_neighbour_groups_are_cached_per_embedding_n_and_eligible_rows(cache_dir
     other = tiny([f"w{i}" for i in range(20)], seed=1)
     assert other.neighbour_groups(4, everything, progress=False).shape == (20,)
     assert len(list(cache_dir.glob("*groups4*.npy"))) == 3
+
+
+def test_cli_trains_fasttext_on_notes_that_a_tagger_then_reads(tmp_path):
+    """`train embeddings` reads notes through the corpus readers and writes an owner-only `.bin` that
+    `--embeddings fasttext:PATH` loads (a raw-text tagger trains on it in tests/client/test_stack.py)."""
+    import os
+    import stat
+
+    from typer.testing import CliRunner
+
+    from deidpool.cli import app
+    from deidpool.corpus.formats import write_corpus
+    from deidpool.corpus.synth import generate_documents
+
+    write_corpus(generate_documents(12, seed=5), tmp_path / "notes", "i2b2")
+    out = tmp_path / "site" / "fasttext.bin"
+    runner = CliRunner()
+    result = runner.invoke(app, ["train", "embeddings", "--data", str(tmp_path / "notes"), "--format", "i2b2",
+                                 "--dim", "8", "--epochs", "2", "--min-count", "1", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"fasttext:{out}" in result.output and stat.S_IMODE(os.stat(out).st_mode) == 0o600
+    assert [path.name for path in out.parent.iterdir()] == ["fasttext.bin"]  # no part file left
+    vectors = load_embeddings(f"fasttext:{out}")
+    assert vectors.dim == 8 and vectors.is_known("patient") and vectors.embeds_unknown_words
+    empty = runner.invoke(app, ["train", "embeddings", "--data", str(tmp_path / "notes"), "--format", "brat",
+                                "--out", str(tmp_path / "x.bin")])
+    assert empty.exit_code == 2 and "error:" in empty.output
