@@ -119,8 +119,6 @@ class PairSource:
             candidate = self.pseudonymizer.pseudonym(word, rng, category)
             if not np.array_equal(embeddings.vector(candidate), vector):
                 return candidate
-            if self.pseudonymizer.scheme == "surrogates" and candidate == word:
-                return None  # a word its span keeps (`surrogates.kept_words`): every draw keeps it
         return None
 
     def fake_symmetry(self, seed: int = 0, draws: int = 5) -> dict[str, int]:

@@ -33,7 +33,6 @@ from deidpool.adversary.bound import reidentification_bound
 from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.client.inference import apply_to_sentences, built_once, compile_representer
-from deidpool.client.patterns import patterns_for
 from deidpool.client.safety_net import Flagged, SafetyNet
 from deidpool.client.shuffle import MEMORY_BYTES, ExternalShuffle
 from deidpool.contribution.container import ContributionHeader, write_contribution
@@ -81,7 +80,7 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     check_draws(draws, scheme)
     if review is not None:
         check_absent(review)
-    safety_net = SafetyNet(patterns_for(language)) if safety_net is None else safety_net
+    safety_net = SafetyNet.of_language(language) if safety_net is None else safety_net
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     pseudonymizer = Pseudonymizer(embeddings, neighbours, scheme, language)

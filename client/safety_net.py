@@ -34,7 +34,7 @@ from pathlib import Path
 
 from deidpool.client.deidentify import find_phi
 from deidpool.client.memory import memory_patterns
-from deidpool.client.patterns import DEFAULT_PATTERNS, Pattern, find_patterns, tag_set_label
+from deidpool.client.patterns import DEFAULT_PATTERNS, Pattern, find_patterns, patterns_for, tag_set_label
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.formats import write_corpus
@@ -51,6 +51,11 @@ class SafetyNet:
     pipeline: Bundle | None = None
     embeddings: object = None
     memory: Mapping[str, dict] = field(default_factory=dict)  # `remembered_phi` of the notes exported
+
+    @classmethod
+    def of_language(cls, language: str) -> SafetyNet:
+        """The pattern layer of notes in `language` (ValueError naming an unknown one)."""
+        return cls(patterns_for(language))
 
     @property
     def finders(self) -> list[str]:

@@ -234,7 +234,7 @@ def export(
     from deidpool.cli.corpus_commands import notes_language
 
     with clean_errors():
-        language = notes_language(language, iter_corpus(notes, fmt, split=split))
+        language = language or notes_language(iter_corpus(notes, fmt, split=split))
     _check_language(language, safety_net != "off")
     review = None if safety_net == "off" else review or out.with_suffix(".review")
     pipeline_key = pipeline_key or provider_key

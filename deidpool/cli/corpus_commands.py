@@ -28,13 +28,11 @@ def clean_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
-def notes_language(language: str | None, documents: Iterable[Document]) -> str:
-    """`language` when the user named one, else the language `detect_language` finds in
-    `documents` (said on the terminal)."""
+def notes_language(documents: Iterable[Document]) -> str:
+    """The language `detect_language` finds in `documents`, said on the terminal (for commands
+    whose --language the user left out)."""
     from deidpool.corpus.language import LanguageError, detect_language
 
-    if language:
-        return language
     try:
         found = detect_language(document.text for document in documents)
     except LanguageError as error:

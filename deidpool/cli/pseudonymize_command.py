@@ -44,7 +44,7 @@ def pseudonymize(
     from deidpool.representer.progress import progress_bar
 
     with clean_errors():
-        language = notes_language(language, iter_corpus(source, fmt, split=split))
+        language = language or notes_language(iter_corpus(source, fmt, split=split))
     if pseudonymization not in SCHEMES:
         raise typer.BadParameter(f"choose one of {', '.join(SCHEMES)}", param_hint="--pseudonymization")
     try:

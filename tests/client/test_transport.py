@@ -57,7 +57,7 @@ def test_the_upload_request_is_signed_over_the_hash_of_the_file_it_carries(contr
     assert request.headers["x-deidpool-institution"] == "site-b"
     digest = hashlib.sha256(body).hexdigest()
     assert request.headers["x-deidpool-content-sha256"] == digest
-    message = request_message("POST", "/api/contributions", request.headers[TIMESTAMP_HEADER],
+    message = request_message("site-b", "server.test", "POST", "/api/contributions", request.headers[TIMESTAMP_HEADER],
                               request.headers[NONCE_HEADER], digest)
     KEY.public_key().verify(base64.b64decode(request.headers[SIGNATURE_HEADER]), message)
 
