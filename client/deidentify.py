@@ -74,14 +74,14 @@ def find_phi(documents: Iterable[Document], pipeline: Bundle, embeddings, *, pat
     tag = built_once(pipeline, "tags", lambda: compile_pipeline(pipeline.load_representer(deterministic=True),
                                                                 pipeline.load_tagger(), embeddings.dim))
     with progress_bar(desc="de-identifying", unit=" notes", disable=not progress) as bar:
-        for chunk, sentences, data in _prepared(documents, embeddings, chunk_documents, pipeline.reads_chars):
+        for chunk, sentences, data in prepared_chunks(documents, embeddings, chunk_documents, pipeline.reads_chars):
             predictions = apply_to_sentences(tag, data) if data is not None else []
             found = predicted_documents(chunk, sentences, predictions, pipeline.tags, pipeline.scheme)
             yield from (with_patterns(document, patterns) for document in found) if patterns else found
             bar.update(len(chunk))
 
 
-def _prepared(documents: Iterable[Document], embeddings, size: int,
+def prepared_chunks(documents: Iterable[Document], embeddings, size: int,
               chars: bool) -> Iterator[tuple[list, list, SentenceData | None]]:
     """(documents, their sentences, the sentences as model input with character ids when `chars`,
     None when a chunk of blank notes has none) for `size` documents at a time."""

@@ -1,5 +1,6 @@
-"""Frozen models applied to prepared sentences: a representer (vectors for export) or a whole
-pipeline (Viterbi tag ids for de-identification), each compiled once for every batch shape.
+"""Frozen models applied to prepared sentences: a representer (vectors for export), a whole
+pipeline (Viterbi tag ids for de-identification, or its tagger's unary scores) or a raw-text
+tagger (unary scores), each compiled once for every batch shape.
 Batches are padded in NumPy and fed to the compiled function directly, so a call costs no
 pipeline set-up or tracing (one note at a time, as the Presidio and spaCy wrappers call).
 
@@ -84,10 +85,22 @@ def compile_representer(representer, embedding_dim: int) -> BatchFunction:
 
 def compile_pipeline(representer, tagger, embedding_dim: int) -> BatchFunction:
     """Batch -> (B, T) Viterbi tag ids of the tagger over the representer's vectors."""
+    return _compiled_pipeline(representer, tagger, embedding_dim, scores=False)
+
+
+def compile_pipeline_scores(representer, tagger, embedding_dim: int) -> BatchFunction:
+    """Batch -> (B, T, tags) the tagger's unary scores over the representer's vectors (the CRF's
+    input: `deidpool.representer.marginals.crf_marginals` turns them into tag probabilities)."""
+    return _compiled_pipeline(representer, tagger, embedding_dim, scores=True)
+
+
+def _compiled_pipeline(representer, tagger, embedding_dim: int, scores: bool) -> BatchFunction:
     chars_of = _chars_reader(representer)
     session = _onnx_session(lambda: PipelineSession(representer, tagger, embedding_dim))
     if session is not None:
-        return lambda batch: session(batch["features"], batch["casing"], batch["length"], chars_of(batch))
+        output = session.scores if scores else session
+        return lambda batch: output(batch["features"], batch["casing"], batch["length"], chars_of(batch))
+    output = tagger if scores else tagger.predict_tags
 
     @tf.function(input_signature=[tf.TensorSpec((None, None, embedding_dim), tf.float32),
                                   tf.TensorSpec((None, None), tf.int8),
@@ -95,9 +108,26 @@ def compile_pipeline(representer, tagger, embedding_dim: int) -> BatchFunction:
     def run(features, casing, mask, chars):
         # tf.identity drops the Keras mask
         vectors = tf.identity(representer(representer_inputs(representer, features, mask, chars)))
-        return tagger.predict_tags({"features": vectors, "casing": casing, "mask": mask})
+        return output({"features": vectors, "casing": casing, "mask": mask})
 
     return lambda batch: run(batch["features"], batch["casing"], batch["mask"], chars_of(batch)).numpy()
+
+
+def compile_tagger_scores(tagger, embedding_dim: int) -> BatchFunction:
+    """Batch -> (B, T, tags) unary scores of a raw-text tagger (`deidpool.representer.tagger.Tagger`
+    on word embeddings; one that reads characters reads the batch's `chars`), with TensorFlow."""
+
+    @tf.function(input_signature=[tf.TensorSpec((None, None, embedding_dim), tf.float32),
+                                  tf.TensorSpec((None, None), tf.int8),
+                                  tf.TensorSpec((None, None), tf.bool), _CHARS], autograph=False)
+    def run(features, casing, mask, chars):
+        return tagger({"features": features, "casing": casing, "mask": mask, "chars": chars}, training=False)
+
+    def scores(batch: dict) -> np.ndarray:
+        chars = batch.get("chars", np.zeros((len(batch["mask"]), 0, CHAR_WIDTH), np.uint16))
+        return run(batch["features"], batch["casing"], batch["mask"], chars).numpy()
+
+    return scores
 
 
 def _chars_reader(representer) -> Callable[[dict], np.ndarray]:

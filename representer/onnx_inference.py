@@ -257,9 +257,14 @@ class PipelineSession:
 
     def __call__(self, features: np.ndarray, casing: np.ndarray, lengths: np.ndarray,
                  chars: np.ndarray | None = None) -> np.ndarray:
-        scores = self._session.run(None, _feed(features, lengths, chars, self._reads_chars,
-                                               casing=casing.astype(np.int32)))[0]
-        return viterbi(scores, lengths, self._transitions, self._start, self._end)
+        return viterbi(self.scores(features, casing, lengths, chars), lengths, self._transitions, self._start,
+                       self._end)
+
+    def scores(self, features: np.ndarray, casing: np.ndarray, lengths: np.ndarray,
+               chars: np.ndarray | None = None) -> np.ndarray:
+        """The tagger's unary scores (batch, time, tags), the mean of an ensemble's members'."""
+        return self._session.run(None, _feed(features, lengths, chars, self._reads_chars,
+                                             casing=casing.astype(np.int32)))[0]
 
 
 def viterbi(scores: np.ndarray, lengths: np.ndarray, transitions: np.ndarray, start: np.ndarray,

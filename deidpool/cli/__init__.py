@@ -16,6 +16,7 @@ from deidpool.cli import (  # noqa: E402
     corpus_commands,
     demo_command,
     pseudonymize_command,
+    stack_commands,  # noqa: F401  (registers client personalize on client_app)
     train_commands,
 )
 from deidpool.cli.client_commands import client_app, provider_app  # noqa: E402

@@ -376,6 +376,11 @@ def deidentify(
                                                               "the PHI strings of its own labeled notes, found "
                                                               "again wherever they recur and merged like the "
                                                               "pattern layer."),
+    stack: Path | None = typer.Option(None, "--stack", help="The site's stack for this pipeline (`client "
+                                                            "personalize`): its own tagger combined with the "
+                                                            "pipeline's at its operating point, its memory, and its "
+                                                            "language and pattern layer (in place of --language, "
+                                                            "--patterns and --memory)."),
 ) -> None:
     """Find PHI in unlabeled notes with a published pipeline, and write spans or de-identified notes."""
     _check_language(language, patterns)
@@ -395,11 +400,18 @@ def deidentify(
         raise typer.BadParameter(f"choose one of {', '.join(OUTPUT_FORMATS)}", param_hint="--format")
     if surrogate and fmt != "text":
         raise typer.BadParameter("--surrogate applies to --format text only", param_hint="--surrogate")
+    if stack and memory:
+        raise typer.BadParameter("a stack holds its own PHI memory", param_hint="--memory")
     with clean_errors():
         remembered = load_memory(memory) if memory else {}
         pipeline, vectors = _open_bundle(pipeline_path, provider_key, embeddings)
-        finder = PhiFinder(pipeline, vectors, (*(pipeline_patterns(pipeline, language) if patterns else ()),
-                                               *memory_patterns(remembered, sorted(tag_labels(pipeline.tags)))))
+        if stack:
+            from deidpool.client.stack import open_stack
+
+            finder = open_stack(stack, pipeline, vectors)
+        else:
+            finder = PhiFinder(pipeline, vectors, (*(pipeline_patterns(pipeline, language) if patterns else ()),
+                                                   *memory_patterns(remembered, sorted(tag_labels(pipeline.tags)))))
         found = finder.find(read_notes(notes, notes_format), progress=True)
         count = write_deidentified(found, out, fmt, surrogates=surrogate, labels=finder.labels)
     typer.echo(f"de-identified {count} notes to {out} ({fmt})")

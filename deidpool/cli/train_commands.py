@@ -30,16 +30,22 @@ def training_documents(data: Path, fmt: str, splits: list[str] | None, valid_dat
         return documents, read_corpus(valid_data or data, fmt, split=valid_split)
 
 
+# the training and validation notes' options of every command that trains a tagger (`training_documents`)
+SPLITS = typer.Option(None, "--split", help="Named split(s) to train on (repeatable).")
+VALID_DATA = typer.Option(None, "--valid-data", help="Validation notes (default: the training notes).")
+VALID_SPLIT = typer.Option(None, "--valid-split", help="Named split for validation.")
+VALID_FRACTION = typer.Option(0.1, "--valid-fraction", min=0.01, max=0.5,
+                              help="Held-out share of the training documents when no validation set is named.")
+
+
 @train_app.command("tagger")
 def train_tagger(
     data: Path = typer.Option(..., "--data", help="Annotated training notes (file or folder)."),
     fmt: str = typer.Option(..., "--format", help="Format of --data (and --valid-data)."),
-    split: list[str] | None = typer.Option(None, "--split", help="Named split(s) to train on (repeatable)."),
-    valid_data: Path | None = typer.Option(None, "--valid-data", help="Validation notes (default: --data)."),
-    valid_split: str | None = typer.Option(None, "--valid-split", help="Named split for validation."),
-    valid_fraction: float = typer.Option(0.1, "--valid-fraction", min=0.01, max=0.5,
-                                         help="Held-out share of the training documents when no validation set is "
-                                              "named."),
+    split: list[str] | None = SPLITS,
+    valid_data: Path | None = VALID_DATA,
+    valid_split: str | None = VALID_SPLIT,
+    valid_fraction: float = VALID_FRACTION,
     embeddings: str = typer.Option("glove", "--embeddings",
                                    help="glove, fasttext:PATH, word2vec:PATH or glove-text:PATH."),
     casing: bool = typer.Option(True, "--casing/--no-casing", help="Give the tagger the 7-way casing feature."),
