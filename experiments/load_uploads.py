@@ -53,6 +53,7 @@ from types import SimpleNamespace
 import httpx
 import numpy as np
 
+from bench_demo import matmul_rate
 from results_files import results_folder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -521,7 +522,11 @@ def report(result: dict) -> str:
         f"on loopback ({p['database']}), {p['workers']} client threads sharing one HTTP connection pool. "
         f"{p['institutions']} institutions x {p['per_institution']} contributions ({p['sentences_per_file']} "
         f"sentences, d = {p['dim']}, mean {result['mean_file_bytes']:,} bytes), plus re-uploads of "
-        f"{p['duplicate_share']:.0%} of them in random order (seed {p['seed']}). Other jobs share the machine's cores.",
+        f"{p['duplicate_share']:.0%} of them in random order (seed {p['seed']}). Other jobs share the machine's cores: "
+        f"its float32 matmul rate was {result['matmul_gflops']['before']} GFLOP/s before and "
+        f"{result['matmul_gflops']['after']} after (bench_demo.matmul_rate).",
+        "",
+        f"`{result['command']}`",
         "",
         "| uploads | files | statuses | wall s | uploads/s | MB/s | p50 ms | p99 ms | max ms |",
         "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
@@ -543,7 +548,8 @@ def report_faults(result: dict) -> str:
         "# Upload load test with faults injected",
         "",
         f"{result['date']}, commit {result['commit']}, {result['machine']}. Other jobs shared the machine's two "
-        "cores, so the times are upper bounds.",
+        f"cores, so the times are upper bounds (float32 matmul rate {result['matmul_gflops']['before']} GFLOP/s "
+        f"before, {result['matmul_gflops']['after']} after).",
         "",
         f"`{result['command']}`",
         "",
@@ -612,18 +618,21 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=results_folder("load_uploads"),
                         help="where load_uploads.md and .json (load_uploads_faults.* with --faults) go")
     args = parser.parse_args()
+    rates = [matmul_rate()]
     with tempfile.TemporaryDirectory(prefix="deidpool-load-") as folder:
         if args.faults:
             result = run_faults(args.per_institution, args.workers, args.duplicates, args.seed, args.kills,
                                 args.full_seconds, args.interval, args.retries, args.backoff, Path(folder))
         else:
             result = run(args.per_institution, args.workers, args.duplicates, args.seed, Path(folder))
+    rates.append(matmul_rate())
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     result = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "commit": commit.stdout.strip() or "unknown",
               "machine": f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, "
                          f"load average {os.getloadavg()[0]:.1f}",
-              "command": " ".join(["python experiments/load_uploads.py", *sys.argv[1:]]), **result}
+              "command": " ".join(["python experiments/load_uploads.py", *sys.argv[1:]]),
+              "matmul_gflops": {"before": round(rates[0]), "after": round(rates[1])}, **result}
     name, text = ("load_uploads_faults", report_faults(result)) if args.faults else ("load_uploads", report(result))
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from sqlalchemy import (
     TypeDecorator,
     create_engine,
     event,
+    make_url,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
@@ -37,6 +40,8 @@ from deidpool.server.settings import Layout
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_CHECKPOINT_PAGES = 64  # about 260 KB of write-ahead log between checkpoints (SQLite's default: 1000 pages)
+SQLITE_WAL_LIMIT_BYTES = 512 << 10  # a log that grew past this (readers held it) is truncated back to it
 QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
 RUN_STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED)
 
@@ -167,37 +172,115 @@ class RequestNonce(Base):
     expires: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
+class _TurnTakingConnection(sqlite3.Connection):
+    """An SQLite connection of `make_engine` whose transactions hold its engine's `turn` (a lock)
+    from BEGIN IMMEDIATE to their commit or rollback: the transactions of one process queue for
+    SQLite's write lock on it, each woken as the one before ends, instead of polling in SQLite's
+    busy handler (sleeps of up to 100 ms, which made the slowest uploads wait seconds). Another
+    process's (the worker's) still wait in the busy handler."""
+
+    turn: threading.Lock
+    holding = False
+
+    def take_turn(self) -> None:
+        """Wait for the turn (at most the busy timeout: then SQLite's busy handler decides)."""
+        self.holding = self.turn.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000)
+
+    def end_turn(self) -> None:
+        if self.holding:
+            self.holding = False
+            self.turn.release()
+
+    def commit(self) -> None:
+        try:
+            super().commit()
+        finally:
+            self.end_turn()
+
+    def rollback(self) -> None:
+        try:
+            super().rollback()
+        finally:
+            self.end_turn()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.end_turn()
+
+
 def make_engine(url: str) -> Engine:
     """An engine for `url` (as `Layout.database_url` gives it). SQLite gets WAL journaling, a busy
     timeout and transactions that take the write lock when they begin, so that concurrent
-    writers (uploads, the worker) wait for each other instead of failing."""
-    engine = create_engine(url, pool_pre_ping=True)
-    if engine.dialect.name == "sqlite":
-        _create_private_file(engine.url)
+    writers (uploads, the worker) wait for each other instead of failing, in line within the
+    process (`_TurnTakingConnection`). Its write-ahead log is checkpointed every
+    SQLITE_CHECKPOINT_PAGES pages and kept to SQLITE_WAL_LIMIT_BYTES, and truncated when a write
+    finds the volume full: the log reuses its room instead of growing into space freed on a full
+    volume (docs/server.md, Recovery)."""
+    sqlite = make_url(url).get_backend_name() == "sqlite"
+    engine = create_engine(url, pool_pre_ping=True,
+                           **({"connect_args": {"factory": _TurnTakingConnection}} if sqlite else {}))
+    if sqlite:
+        database = _database_file(engine.url)
+        if database:
+            _create_private_file(database)
+        turn = threading.Lock()
+
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(connection, record):
             connection.isolation_level = None  # transactions begin below, not in the sqlite3 module
+            connection.turn = turn
             cursor = connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_CHECKPOINT_PAGES}")
+            cursor.execute(f"PRAGMA journal_size_limit={SQLITE_WAL_LIMIT_BYTES}")
             cursor.close()
 
         @event.listens_for(engine, "begin")
         def _begin_immediate(connection):
             # Take the write lock at the start: a read-then-write transaction (claiming a run)
             # then cannot fail halfway when another writer got there first.
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            sqlite_connection = connection.connection.dbapi_connection
+            sqlite_connection.take_turn()
+            try:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+            except BaseException:
+                sqlite_connection.end_turn()
+                raise
+
+        @event.listens_for(engine, "handle_error")
+        def _truncate_log_when_full(context):
+            if database and sqlite_full(context.original_exception):
+                truncate_log(database)
     return engine
 
 
-def _create_private_file(url: URL) -> None:
-    """Create the file of the SQLite database at `url`, unless it exists (or is in memory or an
-    SQLite URI), readable and writable by its owner alone (0600; SQLite gives its -wal and -shm
-    files the same mode)."""
-    if url.database and url.database != ":memory:" and not url.query.get("uri"):
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(url.database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+def sqlite_full(error: BaseException) -> bool:
+    """Whether `error` (an sqlite3 error) is SQLITE_FULL: the database's volume is full."""
+    return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+
+
+def truncate_log(database: str) -> None:
+    """Checkpoint the SQLite `database` and truncate its write-ahead log to nothing, if no
+    transaction is using the log (else as much as it can, without waiting): the room the log
+    took goes back to its volume, and the next write grows it again as far as it needs."""
+    with contextlib.closing(sqlite3.connect(database, timeout=0)) as connection, contextlib.suppress(sqlite3.Error):
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _database_file(url: URL) -> str | None:
+    """The file of the SQLite database at `url` (None in memory or for an SQLite URI)."""
+    return url.database if url.database and url.database != ":memory:" and not url.query.get("uri") else None
+
+
+def _create_private_file(database: str) -> None:
+    """Create the SQLite `database` file, unless it exists, readable and writable by its owner
+    alone (0600; SQLite gives its -wal and -shm files the same mode)."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
