@@ -167,7 +167,7 @@ def _held_upload(server: Server, headers: dict, declared: int, send: int) -> soc
     `declared` bytes, then up to `send` bytes of it (fewer once the server stops taking them),
     and is held open."""
     connection = socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1])))
-    head = {"Host": "127.0.0.1", "Content-Type": CONTENT_TYPE, "Content-Length": str(declared), **headers}
+    head = {"Host": url_host(server.url), "Content-Type": CONTENT_TYPE, "Content-Length": str(declared), **headers}
     connection.sendall(f"POST {PATH} HTTP/1.1\r\n".encode() + b"".join(
         f"{name}: {value}\r\n".encode() for name, value in head.items()) + b"\r\n")
     connection.settimeout(1)
