@@ -45,7 +45,8 @@ class TrainableGaussianNoise(keras.layers.Layer):
         self.min_stddev = float(min_stddev)
         self.deterministic = bool(deterministic)
         self.supports_masking = True
-        self.seed_generator = keras.random.SeedGenerator(seed=secrets.randbits(SEED_BITS))
+        self.seed_generator = keras.random.SeedGenerator()  # draws Keras' default seed, as before, then:
+        self.seed_generator.state.assign([secrets.randbits(SEED_BITS), 0])  # the noise's seed is the OS's
 
     def build(self, input_shape):
         self.log_stddev = self.add_weight(

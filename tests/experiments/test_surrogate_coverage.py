@@ -23,6 +23,6 @@ def test_the_shares_count_test_words_seen_in_training_spans_and_in_the_pool():
     assert city["in_surrogate_pool"] == pytest.approx(0.5)  # Madrid is a Faker es_ES city, Zzyzx none
     assert [t["word"] for t in city["top"]] == ["madrid", "zzyzx"] and city["top"][1]["draw_probability"] == 0.0
     assert 0 < city["top"][0]["draw_probability"] < 1
-    # "Calle" and "de la" are kept words of a street span: "princesa" alone counts, seen nowhere in training
-    assert (rows["CALLE"]["test_words"], rows["CALLE"]["in_training_spans"]) == (1, 0.0)
+    # "de la" are kept function words of a street span; "calle" (a place word, drawn) and "princesa" count
+    assert (rows["CALLE"]["test_words"], rows["CALLE"]["in_training_spans"]) == (2, 0.0)
     assert rows["PAIS"]["in_training_spans"] == 1.0
