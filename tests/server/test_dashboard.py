@@ -194,7 +194,8 @@ def test_the_dashboard_in_headless_chromium(server_dir, database, key_files, pip
         headers = [read_header(path) for path in paths]
         expected = [name, representer, str(len(paths)), f"{sum(h.sentences for h in headers):,}",
                     f"{sum(h.tokens for h in headers):,}", f"{sum(path.stat().st_size for path in paths):,}",
-                    "100", *(("0.0200", "0.2000") if name == "site-a" else ("-", "-"))]  # least N, highest bounds
+                    "100", *(("0.0200", "0.2000") if name == "site-a" else ("-", "-")),  # least N, highest bounds
+                    str(len(paths)), "0"]  # every file exported without safety net, none quarantined
         assert expected in page.tables["contributions"]
     assert [row[:3] for row in page.tables["pipelines"]] == [["1", str(finished), representer]]
     assert page.tables["pipelines"][0][4] == "passed"
