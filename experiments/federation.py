@@ -88,6 +88,9 @@ POOLS = {"provider-only": ("provider",), "pooled-2": ("provider", "site_a"),
          "pooled-no-c": ("provider", "site_a", "site_b"), "pooled": PARTIES}
 GROWTH = tuple(POOLS)  # 1 to 4 institutions
 NEIGHBOURS = 100
+STACK_PARTIES = (*SITES, "provider")  # whose stacks (`client personalize`) a seed builds, in this order
+STACK = "stacks"  # the stage of the parties' stacks (skippable)
+STACK_MIN_RECALL = 0.99  # the operating point the stack rows report beside the default one
 # name: (the parties whose raw notes it trains on, pseudonymizer's N or None)
 TEXT_TAGGERS = {"raw": (PARTIES, None), "pseudo": (PARTIES, NEIGHBOURS), "raw-provider": (("provider",), None),
                 **{f"raw-{site}": ((site,), None) for site in SITES}}
@@ -101,11 +104,18 @@ ROWS = [("non-private upper bound (raw text, all parties' notes)", "raw", "test"
         ("provider + site_a + site_b (representations)", "pooled-no-c", "test"),
         ("pooled: provider + 3 sites (representations, server)", "pooled", "test"),
         ("sight-unseen: provider-only on site_c", "provider-only", "site_c"),
-        ("sight-unseen: pooled without site_c, on site_c", "pooled-no-c", "site_c")]
+        ("sight-unseen: pooled without site_c, on site_c", "pooled-no-c", "site_c"),
+        *(row for party in STACK_PARTIES for row in (
+            (f"{party} alone: its own character tagger (raw text, its notes; memory in its layer rows)",
+             f"local-{party}", "test"),
+            (f"pooled pipeline (its layer rows: + {party}'s PHI memory)", f"pooled-memory-{party}", "test"),
+            (f"{party}'s stack: pooled pipeline + its character tagger (memory in its layer rows)",
+             f"stack-{party}", "test"),
+            (f"{party}'s stack at --min-recall {STACK_MIN_RECALL}", f"stack-recall-{party}", "test")))]
 BUDGET = ("p1", "p1_patience", "p3", "p3_patience", "tagger_epochs", "patience", "audit_epochs",
           "selection", "test")  # in every seed's rows
 SKIPPABLE = (*(name for name in TEXT_TAGGERS if name != "raw"), *(name for name in GROWTH if name != "pooled"),
-             "audit")  # stages a shorter run may leave out (the growth curve's smaller pools included)
+             STACK, "audit")  # stages a shorter run may leave out (the growth curve's smaller pools included)
 # the representer's settings a run may change, and their defaults
 REPRESENTATION = {"repr_size": 50, "representer_units": 128, "input_noise": None, "output_noise": None,
                   "representer_data": "provider", "representer_input": "embeddings"}
@@ -166,15 +176,20 @@ def test_rows(corpus: Corpus, gold: list, predicted: list, extra: dict) -> dict[
     """The rows of one tagger's predictions on the test notes, alone and merged with the pattern
     layer: the headline scores and every note's counts of the headline measures."""
     from deidpool.client.patterns import patterns_for, with_patterns
+
+    patterns = patterns_for(corpus.language)
+    return {suffix: scored_row(corpus, gold, found, extra)
+            for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d, patterns) for d in predicted]))}
+
+
+def scored_row(corpus: Corpus, gold: list, found: list, extra: dict) -> dict:
+    """The headline scores of the predictions `found` on the test notes `gold`, `extra` and every
+    note's counts of the headline measures."""
     from deidpool.corpus.metrics import document_counts, evaluate_corpus, score_row
 
-    rows = {}
-    patterns = patterns_for(corpus.language)
-    for suffix, found in (("", predicted), (PATTERNS, [with_patterns(d, patterns) for d in predicted])):
-        notes = {measure: [[c.tp, c.fp, c.fn] for c in document_counts(gold, found, measure, corpus.entity_key)]
-                 for measure in MEASURES.values()}
-        rows[suffix] = {**score_row(evaluate_corpus(gold, found, corpus.entity_key)), **extra, NOTE_COUNTS: notes}
-    return rows
+    notes = {measure: [[c.tp, c.fp, c.fn] for c in document_counts(gold, found, measure, corpus.entity_key)]
+             for measure in MEASURES.values()}
+    return {**score_row(evaluate_corpus(gold, found, corpus.entity_key)), **extra, NOTE_COUNTS: notes}
 
 
 def run_seed(seed: int, args) -> dict:
@@ -191,7 +206,8 @@ def run_seed(seed: int, args) -> dict:
         folder.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps(rows, indent=1) + "\n")
 
-    if all(f"{name}@test" in rows for name in (*TEXT_TAGGERS, *POOLS)) and "audit" in rows \
+    if all(f"{name}@test" in rows for name in (*TEXT_TAGGERS, *POOLS, *(f"stack-{p}" for p in STACK_PARTIES))) \
+            and "audit" in rows \
             and rows[PATTERN_LAYER] == corpus.language:
         return rows
     from deidpool.corpus.formats import read_corpus
@@ -212,6 +228,10 @@ def run_seed(seed: int, args) -> dict:
                               monitor=args.monitor))
     if not all(f"{name}@test" in rows for name in POOLS if name not in args.skip):
         keep(pooled_rows(corpus, folder, seed, documents, provider_split, embeddings, rows, args))
+    if STACK not in args.skip and "pooled@test" in rows:
+        for party in STACK_PARTIES:
+            if f"stack-{party}@test" not in rows:
+                keep(stack_rows(corpus, folder, seed, party, documents, provider_split, vectors, args))
     for name in others:
         if f"{name}@test" not in rows and name not in args.skip:
             keep(text_tagger_rows(corpus, folder, seed, name, documents, provider_split, embeddings, args,
@@ -379,6 +399,56 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     return rows
 
 
+def stack_rows(corpus: Corpus, folder: Path, seed: int, party: str, documents: dict, provider_split: tuple,
+               vectors, args, lstm_units: int = TEXT_TAGGER_UNITS) -> dict[str, dict]:
+    """Build `party`'s stack on the full pool's pipeline as `client personalize` does (its own
+    character tagger on its training notes, early stopping and the operating point on its
+    validation notes: the provider's the representer's split, a site's split anew) and score on the
+    test notes: the local tagger alone (Viterbi) and with the pattern layer and the party's PHI memory
+    (what the party has without joining), the pooled pipeline with them, the stack's two taggers at
+    the chosen operating point without and with them, and the whole stack at `STACK_MIN_RECALL`."""
+    import shutil
+    from dataclasses import replace
+
+    from deidpool.client.deidentify import prepared_chunks
+    from deidpool.client.patterns import with_patterns
+    from deidpool.client.stack import STACK_FILE, TAGGER_RUN, build_stack, open_stack
+    from deidpool.demo import unlabeled
+    from deidpool.representer import keys
+    from deidpool.representer.bundle import open_bundle
+    from deidpool.representer.tagger_runs import split_documents
+
+    train, valid = provider_split if party == "provider" else split_documents(documents[party], 0.1, seed)
+    pipeline = open_bundle(folder / "pipelines" / "pooled.tar", keys.load_public_key(folder / "keys" / "provider.pub",
+                                                                                      keys.SIGNING))
+    out = folder / STACK / party
+    if not (out / STACK_FILE).exists():
+        shutil.rmtree(out, ignore_errors=True)  # a build the time budget stopped: from the start
+        progress(f"seed {seed}: {party} builds its stack on {len(train)} + {len(valid)} notes")
+        build_stack(out, pipeline, vectors, train, valid, language=corpus.language, lstm_units=lstm_units,
+                    max_epochs=args.tagger_epochs, patience=args.patience, seed=seed, progress=False)
+    stack = open_stack(out, pipeline, vectors)
+    at_recall = stack.operating_point(valid, STACK_MIN_RECALL)
+    test = list(unlabeled(documents["test"]))
+    _, sentences, data = next(prepared_chunks(test, vectors, len(test), pipeline.reads_chars))
+    combined = stack.combined(stack.marginals(sentences, data), stack.weight)
+    local = tagger_predictions(out / TAGGER_RUN, {"test": test}, vectors)["test"]
+    pooled = predictions(folder, "pooled", {"test": test}, vectors)["test"]
+    found = {f"local-{party}": local,
+             f"local-{party}{PATTERNS}": [with_patterns(d, stack.patterns) for d in local],
+             f"pooled-memory-{party}{PATTERNS}": [with_patterns(d, stack.patterns) for d in pooled],
+             f"stack-{party}": replace(stack, patterns=()).documents_at(test, sentences, combined, stack.threshold),
+             f"stack-{party}{PATTERNS}": stack.documents_at(test, sentences, combined, stack.threshold),
+             f"stack-recall-{party}{PATTERNS}": stack.documents_at(test, sentences, combined,
+                                                                 at_recall["chosen"]["threshold"])}
+    point = {"weight": stack.weight, "threshold": stack.threshold, "train_notes": len(train),
+             "valid_notes": len(valid), "valid": {key: at_recall["default"][key] for key in ("precision", "recall")},
+             "at_recall": {"min_recall": STACK_MIN_RECALL, "reached": at_recall["reached"],
+                           **{key: at_recall["chosen"][key] for key in ("threshold", "precision", "recall")}}}
+    return {f"{name}@test": scored_row(corpus, documents["test"], predicted, {"operating_point": point})
+            for name, predicted in found.items()}
+
+
 def predictions(folder: Path, name: str, splits: dict[str, list], vectors) -> dict[str, list]:
     """What the seed folder's tagger `name` finds in the documents of each split of `splits`
     (their PHI spans hidden), the tagger opened once: a published pipeline (a pool of `POOLS`,
@@ -417,7 +487,14 @@ COMPARISONS = (("pooled", "raw", "representation gap: pooled exports - raw text 
                ("pooled", "provider-only", "pooling gain through exports: pooled - provider-only", "> 0"),
                ("raw", "raw-provider", "pooling gain on raw text: all notes - provider's notes", "-"),
                *((("pooled", f"raw-{site}", f"{site}'s view: pooled pipeline - its own raw-text tagger",
-                   "> 0 in every seed") for site in SITES)))
+                   "> 0 in every seed") for site in SITES)),
+               *(row for party in STACK_PARTIES for row in (
+                   (f"stack-{party}", f"local-{party}", f"{party}'s stack - {party} alone (its character tagger)",
+                    ">= +1.0 HIPAA, >= +2.0 strict, > 0 every seed" if party in SITES else "-"),
+                   (f"stack-{party}", "raw", f"{party}'s stack - raw text (all notes)",
+                    "> -0.5 strict" if party == "provider" else "-"),
+                   (f"stack-{party}", "pooled", f"{party}'s stack - pooled pipeline", "-"),
+                   (f"pooled-memory-{party}", "pooled", f"{party}'s PHI memory on the pooled pipeline", "-"))))
 
 
 def as_counts(per_note: list) -> list[Counts]:
@@ -518,6 +595,54 @@ def target_lines(paired: list[dict], growth: list[float]) -> list[str]:
         rising = all(later > earlier for earlier, later in zip(growth, growth[1:]))
         lines.append(f"- Growth curve (alone): {' / '.join(f'{value:.3f}' for value in growth)} for 1 to 4 "
                      f"institutions (target: rises with every institution: {'met' if rising else 'MISSED'}).")
+    return lines
+
+
+def stack_lines(per_seed: dict, done: list[int], paired: dict[str, list[dict]]) -> list[str]:
+    """Issue #61's targets on the parties' stacks (their paired rows with the pattern layer and the
+    party's PHI memory, both measures) and the operating points: where the stacks chose them on
+    their validation notes and what they gave on the test notes."""
+    parties = [party for party in STACK_PARTIES if all(f"stack-{party}@test" in per_seed[s] for s in done)]
+    if not parties:
+        return []
+
+    def row(measure: str, title: str) -> dict:
+        return next(r for r in paired[measure] if r["comparison"] == title and r["patterns"])
+
+    lines = ["", "Stacks (`client personalize`): in every stack row and its party's own tagger's, the layer rows "
+                 "merge the party's PHI memory (the gold spans of its training notes) with the pattern layer.", "",
+             "Targets (issue #61), with the pattern layer and the party's memory on both sides:", ""]
+    for site in [party for party in parties if party in SITES]:
+        title = f"{site}'s stack - {site} alone (its character tagger)"
+        hipaa, strict = row("token_official_hipaa", title), row("entity_strict", title)
+        met = (hipaa["mean"]["difference"] >= 1.0 and strict["mean"]["difference"] >= 2.0
+               and all(s["interval"][0] > 0 for r in (hipaa, strict) for s in r["seeds"].values()))
+        lines.append(f"- {site}'s stack - its best alone: token HIPAA {_cell(hipaa['mean'])}, entity strict "
+                     f"{_cell(strict['mean'])} (target >= +1.0 and >= +2.0, every seed's interval above 0: "
+                     f"{'met' if met else 'MISSED'}).")
+    if "provider" in parties:
+        gap = row("entity_strict", "provider's stack - raw text (all notes)")
+        met = gap["mean"]["difference"] > -0.5
+        lines.append(f"- The provider's stack - the raw-text tagger on all parties' notes: entity strict "
+                     f"{_cell(gap['mean'])} (target > -0.5: {'met' if met else 'MISSED'}).")
+    lines += ["", f"Operating points (token HIPAA, official tokenization; mean ± sd over seeds): the pipeline's weight "
+                  f"and the threshold chosen on the party's validation notes, by default (best F1, threshold 0.5) and "
+                  f"at --min-recall {STACK_MIN_RECALL} (target: precision >= 0.90 on the test notes).", "",
+              "| party | weights | default: valid P / R | default: test P / R | threshold at min recall | "
+              "valid P / R there | test P / R there |", "|---|---|---|---|---|---|---|"]
+    for party in parties:
+        points = [per_seed[s][f"stack-{party}@test"]["operating_point"] for s in done]
+        default = [per_seed[s][f"stack-{party}{PATTERNS}@test"] for s in done]
+        at_recall = [per_seed[s][f"stack-recall-{party}{PATTERNS}@test"] for s in done]
+
+        def pair(rows: list[dict], prefix: str = "token_official_hipaa_") -> str:
+            return " / ".join(spread([r[f"{prefix}{part}"] for r in rows]) for part in ("precision", "recall"))
+
+        lines.append(f"| {party} | {', '.join(str(point['weight']) for point in points)} | "
+                     f"{pair([point['valid'] for point in points], '')} | {pair(default)} | "
+                     + ", ".join(f"{point['at_recall']['threshold']}"
+                                 + ("" if point["at_recall"]["reached"] else " (R not reached)") for point in points)
+                     + f" | {pair([point['at_recall'] for point in points], '')} | {pair(at_recall)} |")
     return lines
 
 
@@ -635,6 +760,7 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
         lines += ["", f"Targets (issue #36) on the headline {headline}:", "", *targets]
     if growth:
         lines += growth_lines(per_seed, done, corpus.headline, headline)
+    lines += stack_lines(per_seed, done, paired)
     text = "\n".join(lines) + "\n"
     print(text)
     stored.parent.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 targets are judged on paired intervals in every seed, the growth table lists the pools from 1 to 4
 institutions, and the report reads both corpora."""
 
+import dataclasses
 import json
 
 import pytest
@@ -235,14 +236,24 @@ def test_a_shorter_run_skips_the_stages_named_and_passes_the_monitor_to_every_ta
         trained["pools"] = args.monitor
         return {f"{name}@test": {} for name in federation.POOLS}
 
+    def stack(corpus, folder, seed, party, *rest):
+        trained.setdefault("stacks", []).append(party)
+        return {f"stack-{party}@test": {}}
+
     monkeypatch.setattr(federation, "text_tagger_rows", text_tagger)
     monkeypatch.setattr(federation, "pooled_rows", pools)
+    monkeypatch.setattr(federation, "stack_rows", stack)
     args = argparse.Namespace(corpus="meddocan", p1=1, p1_patience=1, p3=1, p3_patience=1, tagger_epochs=2,
                               patience=1, audit_epochs=1, selection="loss", test=["t", "meddocan", None],
                               monitor="val_loss", skip=["pseudo", "raw-site_a", "raw-site_b", "raw-site_c", "audit"],
                               results_name="x", **federation.REPRESENTATION, pooled_units=128)
     rows = federation.run_seed(0, args)
-    assert trained == {"raw": "val_loss", "pools": "val_loss", "raw-provider": "val_loss"}
+    assert trained == {"raw": "val_loss", "pools": "val_loss", "raw-provider": "val_loss",
+                       "stacks": ["site_a", "site_b", "site_c", "provider"]}
+    assert federation.run_seed(0, args) == rows and len(trained["stacks"]) == 4  # nothing twice
+    args.skip.append(federation.STACK)
+    (tmp_path / "repo" / "runs" / "x" / "seed-0" / "rows.json").unlink()
+    assert "stack-site_a@test" not in federation.run_seed(0, args)
     assert "audit" not in rows and "pseudo@test" not in rows and rows["budget"]["monitor"] == "val_loss"
 
 
@@ -316,3 +327,79 @@ def test_a_run_is_compared_with_a_diagnosis_variant_of_another_federation(tmp_pa
     lines = federation.against_lines(mine, found, "other:pools", federation.CORPORA["meddocan"])
     table = [line for line in lines if line.startswith("| pooled: this run - other:pools")]
     assert len(table) == 4 and not any(line.startswith("| raw") for line in lines)
+
+
+def test_a_party_s_stack_is_scored_beside_its_own_tagger_alone_and_the_pooled_pipeline(
+        tmp_path, documents, pipeline_path, key_files):
+    """The stack stage on a tiny untrained pipeline: a site's stack is built once in the seed
+    folder (owner-only, opened again on a rerun) and every row of the stage has the test notes'
+    per-note counts and the operating point."""
+    import shutil
+    from types import SimpleNamespace
+
+    from deidpool.representer import keys
+    from deidpool.representer.bundle import open_bundle
+
+    folder = tmp_path / "seed-0"
+    (folder / "pipelines").mkdir(parents=True)
+    (folder / "keys").mkdir()
+    shutil.copyfile(pipeline_path, folder / "pipelines" / "pooled.tar")
+    shutil.copyfile(key_files.provider.public, folder / "keys" / "provider.pub")
+    provider_key = keys.load_public_key(key_files.provider.public, keys.SIGNING)
+    vectors = open_bundle(pipeline_path, provider_key).load_embeddings()
+    corpus = dataclasses.replace(federation.CORPORA["physionet"], language="en", entity_key="type")
+    notes = {"site_a": documents[:8], "test": documents[8:]}
+    args = SimpleNamespace(tagger_epochs=1, patience=1)
+    found = federation.stack_rows(corpus, folder, 0, "site_a", notes, (), vectors, args, lstm_units=4)
+    layered = f"{federation.PATTERNS}@test"
+    assert set(found) == {"local-site_a@test", f"local-site_a{layered}", f"pooled-memory-site_a{layered}",
+                          "stack-site_a@test", f"stack-site_a{layered}", f"stack-recall-site_a{layered}"}
+    for row in found.values():
+        assert len(row[federation.NOTE_COUNTS]["entity_strict"]) == len(notes["test"])
+        point = row["operating_point"]
+        assert point["train_notes"] + point["valid_notes"] == 8 and point["at_recall"]["min_recall"] == 0.99
+    assert (folder / "stacks" / "site_a" / "stack.json").exists()
+    assert oct((folder / "stacks" / "site_a").stat().st_mode & 0o777) == "0o700"
+    built = (folder / "stacks" / "site_a" / "stack.json").stat().st_mtime_ns
+    again = federation.stack_rows(corpus, folder, 0, "site_a", notes, (), vectors, args, lstm_units=4)
+    assert (folder / "stacks" / "site_a" / "stack.json").stat().st_mtime_ns == built
+    assert again["stack-site_a@test"][federation.NOTE_COUNTS] == found["stack-site_a@test"][federation.NOTE_COUNTS]
+
+
+def stack_seed(site_gain: int) -> dict:
+    """One seed's stack rows: every party's stack finds `site_gain` more PHI per note than its own
+    tagger (of 10), the provider's as many as the raw-text tagger."""
+    counts = {"raw": per_note(10, 0, 0), "pooled": per_note(9, 0, 1)}
+    for party in federation.STACK_PARTIES:
+        gain = site_gain if party in federation.SITES else 0
+        counts |= {f"local-{party}": per_note(10 - gain - (party == "provider"), 0, gain),
+                   f"stack-{party}": per_note(10 - (party == "provider"), 0, party == "provider"),
+                   f"stack-recall-{party}": per_note(10, 2, 0), f"pooled-memory-{party}": per_note(9, 0, 1)}
+    made = rows(counts)
+    point = {"weight": 0.5, "threshold": 0.5, "valid": {"precision": 0.9, "recall": 0.95},
+             "at_recall": {"min_recall": 0.99, "reached": True, "threshold": 0.2, "precision": 0.8, "recall": 0.99}}
+    for key in made:
+        if key.startswith("stack"):
+            made[key] |= {"operating_point": point, "token_official_hipaa_precision": 0.8,
+                          "token_official_hipaa_recall": 0.99}
+    return made
+
+
+def test_the_stack_targets_are_judged_on_both_measures_in_every_seed_and_the_operating_points_listed():
+    seeds = {0: stack_seed(2), 1: stack_seed(2)}
+    paired_rows = {measure: federation.paired_rows(federation.note_counts(seeds, [0, 1], measure), [0, 1])
+                   for measure in federation.MEASURES.values()}
+    lines = federation.stack_lines(seeds, [0, 1], paired_rows)
+    targets = [line for line in lines if line.startswith("- ")]
+    assert len(targets) == 4
+    assert all(line.endswith("every seed's interval above 0: met).") for line in targets[:3])
+    assert targets[3].startswith("- The provider's stack - the raw-text tagger") and targets[3].endswith("MISSED).")
+    table = [line for line in lines if line.startswith("| site_a |")]
+    assert table == ["| site_a | 0.5, 0.5 | 0.900 ± 0.000 / 0.950 ± 0.000 | 0.800 ± 0.000 / 0.990 ± 0.000 | 0.2, 0.2 "
+                     "| 0.800 ± 0.000 / 0.990 ± 0.000 | 0.800 ± 0.000 / 0.990 ± 0.000 |"]
+    weak = {0: stack_seed(2), 1: stack_seed(0)}
+    paired_rows = {measure: federation.paired_rows(federation.note_counts(weak, [0, 1], measure), [0, 1])
+                   for measure in federation.MEASURES.values()}
+    assert all(line.endswith("MISSED).") for line in federation.stack_lines(weak, [0, 1], paired_rows)
+               if line.startswith("- site"))
+    assert federation.stack_lines({0: rows({"pooled": per_note(9, 0, 1)})}, [0], paired_rows) == []
