@@ -35,6 +35,7 @@ from deidpool.adversary.verdicts import (
 )
 from deidpool.representer.dataset import BATCH_SIZE
 from deidpool.representer.noise import noise_free_copy
+from deidpool.representer.progress import progress_bar
 from deidpool.representer.training import _write_config, _write_json, run_training
 
 FLOOR = "floor/partner-only"  # the attack on the partners alone: neither a target attack nor a control
@@ -271,9 +272,24 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
                 if not judged(name)}
     for name, succeeded in controls.items():
         results[name]["control_succeeded"] = succeeded
-    lookup = {name: two_way_lookup(outcome(f"lookup/{name}"), tests) for name in looked_up}
-    inversion = {name: outcome(f"inversion/{name}") for name in subjects}
-    baselines = {"frequency": frequency_baseline(train, test), "context-only": outcome("inversion/context-only")}
+    # the reporting run computes what no part's process kept (a lookup or an inversion not run in
+    # parts, the baselines, the bound): a line every 30 s shows it is alive
+    steps = len(looked_up) + len(subjects) + 2 + 2 * export_path
+    bar = progress_bar(total=steps, desc="audit: reporting", unit=" steps", disable=not progress)
+
+    def step(value):
+        bar.update()
+        return value
+
+    with bar:
+        lookup = {name: step(two_way_lookup(outcome(f"lookup/{name}"), tests)) for name in looked_up}
+        inversion = {name: step(outcome(f"inversion/{name}")) for name in subjects}
+        baselines = {"frequency": step(frequency_baseline(train, test)),
+                     "context-only": step(outcome("inversion/context-only"))}
+        if export_path:  # the bare path pseudonymizes nothing
+            bound = step(reidentification_bound(hidden_phi(test), test.pseudonymizer,
+                                                language=test.pseudonymizer.language))
+            symmetry = step(test.fake_symmetry(seed))
     verdict, reason = overall_verdict(targets, lookup["target"]["verdict"], results[FLOOR]["verdict"], controls)
     report = {"verdict": verdict, "verdict_reason": reason, "path": EXPORT_PATH if export_path else BARE_PATH,
               "epochs": epochs, "passes": passes, "inversion_epochs": inversion_epochs, "attacker_design": POOLED,
@@ -284,10 +300,8 @@ def run_audit(representer, train: PairSource, test: PairSource, out_dir: str | P
               "attacks": results,
               "lookup": lookup, "inversion": inversion, "inversion_baselines": baselines,
               "one_over_n": 1 / test.pseudonymizer.neighbours}
-    if export_path:  # the bare path pseudonymizes nothing
-        report["bound"] = reidentification_bound(hidden_phi(test), test.pseudonymizer,
-                                                 language=test.pseudonymizer.language)
-        report["fake_symmetry"] = test.fake_symmetry(seed)
+    if export_path:
+        report["bound"], report["fake_symmetry"] = bound, symmetry
     _write_json(out_dir / "history.json", history)
     _write_json(out_dir / "metrics.json", report)
     (out_dir / "report.md").write_text(format_report(report))

@@ -438,16 +438,18 @@ def test_implausible_fake_partners_make_the_audit_inconclusive(embeddings, tmp_p
     assert "bound" not in report and "Re-identification bound" not in (tmp_path / "report.md").read_text()
 
 
-def test_on_the_export_path_the_floor_reads_the_shared_partner_text(embeddings, tmp_path):
+def test_on_the_export_path_the_floor_reads_the_shared_partner_text(embeddings, tmp_path, capsys):
     """Exported, every PHI word of a real and of a fake partner alike becomes "today": the shared
-    partners are the same text, so the floor sits at chance and no longer decides the verdict."""
+    partners are the same text, so the floor sits at chance and no longer decides the verdict. The
+    reporting after the attacks says how far it got (a line every 30 s and one at its end)."""
     pseudonymizer = OddWordPseudonymizer(embeddings, 2)
     sources = [PairSource([s for d in toy_documents(count, seed) for s in prepare_document(d)], pseudonymizer)
                for count, seed in ((160, 5), (100, 6))]
     keras.utils.set_random_seed(0)
     # 20 draws: enough held-out answers for an output at chance to read chance ([0.45, 0.55] ruled in)
     report = run_audit(constant_representer(), *sources, tmp_path, epochs=3, passes=2, units=8, learning_rate=0.02,
-                       export_path=True, held_out_draws=20, progress=False)
+                       export_path=True, held_out_draws=20, progress=True)
+    assert "audit: reporting: 9/9 steps" in capsys.readouterr().err
     assert report["attacks"][FLOOR]["verdict"] == CHANCE
     assert report["attacks"]["raw/fresh"]["control_succeeded"]  # the controls stay on the bare path
     assert "partner-only floor" not in report["verdict_reason"]
