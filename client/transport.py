@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from deidpool.client.server_url import ServerURLError, checked_server_url
 from deidpool.contribution.container import CHUNK_BYTES, CONTENT_TYPE, read_header
 from deidpool.contribution.signed_requests import signed_headers, url_host
 
@@ -36,14 +37,19 @@ class UploadError(RuntimeError):
 
 def upload_contribution(path: str | Path, server: str, *, signing_key: Ed25519PrivateKey, retries: int = 5,
                         backoff: float = 1.0, timeout: float = 60.0, transport: httpx.BaseTransport | None = None,
-                        sleep: Callable[[float], None] = time.sleep) -> dict:
+                        sleep: Callable[[float], None] = time.sleep, allow_insecure_http: bool = False) -> dict:
     """Send the contribution at `path` to `server`, signed with the institution's `signing_key`;
-    returns the server's JSON reply (or {}) once the server lists the contribution.
+    returns the server's JSON reply (or {}) once the server lists the contribution. `server` must
+    be https:// unless it is this machine or `allow_insecure_http` (`deidpool.client.server_url`).
 
     Network errors, the statuses in RETRY_STATUSES and an accepted upload not listed are retried
     up to `retries` times, waiting `backoff`, 2 x `backoff`, 4 x `backoff`, ... seconds (or the
     server's Retry-After, when longer); other refusals fail at once.
     """
+    try:
+        checked_server_url(server, allow_insecure_http)
+    except ServerURLError as error:
+        raise UploadError(str(error)) from None
     path = Path(path)
     institution = read_header(path).institution
     digest = hashlib.sha256()

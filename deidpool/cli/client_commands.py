@@ -15,9 +15,10 @@ import typer
 
 from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.cli.groups import command_group
-from deidpool.cli.http import ALLOW_INSECURE_HTTP, ALLOW_INSECURE_HTTP_HELP
+from deidpool.cli.http import ALLOW_INSECURE_HTTP_HELP
 from deidpool.cli.runtime import start_tensorflow
 from deidpool.client.memory import MIN_PRECISION
+from deidpool.client.server_url import ALLOW_INSECURE_HTTP
 from deidpool.corpus.errors import CorpusError
 from deidpool.representer import keys
 
@@ -348,8 +349,9 @@ def upload(
     from deidpool.client.transport import upload_contribution
 
     with clean_errors():
-        reply = upload_contribution(contribution, checked_server_url(server, insecure),
-                                    signing_key=private_key(key, keys.SIGNING), retries=retries)
+        checked_server_url(server, insecure)  # before the key is read
+        reply = upload_contribution(contribution, server, signing_key=private_key(key, keys.SIGNING), retries=retries,
+                                    allow_insecure_http=insecure)
     typer.echo(f"uploaded {contribution} to {server}" + (f": {json.dumps(reply)}" if reply else ""))
 
 

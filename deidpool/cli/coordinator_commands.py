@@ -13,7 +13,8 @@ import typer
 
 from deidpool.cli.client_commands import clean_errors, private_key
 from deidpool.cli.groups import command_group
-from deidpool.cli.http import ALLOW_INSECURE_HTTP, ALLOW_INSECURE_HTTP_HELP, ServerConnection
+from deidpool.cli.http import ALLOW_INSECURE_HTTP_HELP, ServerConnection
+from deidpool.client.server_url import ALLOW_INSECURE_HTTP
 from deidpool.representer import keys
 
 TOKEN_ENV = "DEIDPOOL_ADMIN_TOKEN"

@@ -6,20 +6,19 @@ use, so the commands that make no request do not wait for it."""
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import tempfile
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from deidpool.client import server_url
 
 if TYPE_CHECKING:
     import httpx
 
 TIMEOUT_SECONDS = 60.0
 CHUNK_BYTES = 1 << 20
-ALLOW_INSECURE_HTTP = "--allow-insecure-http"
 ALLOW_INSECURE_HTTP_HELP = ("Reach a server beyond this machine over plain http://: the admin token, contributions "
                             "and the server's keys then travel unencrypted and unauthenticated. Without it such a "
                             "server must be https:// (http:// is for 127.0.0.0/8, ::1 and localhost).")
@@ -30,23 +29,11 @@ class ServerError(RuntimeError):
 
 
 def checked_server_url(server: str, allow_insecure_http: bool = False) -> str:
-    """`server` if it is https://, or http:// to this machine (127.0.0.0/8, ::1, localhost) or
-    with `allow_insecure_http`; a ServerError naming it and the option otherwise."""
-    url = urllib.parse.urlsplit(server)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        raise ServerError(f"{server} is not a server URL: give https://host[:port] (or http:// on this machine)")
-    if url.scheme == "http" and not (allow_insecure_http or _loopback(url.hostname)):
-        raise ServerError(f"{server}: plain http:// beyond this machine sends tokens, contributions and the server's "
-                          f"keys unencrypted, for anyone on the way to read or change; use https:// (the server "
-                          f"behind a TLS reverse proxy) or pass {ALLOW_INSECURE_HTTP}")
-    return server
-
-
-def _loopback(host: str) -> bool:
+    """`deidpool.client.server_url.checked_server_url`, its refusal a ServerError."""
     try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        return server_url.checked_server_url(server, allow_insecure_http)
+    except server_url.ServerURLError as error:
+        raise ServerError(str(error)) from None
 
 
 def httpx_client(server: str) -> httpx.Client:

@@ -42,7 +42,7 @@ def _upload(path, answers, **options):
             raise answer
         return answer
 
-    reply = upload_contribution(path, "http://server.test/", signing_key=KEY, transport=httpx.MockTransport(handle),
+    reply = upload_contribution(path, "https://server.test/", signing_key=KEY, transport=httpx.MockTransport(handle),
                                 sleep=sleeps.append, **{"backoff": 0.5, **options})
     return reply, requests, sleeps
 
@@ -51,7 +51,7 @@ def test_the_upload_request_is_signed_over_the_hash_of_the_file_it_carries(contr
     reply, requests, sleeps = _upload(contribution_file, [httpx.Response(201, json={"id": "c1"})])
     (request, body), = requests
     assert reply == {"id": "c1"} and sleeps == []
-    assert request.method == "POST" and str(request.url) == "http://server.test/api/contributions"
+    assert request.method == "POST" and str(request.url) == "https://server.test/api/contributions"
     assert body == contribution_file.read_bytes()
     assert request.headers["content-type"] == CONTENT_TYPE
     assert request.headers["x-deidpool-institution"] == "site-b"
@@ -118,7 +118,7 @@ def test_an_accepted_upload_counts_only_once_the_server_lists_it(contribution_fi
         requests.append(request)
         return answers[request.method].pop(0)
 
-    reply = upload_contribution(contribution_file, "http://server.test/", signing_key=key, backoff=0.5,
+    reply = upload_contribution(contribution_file, "https://server.test/", signing_key=key, backoff=0.5,
                                 transport=httpx.MockTransport(handle), sleep=sleeps.append)
     assert reply == {"id": "c1"} and sleeps == [0.5]
     assert [request.method for request in requests] == ["POST", "GET", "POST", "GET"]
@@ -132,7 +132,7 @@ def test_an_upload_never_listed_fails(contribution_file):
         return httpx.Response(409) if request.method == "POST" else httpx.Response(200, json=[])
 
     with pytest.raises(UploadError, match=r"answered 409 but does not list .* \(after 2 attempts\)"):
-        upload_contribution(contribution_file, "http://server.test/", signing_key=Ed25519PrivateKey.generate(),
+        upload_contribution(contribution_file, "https://server.test/", signing_key=Ed25519PrivateKey.generate(),
                             retries=1, transport=httpx.MockTransport(handle), sleep=lambda seconds: None)
 
 
@@ -147,12 +147,28 @@ def test_a_listing_refused_for_a_while_is_retried_and_one_refused_for_good_fails
         return httpx.Response(201, json={"id": "c1"}) if request.method == "POST" else listings.pop(0)
 
     def upload():
-        return upload_contribution(contribution_file, "http://server.test/", signing_key=KEY,
+        return upload_contribution(contribution_file, "https://server.test/", signing_key=KEY,
                                    transport=httpx.MockTransport(handle), sleep=sleeps.append, backoff=0.5)
 
     if outcome == "refused at once":
-        with pytest.raises(UploadError, match=r"GET http://server.test/api/contributions answered 403"):
+        with pytest.raises(UploadError, match=r"GET https://server.test/api/contributions answered 403"):
             upload()
         assert sleeps == []
     else:
         assert upload() == {"id": "c1"} and sleeps == [0.5]
+
+
+def test_an_upload_over_plain_http_beyond_this_machine_is_refused_before_any_request(contribution_file):
+    requests = []
+
+    def handle(request):
+        requests.append(request)
+        return httpx.Response(201, json={})
+
+    with pytest.raises(UploadError, match=r"http://server.test/: plain http:// .* --allow-insecure-http"):
+        upload_contribution(contribution_file, "http://server.test/", signing_key=KEY,
+                            transport=httpx.MockTransport(handle))
+    assert requests == []
+    with pytest.raises(UploadError, match="is not a server URL"):
+        upload_contribution(contribution_file, "server.test", signing_key=KEY, transport=httpx.MockTransport(handle))
+    assert requests == []

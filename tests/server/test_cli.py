@@ -21,8 +21,9 @@ from typer.testing import CliRunner
 
 from deidpool.cli import app as cli
 from deidpool.cli import http, server_commands
-from deidpool.cli.http import ALLOW_INSECURE_HTTP, ServerError, checked_server_url
+from deidpool.cli.http import ServerError, checked_server_url
 from deidpool.cli.server_commands import KEEP_ALIVE_SECONDS
+from deidpool.client.server_url import ALLOW_INSECURE_HTTP
 from deidpool.representer import keys
 from deidpool.representer.bundle import TAGGER_FILE
 from deidpool.server.app import create_app

@@ -59,7 +59,8 @@ def test_a_killed_upload_is_completed_by_the_clients_retry_which_checks_the_list
     server = TestClient(api.app, raise_server_exceptions=False)
     forward = httpx.MockTransport(lambda request: server.request(request.method, request.url.path,
                                                                  headers=request.headers, content=request.read()))
-    reply = upload_contribution(path, "http://testserver", signing_key=site.key, transport=forward, backoff=0)
+    reply = upload_contribution(path, "http://testserver", signing_key=site.key, transport=forward, backoff=0,
+                                allow_insecure_http=True)
     assert killed == [True]  # the payload was stored, its row rolled back
     assert reply["sha256"] == digest and _listed(api, site) == [digest]
     assert upload(api, path.read_bytes(), site.key).status_code == 409
