@@ -59,6 +59,7 @@ from results_files import git_commit, write_results  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "runs" / "federation_meddocan_structured" / "seed-0" / "representer"
 TARGET_TIMES_CHANCE = 2.0
+MIN_LABEL_TOKENS = 10  # a label's replaced tokens below this many get no row of their own
 
 
 def attackable_phi(test: ExportedNotes) -> np.ndarray:
@@ -125,7 +126,10 @@ def phi_candidate_search(representer, test: ExportedNotes, *, k: int, tokens: in
             hit_row("replaced", ~kept, credits, sizes), hit_row("kept as written", kept, credits, sizes),
             hit_row("replaced, those with a decoy", with_decoy, credits, sizes),
             hit_row("replaced, centred on a decoy", np.ones(len(picked), bool), decoy_credits, decoy_sizes)]
-    return {"k": k, "rows": rows}
+    labels = np.array([test.tags[test.offsets[s] + i][2:] for s, i in targets])
+    by_label = [hit_row(f"replaced {label}", ~kept & (labels == label), credits, sizes)
+                for label in sorted(set(labels[~kept]))]
+    return {"k": k, "rows": rows, "labels": [row for row in by_label if row["count"] >= MIN_LABEL_TOKENS]}
 
 
 def table(result: dict) -> str:
@@ -160,6 +164,16 @@ def table(result: dict) -> str:
                  f"; on the {decoy['count']} replaced tokens with a decoy the original is named {share(paired['rate'])}"
                  f" of the time and the decoy {share(decoy['rate'])}: the export adds "
                  + ("nothing beyond the shape." if paired["ci"][0] <= decoy["rate"] else "more than the shape."))]
+    labels = result["attack"].get("labels", [])
+    if labels:
+        above = [row["tokens"].removeprefix("replaced ") for row in labels
+                 if row["rate"] > TARGET_TIMES_CHANCE * row["chance"]]
+        lines += ["", f"Per label (replaced tokens, labels with at least {MIN_LABEL_TOKENS} sampled; judged on the "
+                      "rate, the intervals of so few tokens being wide): "
+                  + (f"**{len(above)} of {len(labels)} above {TARGET_TIMES_CHANCE:g} x chance** ({', '.join(above)})."
+                     if above else f"**none of {len(labels)} above {TARGET_TIMES_CHANCE:g} x chance**."), "",
+                  "| tokens | sampled | hit rate | 95% CI | chance |", "|---|---|---|---|---|",
+                  *(hit_line(row) for row in labels)]
     return "\n".join(lines)
 
 

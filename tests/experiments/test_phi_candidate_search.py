@@ -91,3 +91,7 @@ def test_under_surrogates_the_attack_does_not_beat_chance(embeddings, represente
     page = table(result)
     assert f"| replaced | 60 | **{rows['replaced']['rate']:.3f}** |" in page
     assert "Target (issue #37)" in page and "on the 60 replaced tokens with a decoy the original is named" in page
+    labels = attack["labels"]
+    assert labels and sum(row["count"] for row in labels) <= 60 and all(row["count"] >= 10 for row in labels)
+    assert all(f"| {row['tokens']} | {row['count']} |" in page for row in labels)
+    assert "Per label (replaced tokens, labels with at least 10 sampled" in page
