@@ -11,6 +11,7 @@ COPY pyproject.toml README.md ./
 COPY deidpool/ deidpool/
 COPY corpus/ corpus/
 COPY representer/ representer/
+COPY pseudonymization/ pseudonymization/
 COPY adversary/ adversary/
 COPY baselines/ baselines/
 COPY contribution/ contribution/

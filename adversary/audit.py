@@ -3,7 +3,7 @@ adversaries, inversion (A1) and lookup (A2) attacks, each also run on the positi
 (raw embeddings, the representer after P1), the partner-only floor (an adversary that reads
 only the partner text the target shares and must stay at chance), with a verdict and a
 JSON/Markdown/PNG report; on the export path, beside the inversion, the re-identification bound
-(`deidpool.adversary.bound`) of the tokens it is scored on."""
+(`deidpool.pseudonymization.bound`) of the tokens it is scored on."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from collections.abc import Collection
 from functools import partial
 from pathlib import Path
 
-from deidpool.adversary.bound import reidentification_bound
 from deidpool.adversary.inversion import context_only_inversion, frequency_baseline, inversion_attack
 from deidpool.adversary.lookup import lookup_attack
 from deidpool.adversary.models import DEFAULT_UNITS, POOLED, PartnerOnlyProbe
@@ -33,6 +32,7 @@ from deidpool.adversary.verdicts import (
     cluster_design_effect,
     worst_verdict,
 )
+from deidpool.pseudonymization.bound import reidentification_bound
 from deidpool.representer.dataset import BATCH_SIZE
 from deidpool.representer.noise import noise_free_copy
 from deidpool.representer.progress import progress_bar

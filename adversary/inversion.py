@@ -27,7 +27,7 @@ from keras import ops
 
 from deidpool.adversary.pairs import PairSource
 from deidpool.adversary.procedures import represent
-from deidpool.adversary.pseudonymize import tag_category
+from deidpool.pseudonymization.pseudonymize import tag_category
 from deidpool.representer.dataset import BATCH_SIZE, SentenceData, inference_batches, training_batches
 from deidpool.representer.progress import progress_bar
 from deidpool.representer.training import _load_checkpoint, _save_checkpoint, stop_if_over_budget

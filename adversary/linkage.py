@@ -26,7 +26,7 @@ this word), 0 between different words. Groups scheme: LR = 1 / (share of the cat
 drawn from this group) within a shared group, 0 otherwise. Neighbours scheme: two surrogates of
 one original both lie in its N neighbours, so the originals that could produce both (their
 overlapping reverse neighbourhoods) carry the score. Words and numbers are possible originals of
-their own kind only, as in `deidpool.adversary.bound`. The score of two sentences is the sum of the LRs
+their own kind only, as in `deidpool.pseudonymization.bound`. The score of two sentences is the sum of the LRs
 of their token pairs of one category (0 when they share none): for a small prior chance that a
 token pair shares an original, the posterior odds that at least one pair does are proportional
 to that sum (it beat the largest LR at precision at 1 on PhysioNet).
@@ -46,8 +46,8 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from sklearn.metrics import roc_auc_score
 
-from deidpool.adversary.bound import ENUMERATED_WIDTH, number_blocks, vocabulary_entry
-from deidpool.adversary.pseudonymize import Pseudonymizer, number_block, number_candidates, tag_category
+from deidpool.pseudonymization.bound import ENUMERATED_WIDTH, number_blocks, vocabulary_entry
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer, number_block, number_candidates, tag_category
 from deidpool.representer.embeddings import Embeddings
 
 EM_STEPS = 20  # expectation-maximization steps estimating the prior over originals
@@ -144,7 +144,7 @@ def _raw_originals(keys: list[list[SeenToken]]) -> tuple[dict, dict]:
 def _originals(keys: list[list[SeenToken]], pseudonymizer: Pseudonymizer) -> tuple[dict, dict]:
     """For each distinct seen token: (codes of the originals that can produce it, P(token |
     original)); and the multiplicity of the codes that stand for several originals (number
-    blocks of `deidpool.adversary.bound`)."""
+    blocks of `deidpool.pseudonymization.bound`)."""
     distinct = dict.fromkeys(key for tokens in keys for key in tokens)
     numbers = [key for key in distinct if key[0].isascii() and key[0].isdigit()]
     words = {key[0] for key in distinct} - {key[0] for key in numbers}
@@ -163,7 +163,7 @@ def _originals(keys: list[list[SeenToken]], pseudonymizer: Pseudonymizer) -> tup
 def _word_originals(words: set[str], pseudonymizer: Pseudonymizer) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """(codes, likelihoods) of the possible word originals of each seen word (a vocabulary
     entry): the neighbour vocabulary's rows whose candidates hold it (only itself for a row that
-    is not replaced, none for a number row, as in `deidpool.adversary.bound`), and each seen word outside
+    is not replaced, none for a number row, as in `deidpool.pseudonymization.bound`), and each seen word outside
     the neighbour vocabulary, which can only be its own original (coded after the rows)."""
     table = pseudonymizer.candidate_table()
     index = pseudonymizer.embeddings.kv.key_to_index
@@ -192,7 +192,7 @@ def _word_originals(words: set[str], pseudonymizer: Pseudonymizer) -> dict[str, 
 @lru_cache(maxsize=None)
 def _number_originals(width: int, category: str, scheme: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The possible originals of `width` digits in `category` in blocks of equal candidates
-    (`deidpool.adversary.bound`): the start and stop of each block's candidate values, and its size."""
+    (`deidpool.pseudonymization.bound`): the start and stop of each block's candidate values, and its size."""
     candidates = number_block if scheme == "groups" else number_candidates
     blocks = number_blocks(width, category, lambda word: 1.0, ENUMERATED_WIDTH, candidates)
     return (np.array([values.start for _, values, _ in blocks]), np.array([values.stop for _, values, _ in blocks]),

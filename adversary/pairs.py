@@ -12,8 +12,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import tensorflow as tf
 
-from deidpool.adversary.pseudonymize import Pseudonymizer, tag_category
 from deidpool.corpus.prepare import LabeledSentence
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer, tag_category
 from deidpool.representer.characters import CHAR_WIDTH, char_ids
 
 BATCH_SIZE = 32

@@ -29,8 +29,8 @@ from deidpool.adversary.models import (
     train_adversary_step,
 )
 from deidpool.adversary.pairs import PairSource
-from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.verdicts import cluster_design_effect
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 from deidpool.representer.dataset import (
     BATCH_SIZE,
     INFERENCE_BATCH_SIZE,

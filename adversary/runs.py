@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deidpool.adversary.pseudonymize import Pseudonymizer
-from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.adversary.verdicts import HELD_OUT_DRAWS
 from deidpool.corpus.casing import CASING
 from deidpool.corpus.document import Document
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
 from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
+from deidpool.pseudonymization.schemes import EXPORT_SCHEME
 from deidpool.representer.embeddings import Embeddings, load_embeddings
 
 LABELS = {"source_type": lambda span: span.source_type, "type": lambda span: span.type}
@@ -181,7 +181,7 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
 
     from deidpool.adversary.audit import run_audit
     from deidpool.adversary.pairs import PairSource
-    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.pseudonymization.pseudonymize import Pseudonymizer
     from deidpool.representer.representation import load_representer, reads_chars
 
     representer_file, adversary_file, p1_file, run_config = run_models(representer, adversary, p1_representer)

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
+from deidpool.client.document_surrogates import redacted_text, surrogate_text
 from deidpool.client.inference import apply_to_sentences, built_once, compile_pipeline
 from deidpool.client.patterns import DEFAULT_PATTERNS, Pattern, patterns_for, with_patterns
-from deidpool.client.surrogates import redacted_text, surrogate_text
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.errors import CorpusError
 from deidpool.corpus.formats import iter_corpus, write_corpus

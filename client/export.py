@@ -29,9 +29,6 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
-from deidpool.adversary.bound import reidentification_bound
-from deidpool.adversary.pseudonymize import Pseudonymizer
-from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.client.inference import apply_to_sentences, built_once, compile_representer
 from deidpool.client.safety_net import Flagged, SafetyNet
 from deidpool.client.shuffle import MEMORY_BYTES, ExternalShuffle
@@ -41,6 +38,9 @@ from deidpool.corpus.document import Document
 from deidpool.corpus.errors import CorpusError
 from deidpool.corpus.formats import check_absent
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
+from deidpool.pseudonymization.bound import reidentification_bound
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
+from deidpool.pseudonymization.schemes import EXPORT_SCHEME
 from deidpool.representer.bundle import Bundle
 from deidpool.representer.dataset import SentenceData
 from deidpool.representer.progress import progress_bar
@@ -60,10 +60,10 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
 
     `embeddings` are the bundle's (from `bundle.load_embeddings`). Every gold PHI token is
     pseudonymized among `neighbours` = N under `scheme` ("surrogates", the default, "neighbours" or "groups", see
-    `deidpool.adversary.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing
+    `deidpool.pseudonymization.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing
     but under "surrogates", where N does not apply), drawing from `rng` (default: the operating
     system's randomness; pass one only in tests). The header also gets the re-identification bound
-    of these PHI tokens (`deidpool.adversary.bound`, its frequency prior in `language`, which is also
+    of these PHI tokens (`deidpool.pseudonymization.bound`, its frequency prior in `language`, which is also
     the language of "surrogates"). `safety_net` (`deidpool.client.safety_net.SafetyNet`; default
     the pattern layer of `language`, to which `client export` adds the notes' PHI memory; `OFF` only
     where an experiment needs the labels alone) flags the tokens no gold span covers that its

@@ -22,7 +22,7 @@ other language refused): English patterns (`PATTERNS`) are labelled with i2b2 20
 ones (`SPANISH_PATTERNS`, for MEDDOCAN's clinical cases: dates, phone vs fax by their field,
 e-mail, NHC/NASS/NºCol/episode numbers, patients' ages, postal codes after "CP", sex after "Sexo:",
 the letterhead's address and locality lines, and time spans that are no age, "hace 12 años";
-countries from a public list, `deidpool.client.gazetteers`, where the tagger marks nothing, and a
+countries from a public list, `deidpool.corpus.gazetteers`, where the tagger marks nothing, and a
 tagger's "country" the list lacks relabelled a city) with MEDDOCAN's source types, the forms among
 them cutting the tagger's spans to their extent (`Pattern.cuts`); given a pipeline's labels, each
 is renamed to the label of its i2b2 type there (`tag_set_label`), so pattern spans score and render
@@ -71,9 +71,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from deidpool.client.gazetteers import country_names, place_names
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
+from deidpool.corpus.gazetteers import country_names, place_names
 
 CONTEXT = 24  # characters of context the checks look at on each side
 _WORD = re.compile(r"[a-z]+(?:['-][a-z]+)*", re.IGNORECASE)  # a word of a name: "O'Rourke", "Forman-Lyons"

@@ -128,7 +128,7 @@ class ContributionHeader:
     - dim, dtype: the vector size and component type (a key of `deidpool.contribution.records.DTYPES`);
     - neighbours, pseudonymization: the N and the scheme (a value of PSEUDONYMIZATION_SCHEMES)
       every gold PHI token was pseudonymized with before the representer ran;
-    - reidentification_bound: the bound computed on the exported PHI (`deidpool.adversary.bound`), {}
+    - reidentification_bound: the bound computed on the exported PHI (`deidpool.pseudonymization.bound`), {}
       when nobody computed one;
     - safety_net: what the export's safety net for unlabeled PHI found and pseudonymized
       (`deidpool.client.safety_net.Flagged.header`: finders, flagged tokens by category), {} in files
@@ -246,7 +246,7 @@ class ContributionWriter:
                  chunk_bytes: int = CHUNK_BYTES):
         """`pseudonymization` is a key of PSEUDONYMIZATION_SCHEMES, `safety_net` and `draws` the
         header fields (none, 1: left out); a header field's value it does not accept raises ContributionError before
-        anything is written. `reidentification_bound` (the header field, see `deidpool.adversary.bound`) is
+        anything is written. `reidentification_bound` (the header field, see `deidpool.pseudonymization.bound`) is
         set on `bound` before `close`; it stays {} when nobody computed one."""
         if pseudonymization not in PSEUDONYMIZATION_SCHEMES:
             raise ValueError(f"pseudonymization must be one of {', '.join(PSEUDONYMIZATION_SCHEMES)}, "

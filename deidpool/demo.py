@@ -29,11 +29,11 @@ from pathlib import Path
 import httpx
 
 from deidpool.adversary.runs import AdversarialSettings
-from deidpool.adversary.schemes import PRIORS
 from deidpool.cli.http import ServerConnection
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document
 from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.pseudonymization.schemes import PRIORS
 from deidpool.report import readable
 from deidpool.representer.progress import INTERVAL as PROGRESS_INTERVAL
 

@@ -7,9 +7,9 @@ import shutil
 import textwrap
 from pathlib import Path
 
-from deidpool.adversary.schemes import PRIORS as BOUND_PRIORS
 from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES
 from deidpool.corpus.metrics import COLUMN_TITLES, format_score
+from deidpool.pseudonymization.schemes import PRIORS as BOUND_PRIORS
 
 # (key of deidpool.demo.scores, column title): the official token HIPAA measure first, the project
 # tokenizer's F1 beside it

@@ -45,13 +45,13 @@ from audit_seeds import strongest_attack  # noqa: E402
 from deidpool.adversary.audit import FLOOR, best_accuracy, run_audit  # noqa: E402
 from deidpool.adversary.pairs import PairSource  # noqa: E402
 from deidpool.adversary.procedures import SELECTIONS, AdversarialData, build_models, train_dann, train_three_phase  # noqa: E402
-from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
 from deidpool.client.inference import apply_to_sentences, compile_pipeline, compile_representer  # noqa: E402
 from deidpool.corpus.casing import CASING  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, score_row  # noqa: E402
 from deidpool.corpus.prepare import prepare_document, prepare_text  # noqa: E402
 from deidpool.corpus.tagging import tag_vocabulary  # noqa: E402
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer  # noqa: E402
 from deidpool.representer.dataset import SentenceData, predicted_documents  # noqa: E402
 from deidpool.representer.embeddings import load_glove_default  # noqa: E402
 from deidpool.representer.noise import noise_free_copy  # noqa: E402

@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from functools import lru_cache
 
 import federation
-from deidpool.adversary import surrogates
+from deidpool.pseudonymization import surrogates
 
 MIN_DOCUMENTS = 10  # a value is common when at least this many of the provider's documents hold it
 
@@ -29,8 +29,8 @@ MIN_DOCUMENTS = 10  # a value is common when at least this many of the provider'
 def common_values(documents: list, language: str) -> dict[str, tuple[dict[tuple[str, ...], int], int]]:
     """By generator kind: ({value: spans} of the values (their drawn words, as `surrogates.pool`
     holds them) found in at least MIN_DOCUMENTS documents, the kind's spans in all)."""
-    from deidpool.adversary.pseudonymize import tag_category
     from deidpool.corpus.prepare import prepare_document
+    from deidpool.pseudonymization.pseudonymize import tag_category
 
     spans, holders, total = defaultdict(Counter), defaultdict(lambda: defaultdict(set)), Counter()
     for document in documents:

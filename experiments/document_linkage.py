@@ -21,10 +21,10 @@ from datetime import date
 from pathlib import Path
 
 from deidpool.adversary.linkage import linkage_metrics, pair_scores, seen_phi
-from deidpool.adversary.pseudonymize import Pseudonymizer
-from deidpool.adversary.schemes import EMBEDDING_SCHEMES
 from deidpool.corpus.formats import read_corpus
 from deidpool.corpus.prepare import prepare_document
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
+from deidpool.pseudonymization.schemes import EMBEDDING_SCHEMES
 from deidpool.representer.embeddings import load_embeddings
 from results_files import write_results
 

@@ -33,10 +33,10 @@ from adversarial import (  # noqa: E402
     sentences,
     test_predictions,
 )
-from deidpool.adversary.schemes import EMBEDDING_SCHEMES, SCHEMES  # noqa: E402
 from deidpool.client.patterns import with_patterns  # noqa: E402
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, format_score, score_row  # noqa: E402
 from deidpool.corpus.tagging import tag_vocabulary  # noqa: E402
+from deidpool.pseudonymization.schemes import EMBEDDING_SCHEMES, SCHEMES  # noqa: E402
 from deidpool.representer.embeddings import load_glove_default  # noqa: E402
 from deidpool.representer.ensemble import TaggerEnsemble  # noqa: E402
 from deidpool.representer.representation import load_representer  # noqa: E402

@@ -299,7 +299,7 @@ def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documen
     `embeddings`: (spec, vectors)."""
     import keras
 
-    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.pseudonymization.pseudonymize import Pseudonymizer
     from deidpool.representer.tagger_runs import split_documents, train_tagger_run
 
     spec, vectors = embeddings

@@ -40,9 +40,9 @@ from adversarial import (
 from deidpool.adversary.audit import attacker_reference
 from deidpool.adversary.lookup import lookup_attack
 from deidpool.adversary.pairs import PairSource
-from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.corpus.formats import read_corpus
 from deidpool.corpus.metrics import COLUMN_TITLES
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 from deidpool.representer.embeddings import load_embeddings
 from deidpool.representer.representation import load_representer
 from deidpool.representer.tagger_runs import split_documents

@@ -60,14 +60,14 @@ from deidpool.adversary.inversion import (  # noqa: E402
     vocabulary_ranks,
 )
 from deidpool.adversary.procedures import represent  # noqa: E402
-from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
 from deidpool.adversary.runs import run_models, sentences  # noqa: E402
-from deidpool.adversary.schemes import EXPORT_SCHEME  # noqa: E402
 from deidpool.adversary.verdicts import wilson_interval  # noqa: E402
 from deidpool.client.export import DEFAULT_NEIGHBOURS  # noqa: E402
 from deidpool.client.inference import apply_to_sentences, compile_representer  # noqa: E402
 from deidpool.corpus.errors import CorpusWarning  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer  # noqa: E402
+from deidpool.pseudonymization.schemes import EXPORT_SCHEME  # noqa: E402
 from deidpool.representer.characters import CHAR_WIDTH, char_ids  # noqa: E402
 from deidpool.representer.dataset import SentenceData  # noqa: E402
 from deidpool.representer.embeddings import load_embeddings  # noqa: E402

@@ -39,9 +39,9 @@ configure_threads()
 
 from deidpool.adversary.audit import attacker_reference  # noqa: E402
 from deidpool.adversary.runs import sentences  # noqa: E402
-from deidpool.adversary.surrogates import token_shape  # noqa: E402
 from deidpool.client.inference import compile_representer  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
+from deidpool.pseudonymization.surrogates import token_shape  # noqa: E402
 from deidpool.representer.representation import reads_chars  # noqa: E402
 from nonphi_readback import (  # noqa: E402
     ExportedNotes,

@@ -52,8 +52,8 @@ def run_seed(seed: int, args) -> dict:
     and a rerun trains only what is missing."""
     import keras
 
-    from deidpool.adversary.pseudonymize import Pseudonymizer
     from deidpool.corpus.formats import read_corpus
+    from deidpool.pseudonymization.pseudonymize import Pseudonymizer
     from deidpool.representer.tagger_runs import split_documents, train_tagger_run
 
     corpus = federation.CORPORA[args.corpus]

@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from deidpool.adversary.bound import reidentification_bound
-from deidpool.adversary.pseudonymize import SCHEMES, Pseudonymizer
-from deidpool.adversary.schemes import PRIORS
 from deidpool.corpus.formats import read_corpus
 from deidpool.corpus.prepare import prepare_document
+from deidpool.pseudonymization.bound import reidentification_bound
+from deidpool.pseudonymization.pseudonymize import SCHEMES, Pseudonymizer
+from deidpool.pseudonymization.schemes import PRIORS
 from deidpool.representer.embeddings import load_embeddings
 from results_files import write_results
 

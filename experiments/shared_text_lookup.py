@@ -28,9 +28,9 @@ from adversarial import DATA, load_data, sentences  # noqa: E402
 from deidpool.adversary.audit import raw_embeddings  # noqa: E402
 from deidpool.adversary.lookup import lookup_attack  # noqa: E402
 from deidpool.adversary.pairs import PairSource  # noqa: E402
-from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
-from deidpool.adversary.schemes import EMBEDDING_SCHEMES  # noqa: E402
 from deidpool.adversary.verdicts import chance_verdict  # noqa: E402
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer  # noqa: E402
+from deidpool.pseudonymization.schemes import EMBEDDING_SCHEMES  # noqa: E402
 from deidpool.representer.embeddings import load_glove_default  # noqa: E402
 from results_files import spread, write_results  # noqa: E402
 

@@ -4,7 +4,7 @@ corpus, the words of the test notes' gold PHI against what a tagger trained on e
 - raw text: the share of the test words (occurrences) that the training notes' gold spans of the
   same type contain (what the non-private tagger saw);
 - surrogates: the share that the surrogate pool of the type's kind contains at all
-  (`deidpool.adversary.surrogates.pool`), and, for the type's five most frequent test words, their
+  (`deidpool.pseudonymization.surrogates.pool`), and, for the type's five most frequent test words, their
   share of the test words beside the probability that a one-word surrogate of the type is that
   word (`word_distribution`): a value the test notes name often but the draw rarely gives is one
   the pooled tagger hardly ever sees labelled.
@@ -30,8 +30,8 @@ TOP = 5  # the most frequent test words listed per type
 def span_words(documents, language: str) -> dict[str, Counter]:
     """{source type: Counter of its gold spans' words}: tokens of two letters or more, case-folded,
     but the words a surrogate span keeps as they are (`kept_words`)."""
-    from deidpool.adversary.surrogates import kept_words, token_kind
     from deidpool.corpus.tokenize import tokenize
+    from deidpool.pseudonymization.surrogates import kept_words, token_kind
 
     kept = kept_words(language)
     words: dict[str, Counter] = defaultdict(Counter)
@@ -48,7 +48,7 @@ def coverage_rows(train: dict[str, Counter], test: dict[str, Counter], language:
     """One row per source type of `test` (most words first): its test words, the shares of them the
     training spans and the surrogate pool contain, and its TOP words' test share and one-word draw
     probability (None where the kind's one-word surrogates cannot be drawn alone)."""
-    from deidpool.adversary.surrogates import generator_kind, pool, word_distribution
+    from deidpool.pseudonymization.surrogates import generator_kind, pool, word_distribution
 
     rows = []
     for source_type, words in sorted(test.items(), key=lambda item: -sum(item[1].values())):

@@ -33,7 +33,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
 from deidpool.client.patterns import DEFAULT_PATTERNS, LOOKALIKES, patterns_for, with_patterns  # noqa: E402
 from deidpool.corpus.document import Document, Span  # noqa: E402
 from deidpool.corpus.folds import fold_split  # noqa: E402
@@ -50,6 +49,7 @@ from deidpool.corpus.metrics import (  # noqa: E402
     score_row,
 )
 from deidpool.corpus.prepare import prepare_document  # noqa: E402
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer  # noqa: E402
 from deidpool.representer.embeddings import load_embeddings, train_fasttext_on_notes  # noqa: E402
 from deidpool.representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
 from pattern_layer import pattern_scores as each_pattern  # noqa: E402

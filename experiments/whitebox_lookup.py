@@ -23,8 +23,8 @@ from adversarial import DATA, ROOT, load_data, sentences  # noqa: E402
 from deidpool.adversary.audit import attacker_reference  # noqa: E402
 from deidpool.adversary.lookup import lookup_attack  # noqa: E402
 from deidpool.adversary.pairs import PairSource  # noqa: E402
-from deidpool.adversary.pseudonymize import Pseudonymizer  # noqa: E402
-from deidpool.adversary.schemes import EMBEDDING_SCHEMES  # noqa: E402
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer  # noqa: E402
+from deidpool.pseudonymization.schemes import EMBEDDING_SCHEMES  # noqa: E402
 from deidpool.representer.embeddings import load_glove_default  # noqa: E402
 from deidpool.representer.representation import load_representer  # noqa: E402
 from deidpool.representer.threads import configure_threads  # noqa: E402

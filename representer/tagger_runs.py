@@ -41,7 +41,7 @@ def train_tagger_run(train_documents: Sequence[Document], valid_documents: Seque
                      max_epochs: int = 20, patience: int = 3, seed: int = 0, progress: bool = True,
                      loaded_embeddings: Embeddings | None = None, monitor: str = "val_f1") -> dict:
     """Train a tagger on raw embeddings, with `chars` on each token's characters too (or, given an
-    `deidpool.adversary.pseudonymize.Pseudonymizer`, on pseudonymized training sentences, with
+    `deidpool.pseudonymization.pseudonymize.Pseudonymizer`, on pseudonymized training sentences, with
     `keep_originals` on the originals and a pseudonymized copy of each: augmentation) with early
     stopping on the validation documents; writes the run directory (config.json, history.json,
     metrics.json, models/tagger.keras; "chars" only where set, so that older runs resume) and

@@ -11,10 +11,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from deidpool.adversary.schemes import PRIORS
 from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES, BindingError, read_header, verify_contribution
 from deidpool.contribution.records import ContributionError
 from deidpool.contribution.validation import validate_contribution
+from deidpool.pseudonymization.schemes import PRIORS
 from deidpool.server.auth import load_ed25519_public_key
 from deidpool.server.database import Contribution, Institution, Representer
 from deidpool.server.errors import Refused

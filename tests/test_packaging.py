@@ -23,7 +23,7 @@ import pytest
 from .test_container import DOCKERFILE, exec_form, final_stage, instructions
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = ("adversary", "baselines", "client", "contribution", "corpus", "representer", "server")
+FOLDERS = ("adversary", "baselines", "client", "contribution", "corpus", "pseudonymization", "representer", "server")
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import typer
 
-from deidpool.adversary.schemes import EXPORT_SCHEME, SCHEMES
 from deidpool.adversary.verdicts import HELD_OUT_DRAWS
 from deidpool.cli.budget import TIME_BUDGET, within_budget
 from deidpool.cli.runtime import start_tensorflow
 from deidpool.cli.train_commands import training_documents
 from deidpool.corpus.errors import CorpusError
+from deidpool.pseudonymization.schemes import EXPORT_SCHEME, SCHEMES
 
 _DATA = typer.Option(..., "--data", help="Annotated notes (file or folder, as --format needs).")
 _FORMAT = typer.Option(..., "--format", help="Format of --data.")

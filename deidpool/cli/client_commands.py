@@ -13,13 +13,13 @@ from pathlib import Path
 
 import typer
 
-from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.cli.groups import command_group
 from deidpool.cli.http import ALLOW_INSECURE_HTTP_HELP
 from deidpool.cli.runtime import start_tensorflow
 from deidpool.client.memory import MIN_PRECISION
 from deidpool.client.server_url import ALLOW_INSECURE_HTTP
 from deidpool.corpus.errors import CorpusError
+from deidpool.pseudonymization.schemes import EXPORT_SCHEME
 from deidpool.representer import keys
 
 PASSPHRASE_ENV = "DEIDPOOL_KEY_PASSPHRASE"
@@ -328,7 +328,7 @@ def inspect(
 
 def _echo_bound(bound: dict) -> None:
     """The re-identification bound of a header as a table (nothing when it has none)."""
-    from deidpool.adversary.bound import format_bound
+    from deidpool.pseudonymization.bound import format_bound
 
     if bound:
         typer.echo(format_bound(bound))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import typer
 
-from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.cli.corpus_commands import clean_errors, notes_language
 from deidpool.corpus.formats import iter_corpus, write_corpus
+from deidpool.pseudonymization.schemes import EXPORT_SCHEME
 
 
 def pseudonymize(
@@ -38,8 +38,8 @@ def pseudonymize(
     value of its type and shape; with --pseudonymization groups a member of its group, with
     neighbours a random one of its N nearest embedding neighbours (a word the embeddings do not
     know: one of its category's stand-in's)."""
-    from deidpool.adversary.pseudonymize import Pseudonymizer
-    from deidpool.adversary.schemes import SCHEMES
+    from deidpool.pseudonymization.pseudonymize import Pseudonymizer
+    from deidpool.pseudonymization.schemes import SCHEMES
     from deidpool.representer.embeddings import load_embeddings
     from deidpool.representer.progress import progress_bar
 

@@ -70,7 +70,7 @@ def train_tagger(
     """Train the BiLSTM-CRF tagger on raw embeddings (non-private baseline) or on pseudonymized notes."""
     start_tensorflow()
 
-    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.pseudonymization.pseudonymize import Pseudonymizer
     from deidpool.representer.embeddings import load_embeddings
     from deidpool.representer.tagger_runs import train_tagger_run
 

@@ -30,12 +30,12 @@ from deidpool.adversary.lookup import lookup_attack, one_fake_per_sentence
 from deidpool.adversary.models import POOLED
 from deidpool.adversary.pairs import PairSource
 from deidpool.adversary.procedures import MIN_EPOCH_STEPS, automatic_passes, build_adversary
-from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.verdicts import BROKEN, CHANCE, INCONCLUSIVE, chance_verdict, wilson_interval
 from deidpool.cli import app
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.formats import write_corpus
 from deidpool.corpus.prepare import prepare_document
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 from deidpool.representer.embeddings import Embeddings
 from deidpool.representer.noise import set_deterministic
 from deidpool.representer.representation import build_representer

@@ -17,10 +17,10 @@ from deidpool.adversary.inversion import (
     inversion_attack,
 )
 from deidpool.adversary.pairs import PairSource
-from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.corpus.casing import casing_ids
 from deidpool.corpus.prepare import LabeledSentence
 from deidpool.corpus.tokenize import Token
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 from deidpool.representer.embeddings import Embeddings
 
 NAMES = ["smith", "jones", "brown", "boston", "denver", "austin"]

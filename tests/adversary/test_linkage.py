@@ -6,7 +6,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 from deidpool.adversary.linkage import linkage_metrics, pair_scores, seen_phi
-from deidpool.adversary.pseudonymize import Pseudonymizer
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 from deidpool.representer.embeddings import Embeddings
 
 # Words at angles (degrees) on the unit circle; with N = 2 a word's candidates are itself and its

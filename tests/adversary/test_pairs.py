@@ -7,10 +7,10 @@ import pytest
 from gensim.models import KeyedVectors
 
 from deidpool.adversary.pairs import PairSource, pair_batches
-from deidpool.adversary.pseudonymize import Pseudonymizer, tag_category
 from deidpool.corpus.casing import casing_ids
 from deidpool.corpus.prepare import LabeledSentence
 from deidpool.corpus.tokenize import Token
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer, tag_category
 from deidpool.representer.embeddings import Embeddings
 
 WORDS = {"smith": [1, 0, 0, 0], "jones": [0.9, 0.1, 0, 0], "brown": [0.8, 0.2, 0, 0], "boston": [0, 1, 0, 0],

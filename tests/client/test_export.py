@@ -7,7 +7,6 @@ from operator import attrgetter
 import numpy as np
 import pytest
 
-from deidpool.adversary.surrogates import PLACE_WORDS, kept_words
 from deidpool.client.export import export_contribution
 from deidpool.contribution.container import decrypt_payload, iter_sentences
 from deidpool.contribution.records import record_size
@@ -15,6 +14,7 @@ from deidpool.contribution.validation import validate_contribution
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.errors import CorpusError
 from deidpool.corpus.prepare import prepare_document
+from deidpool.pseudonymization.surrogates import PLACE_WORDS, kept_words
 
 from ..conftest import REPR_SIZE, TAGS
 from .conftest import every_phi_token_replaced
@@ -162,8 +162,8 @@ def test_no_phi_token_reaches_the_representer_without_the_pseudonymizer(tmp_path
                                                                          embeddings, loaded_keys):
     """Every gold PHI token is replaced before anything is embedded, and nothing else is (every
     scheme replaces through `Pseudonymizer.replaced`)."""
-    from deidpool.adversary.pseudonymize import Pseudonymizer
     from deidpool.client import export as export_module
+    from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 
     embedded = []
     original_from_sentences = export_module.SentenceData.from_sentences
@@ -209,7 +209,7 @@ def test_surrogates_are_the_default_and_groups_is_recorded_and_bounded_when_aske
 
 def test_the_surrogates_scheme_is_recorded_and_bounded_and_keeps_no_phi_token(
         tmp_path, documents, pipeline, embeddings, loaded_keys, monkeypatch):
-    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 
     seen, labeled = [], Pseudonymizer.labeled_sentences
 

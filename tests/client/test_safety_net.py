@@ -9,7 +9,6 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.cli import app
 from deidpool.client import export as export_module
 from deidpool.client import safety_net as safety_net_module
@@ -21,6 +20,7 @@ from deidpool.contribution.container import iter_sentences, verify_contribution
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.formats import read_corpus, write_corpus
 from deidpool.corpus.prepare import prepare_document
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 
 from .conftest import every_phi_token_replaced
 

@@ -4,7 +4,6 @@ chosen by language and labelled in a pipeline's tag set."""
 
 import pytest
 
-from deidpool.client.gazetteers import country_names, place_names
 from deidpool.client.patterns import (
     BY_NAME,
     DEFAULT_PATTERNS,
@@ -18,6 +17,7 @@ from deidpool.client.patterns import (
 )
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
+from deidpool.corpus.gazetteers import country_names, place_names
 
 # (pattern, text, the PHI it must find, in order)
 POSITIVES = [

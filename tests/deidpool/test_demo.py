@@ -11,15 +11,15 @@ import pytest
 from typer.testing import CliRunner
 
 from deidpool.adversary.pairs import PairSource
-from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.runs import sentences
-from deidpool.adversary.schemes import EXPORT_SCHEME
 from deidpool.adversary.verdicts import HELD_OUT_DRAWS
 from deidpool.cli import app
 from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES
 from deidpool.corpus import Document, Span
 from deidpool.corpus.metrics import PRIMARY, evaluate_corpus, score_row
 from deidpool.demo import ROLES, SITES, DemoSettings, demo_documents, scores, tag_set
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
+from deidpool.pseudonymization.schemes import EXPORT_SCHEME
 from deidpool.representer.embeddings import load_embeddings
 
 STAGES = ["data: notes of every role", "provider: three-phase training of the representer",

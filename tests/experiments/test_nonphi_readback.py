@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.runs import sentences
 from deidpool.client.inference import compile_representer
 from deidpool.corpus.document import Document, Span
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 from deidpool.representer.embeddings import Embeddings
 from deidpool.representer.noise import set_deterministic
 from deidpool.representer.representation import build_representer

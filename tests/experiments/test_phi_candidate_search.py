@@ -5,9 +5,9 @@ not depend on the original; the results page reads the target on the replaced to
 import keras
 import pytest
 
-from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.adversary.runs import sentences
 from deidpool.corpus import Document, Span
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 from deidpool.representer.noise import set_deterministic
 from deidpool.representer.representation import build_representer
 from nonphi_readback import ExportedNotes

@@ -135,7 +135,7 @@ def test_fasttext_embeds_unseen_words_and_round_trips(tmp_path):
 
 def test_under_fasttext_an_unknown_phi_word_is_pseudonymized_among_vocabulary_words():
     """Its subword vector would spell it out to the representer: it is replaced like any word."""
-    from deidpool.adversary.pseudonymize import Pseudonymizer
+    from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 
     emb = Embeddings(train_fasttext(SENTENCES, dim=16, epochs=3, min_count=1, bucket=2000).wv, "fasttext-tiny")
     pseudonymizer = Pseudonymizer(emb, 4)

@@ -6,11 +6,11 @@ import pytest
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from deidpool.adversary.pseudonymize import Pseudonymizer
 from deidpool.cli import app
 from deidpool.corpus import Document, Span
 from deidpool.corpus.formats import write_corpus
 from deidpool.corpus.synth import generate_documents
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 from deidpool.representer.embeddings import Embeddings
 from deidpool.representer.tagger_runs import (
     labeled_sentences,

@@ -10,7 +10,7 @@ of Spanish places of at least 500, 1,000 or 5,000 inhabitants are mostly ordinar
 PHI, 880 are gold places and most of the rest lie inside other PHI (a street, a hospital, a
 doctor's surname "Soria"): the pattern defers to the tagger there. English places are the United
 States' GeoNames cities of the same size by their main names (their alternate names are other
-languages' forms); the English surrogates draw cities from them (`deidpool.adversary.surrogates`).
+languages' forms); the English surrogates draw cities from them (`deidpool.pseudonymization.surrogates`).
 
 Spanish country names are Faker's `es` locale list (193 states) and the other names MEDDOCAN's
 clinical cases give countries ("EE.UU.", "Reino Unido"). A country is PHI wherever MEDDOCAN names

@@ -7,7 +7,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from deidpool.client.surrogates import MAX_SHIFT_DAYS, Surrogates, redacted_text, shift_date, surrogate_text
+from deidpool.client.document_surrogates import MAX_SHIFT_DAYS, Surrogates, redacted_text, shift_date, surrogate_text
 from deidpool.corpus.document import Document, Span
 
 TEXT = ("John Smith (MRN 0012345) seen 03/04/2067 by Dr. Ann Lee; Mr. SMITH back on 03/14/2067, "

@@ -38,7 +38,7 @@ R(s) can only drop out), so the restrictions below make the bound conservative:
   candidate range and frequency beyond.
 - the attacker is told whether the original was a number or a word (the two are bounded apart).
 
-Under the scheme "surrogates" (`deidpool.adversary.surrogates`) a token's surrogate s does not
+Under the scheme "surrogates" (`deidpool.pseudonymization.surrogates`) a token's surrogate s does not
 depend on its original o, only on its category and shape (`token_shape`: kind, word index,
 casing and the span's word count, number block or character classes, position in the span and
 span length; the tokens come as (word, category, shape) from `Pseudonymizer.phi_tokens`), except
@@ -80,15 +80,21 @@ from importlib.metadata import version
 import numpy as np
 from wordfreq import word_frequency
 
-from deidpool.adversary.pseudonymize import (
+from deidpool.pseudonymization.pseudonymize import (
     NumberCandidates,
     Pseudonymizer,
     number_block,
     number_candidates,
     same_casing,
 )
-from deidpool.adversary.schemes import PRIORS
-from deidpool.adversary.surrogates import generator_kind, pattern_size, pattern_tokens, token_kind, word_distribution
+from deidpool.pseudonymization.schemes import PRIORS
+from deidpool.pseudonymization.surrogates import (
+    generator_kind,
+    pattern_size,
+    pattern_tokens,
+    token_kind,
+    word_distribution,
+)
 from deidpool.representer.embeddings import Embeddings
 
 FREQUENCY_FLOOR = 1e-12  # the frequency of a word wordfreq does not know (its lists stop at 1e-8)

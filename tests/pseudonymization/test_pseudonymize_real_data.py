@@ -12,10 +12,10 @@ from collections import Counter
 
 import pytest
 
-from deidpool.adversary.pseudonymize import Pseudonymizer, tag_category
-from deidpool.adversary.surrogates import PLACE_WORDS, kept_words, phi_spans
 from deidpool.corpus.formats import read_corpus
 from deidpool.corpus.prepare import prepare_document
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer, tag_category
+from deidpool.pseudonymization.surrogates import PLACE_WORDS, kept_words, phi_spans
 from deidpool.representer.embeddings import Embeddings, load_embeddings
 
 NEIGHBOURS = 100  # client.export.DEFAULT_NEIGHBOURS (not imported: client.export loads TensorFlow)

@@ -30,7 +30,7 @@ Word replacements take the casing shape of the token they replace ("SMITH" -> "J
 "Smith" -> "Jones"), so that the casing feature of a pseudonymized corpus stays as
 realistic as the text's. N = 1 changes nothing; larger N gives more privacy to words.
 
-Under the scheme "surrogates" (`deidpool.adversary.surrogates`) no candidates are drawn from: a
+Under the scheme "surrogates" (`deidpool.pseudonymization.surrogates`) no candidates are drawn from: a
 whole span is replaced by a realistic value of its PHI type in the notes' language, a draw that
 does not depend on the original, and N does not apply (numbers still keep their block).
 """
@@ -44,12 +44,12 @@ from functools import cached_property
 
 import numpy as np
 
-from deidpool.adversary.schemes import SCHEMES
 from deidpool.corpus.casing import casing_ids
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
 from deidpool.corpus.tokenize import Token
+from deidpool.pseudonymization.schemes import SCHEMES
 from deidpool.representer.embeddings import Embeddings
 
 STAND_INS = {"NAME": "smith", "LOCATION": "boston", "PROFESSION": "nurse", "AGE": "teenager", "DATE": "monday",
@@ -169,7 +169,7 @@ class Pseudonymizer:
     one of SCHEMES: "neighbours" draws a word among its N nearest neighbours and a number among
     `number_candidates`, "groups" draws a word from its group of N to 2N - 1 words
     (`Embeddings.neighbour_groups`) and a number from its `number_block`, "surrogates" draws
-    each span's tokens by their type, shape and `language` alone (`deidpool.adversary.surrogates`;
+    each span's tokens by their type, shape and `language` alone (`deidpool.pseudonymization.surrogates`;
     N does not apply, and the embeddings serve only the bound's possible originals)."""
 
     def __init__(self, embeddings: Embeddings, neighbours: int, scheme: str = "neighbours", language: str = "en"):
@@ -178,7 +178,7 @@ class Pseudonymizer:
         if scheme not in SCHEMES:
             raise ValueError(f"unknown pseudonymization scheme {scheme!r}; choose one of: {', '.join(SCHEMES)}")
         if scheme == "surrogates":
-            from deidpool.adversary.surrogates import check_language
+            from deidpool.pseudonymization.surrogates import check_language
 
             check_language(language)
         self.embeddings = embeddings
@@ -281,7 +281,7 @@ class Pseudonymizer:
         """What a one-token draw for `word` depends on, comparable between words: its candidates
         as a set (a number's lazy range as it is), under "surrogates" its shape as a one-token span."""
         if self.scheme == "surrogates":
-            from deidpool.adversary.surrogates import token_shape
+            from deidpool.pseudonymization.surrogates import token_shape
 
             return token_shape([word], 0, category, self.language)
         candidates = self.candidates(word, category)
@@ -304,7 +304,7 @@ class Pseudonymizer:
         if self.scheme != "surrogates":
             return [self.pseudonym(word, rng, tag_category(tag)) if i in positions else word
                     for i, (word, tag) in enumerate(zip(words, tags))]
-        from deidpool.adversary.surrogates import phi_spans, span_surrogates
+        from deidpool.pseudonymization.surrogates import phi_spans, span_surrogates
 
         result = list(words)
         for span in phi_spans(tags):
@@ -317,13 +317,13 @@ class Pseudonymizer:
 
     def phi_tokens(self, words: Sequence[str], tags: Sequence[str],
                    only: Iterable[int] | None = None) -> list[tuple]:
-        """The re-identification bound's tokens (`deidpool.adversary.bound`) of the PHI positions
+        """The re-identification bound's tokens (`deidpool.pseudonymization.bound`) of the PHI positions
         of `words` (or only `only`): (word, category), under "surrogates" (word, category, shape)
-        with the shape its draw depends on (`deidpool.adversary.surrogates.token_shape`)."""
+        with the shape its draw depends on (`deidpool.pseudonymization.surrogates.token_shape`)."""
         wanted = set(only) if only is not None else {i for i, tag in enumerate(tags) if tag != "O"}
         if self.scheme != "surrogates":
             return [(words[i], tag_category(tags[i])) for i in sorted(wanted)]
-        from deidpool.adversary.surrogates import phi_spans, token_shape
+        from deidpool.pseudonymization.surrogates import phi_spans, token_shape
 
         tokens = []
         for span in phi_spans(tags):

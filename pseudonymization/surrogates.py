@@ -1,7 +1,7 @@
 """The "surrogates" pseudonymization scheme (docs/privacy.md): a PHI token's replacement is a
 draw that does not depend on which original it replaces, only on the span's label (its PHI
 type), the language and the token's visible shape, so that the best attacker's success is its
-prior's best guess within the originals of that shape (`deidpool.adversary.bound`).
+prior's best guess within the originals of that shape (`deidpool.pseudonymization.bound`).
 
 A gold span (consecutive tokens of one label, `phi_spans`) is replaced as a whole, each token by
 its kind (`token_kind`):
@@ -40,10 +40,10 @@ from operator import methodcaller
 
 from faker import Faker
 
-from deidpool.adversary.pseudonymize import number_block, same_casing
-from deidpool.client.gazetteers import place_names
 from deidpool.corpus.categories import PHI_TYPES
+from deidpool.corpus.gazetteers import place_names
 from deidpool.corpus.tokenize import tokenize
+from deidpool.pseudonymization.pseudonymize import number_block, same_casing
 
 LOCALES = {"en": "en_US", "es": "es_ES"}
 POOL_DRAWS = 2000  # Faker values made for a pool (its distinct ones are kept)
@@ -123,7 +123,7 @@ def _name(faker: Faker) -> str:
 
 
 def _city(faker: Faker) -> str:
-    """A city; in English a real one (GeoNames' US cities, `deidpool.client.gazetteers`): Faker's
+    """A city; in English a real one (GeoNames' US cities, `deidpool.corpus.gazetteers`): Faker's
     en_US cities are made up ("Williamshaven"), half of their words unknown to GloVe, where 97 % of
     PhysioNet's location words are known to it."""
     if faker.locales[0].startswith("en"):

@@ -4,17 +4,17 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from deidpool.adversary.pseudonymize import (
+from deidpool.corpus import Document, Span
+from deidpool.corpus.casing import casing_ids
+from deidpool.corpus.prepare import LabeledSentence, prepare_document
+from deidpool.corpus.tokenize import Token
+from deidpool.pseudonymization.pseudonymize import (
     NumberCandidates,
     Pseudonymizer,
     number_block,
     number_candidates,
     tag_category,
 )
-from deidpool.corpus import Document, Span
-from deidpool.corpus.casing import casing_ids
-from deidpool.corpus.prepare import LabeledSentence, prepare_document
-from deidpool.corpus.tokenize import Token
 from deidpool.representer.embeddings import Embeddings
 
 WORDS = {"smith": [1, 0, 0], "jones": [0.9, 0.1, 0], "brown": [0.8, 0.2, 0], "boston": [0, 1, 0],
@@ -250,7 +250,7 @@ def test_documents_keep_ages_over_89(numbers):
 def test_every_corpus_label_of_an_age_keeps_ages_over_89_over_89(label):
     """The rule goes by the label's i2b2 type, whatever the corpus calls it (PhysioNet "Age",
     MEDDOCAN "EDAD_SUJETO_ASISTENCIA"), under every scheme and in the surrogates' shapes."""
-    from deidpool.adversary.surrogates import span_surrogates
+    from deidpool.pseudonymization.surrogates import span_surrogates
 
     for candidates in (number_block("95", label), number_candidates("95", label)):
         assert {int(value) for value in candidates} <= set(range(90, 120))

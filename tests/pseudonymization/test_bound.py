@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from deidpool.adversary import bound
-from deidpool.adversary.bound import format_bound, reidentification_bound, token_success
-from deidpool.adversary.pseudonymize import Pseudonymizer, same_casing
+from deidpool.pseudonymization import bound
+from deidpool.pseudonymization.bound import format_bound, reidentification_bound, token_success
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer, same_casing
 from deidpool.representer.embeddings import Embeddings
 
 # Words at angles (degrees) on the unit circle, so that with N = 2 each word's candidates are

@@ -9,9 +9,13 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from deidpool.adversary.bound import reidentification_bound, token_success
-from deidpool.adversary.pseudonymize import Pseudonymizer, number_block
-from deidpool.adversary.surrogates import (
+from deidpool.corpus import Document, Span
+from deidpool.corpus.gazetteers import place_names
+from deidpool.corpus.prepare import LabeledSentence, prepare_document
+from deidpool.corpus.tokenize import Token, tokenize
+from deidpool.pseudonymization.bound import reidentification_bound, token_success
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer, number_block
+from deidpool.pseudonymization.surrogates import (
     _RELATIVES,
     PLACE_WORDS,
     generator_kind,
@@ -22,10 +26,6 @@ from deidpool.adversary.surrogates import (
     token_shape,
     word_distribution,
 )
-from deidpool.client.gazetteers import place_names
-from deidpool.corpus import Document, Span
-from deidpool.corpus.prepare import LabeledSentence, prepare_document
-from deidpool.corpus.tokenize import Token, tokenize
 from deidpool.representer.embeddings import Embeddings
 
 SPANISH_DATES = {"enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre", "octubre",
