@@ -61,7 +61,8 @@ FORMAT_VERSION = 3
 # PHI token replaced by a uniform draw among its N nearest embedding neighbours (numbers among
 # plausible surrogates of the same shape and range), or from its group of N to 2N - 1 words
 # (numbers from their block), or by a realistic surrogate of its PHI type and shape that does not
-# depend on it (numbers from their block; N does not apply), fresh per occurrence and per export,
+# depend on it (numbers by their shape since 2026-11-29, from their block before; the name was kept so
+# that earlier contributions still read; N does not apply), fresh per occurrence and per export,
 # before the representer runs.
 PSEUDONYMIZATION_SCHEMES = {"neighbours": "embedding-neighbours+plausible-numbers/1",
                             "groups": "embedding-groups+number-blocks/1",

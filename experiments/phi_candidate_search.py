@@ -77,7 +77,7 @@ def phi_targets(test: ExportedNotes, tokens: int, seed: int) -> list[tuple[int, 
 
 def decoys(test: ExportedNotes, targets: list[tuple[int, int]], seed: int) -> list[str | None]:
     """For each target, a decoy: another `attackable_phi` word of `test` with the target's label and
-    the shape a surrogate shows of it (`surrogates.token_shape` of the word alone: a number's block, a
+    the shape a surrogate shows of it (`surrogates.token_shape` of the word alone: a number's shape set, a
     word's casing, another token's character classes), drawn with `seed`; None where there is none.
     The export never carried it, so the rate at which candidate search names a decoy is the attack's
     own floor: what it gets from the candidate set being built around the word it tests (the word is
@@ -151,7 +151,7 @@ def table(result: dict) -> str:
              "nearest the exported one (ties share the credit). Chance: 1 / candidates. Kept as written: function "
              "words a span keeps (the bound counts them as named). Centred on a decoy: the same "
              "search for the replaced tokens around another gold PHI word of the token's label and visible shape (a "
-             "number's block, a word's casing, another token's character classes) that the export never carried, "
+             "number's shape set, a word's casing, another token's character classes) that the export never carried, "
              "for the replaced tokens that have one; its rate is the attack's floor from the candidate set's geometry "
              "(the tested word is the set's centre) and from the shape every surrogate shows.", "",
              "| tokens | sampled | hit rate | 95% CI | chance |", "|---|---|---|---|---|"]

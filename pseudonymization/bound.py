@@ -40,10 +40,10 @@ R(s) can only drop out), so the restrictions below make the bound conservative:
 
 Under the scheme "surrogates" (`deidpool.pseudonymization.surrogates`) a token's surrogate s does not
 depend on its original o, only on its category and shape (`token_shape`: kind, word index,
-casing and the span's word count, number block or character classes, position in the span and
-span length; the tokens come as (word, category, shape) from `Pseudonymizer.phi_tokens`), except
-that s = o is drawn again. Within a class of one category and shape, s is therefore a draw from
-one distribution D (`word_distribution`; uniform over a number's block or over the tokens of a
+casing and the span's word count, a number's `number_shape` or character classes, position in the
+span and span length; the tokens come as (word, category, shape) from `Pseudonymizer.phi_tokens`),
+except that s = o is drawn again. Within a class of one category and shape, s is therefore a draw from
+one distribution D (`word_distribution`; uniform over a number's shape set or over the tokens of a
 pattern), conditioned on s != o, and all the attacker learns of o is its class and that o is not
 s: it guesses the original of largest prior in the class other than s (`_excluded_success`).
 Its success is its prior's best guess within the class, corrected for the redraw: 1 for the
@@ -53,9 +53,10 @@ of large D(o), by 1 / (1 - D(o)), and for the words of values laid end to end it
 the whole span: both are left out of the attacker's ranking (they move a success by at most the
 largest D of its class). Possible originals: for words the vocabulary's words (the neighbour vocabulary's
 tokens of two letters or more, case-folded) and the export's own; for numbers every number of
-the block; for other tokens every token of the pattern (under the frequency prior, in a pattern
-of more than 10 ** ENUMERATED_WIDTH tokens all but the export's own at `FREQUENCY_FLOOR`). N
-plays no part.
+its shape set, which its draw is uniform over (under the uniform prior a number's success is
+1 / (the set's size - 1)); for other tokens every token of the pattern (under the frequency
+prior, in a pattern of more than 10 ** ENUMERATED_WIDTH tokens all but the export's own at
+`FREQUENCY_FLOOR`). N plays no part.
 
 Tokens with a single candidate (punctuation, anything when N = 1; under "surrogates" the
 function words a span keeps, shape "kept") stay in the export as they are: they are counted as
@@ -457,11 +458,12 @@ def _vocabulary_words(embeddings: Embeddings, frequency: _Frequency) -> tuple[li
     return embeddings.kept(("surrogate originals", frequency.language, embeddings.neighbour_rows), build)
 
 
-def _number_entries(own: list[str], block: NumberCandidates, frequency: _Frequency) -> dict[str, np.ndarray]:
+def _number_entries(own: list[str], numbers: NumberCandidates, frequency: _Frequency) -> dict[str, np.ndarray]:
     """The possible originals of a number class: `own` (the export's numbers) one by one, then
-    the other numbers of `block` in runs of one frequency (each number up to ENUMERATED_WIDTH
-    digits; beyond, the numbers of one first digit)."""
-    width, values = block.width, block.values
+    the other numbers of the class's shape set `numbers` (`number_shape`, also what its surrogates
+    are drawn from) in runs of one frequency (each number up to ENUMERATED_WIDTH digits; beyond,
+    the numbers of one first digit)."""
+    width, values = numbers.width, numbers.values
     step = 1 if width <= ENUMERATED_WIDTH else 10 ** (width - 1)
     edges = sorted({values.start, values.stop, *range((values.start // step + 1) * step, values.stop, step)})
     taken = sorted(int(word) for word in own)
@@ -471,7 +473,7 @@ def _number_entries(own: list[str], block: NumberCandidates, frequency: _Frequen
     kept = [i for i, n in enumerate(count) if n > 0]
     return {"uniform": np.ones(len(own) + len(kept)),
             "frequency": np.array([*map(frequency, own), *(prior[i] for i in kept)]),
-            "mass": np.full(len(own) + len(kept), 1 / len(block)),
+            "mass": np.full(len(own) + len(kept), 1 / len(numbers)),
             "count": np.array([1] * len(own) + [count[i] for i in kept], dtype=float)}
 
 

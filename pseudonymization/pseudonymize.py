@@ -32,7 +32,8 @@ realistic as the text's. N = 1 changes nothing; larger N gives more privacy to w
 
 Under the scheme "surrogates" (`deidpool.pseudonymization.surrogates`) no candidates are drawn from: a
 whole span is replaced by a realistic value of its PHI type in the notes' language, a draw that
-does not depend on the original, and N does not apply (numbers still keep their block).
+does not depend on the original, and N does not apply (numbers are drawn by their shape,
+`deidpool.pseudonymization.surrogates.number_shape`).
 """
 
 from __future__ import annotations
@@ -136,11 +137,11 @@ def number_candidates(word: str, category: str | None = None) -> NumberCandidate
 
 
 def number_block(word: str, category: str | None = None) -> NumberCandidates:
-    """The surrogates of the number `word` (of PHI label `category`) under the groups and
-    surrogates schemes: the block of `word`'s value, a partition of the numbers of its digit
-    count and padding (one digit: "0".."9" alike) in which every number of a block has that
-    block, so that a surrogate says nothing about
-    which number of its block it replaced, and no number is alone in its block. Blocks: AGE
+    """The surrogates of the number `word` (of PHI label `category`) under the groups scheme
+    (the surrogates scheme draws by shape, `deidpool.pseudonymization.surrogates.number_shape`): the
+    block of `word`'s value, a partition of the numbers of its digit count and padding (one digit:
+    "0".."9" alike) in which every number of a block has that block, so that a surrogate says
+    nothing about which number of its block it replaced, and no number is alone in its block. Blocks: AGE
     0..89 and 90..119; 1-2 digits 0..12, 13..31, 32..59; 4-digit years 1900..2099 in twenty-year
     blocks from 1900; each stretch of numbers between those blocks is a block of its own
     ("60".."99", "1000".."1899")."""

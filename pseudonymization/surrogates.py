@@ -17,7 +17,8 @@ its kind (`token_kind`):
   pool has too few values of that length, by values laid end to end until every word position
   has one; each takes the casing shape of the word it replaces (all capitals, capitalized, else
   lower case);
-- numbers (ASCII digits) take a uniform draw from their `number_block` (digit count and range);
+- numbers (ASCII digits) take a uniform draw from the numbers of their shape (`number_shape`:
+  digit count and leading zero, whatever the value, but an age's side of 89 and a date's years);
 - other tokens (a single letter, letters mixed with digits) keep their character classes: each
   letter becomes a random letter of its case, each digit a random digit, other characters stay.
 A drawn word, number or token equal to the original (case-insensitive), but a word naming the kind
@@ -33,6 +34,7 @@ from __future__ import annotations
 import itertools
 import random
 import string
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -43,7 +45,7 @@ from faker import Faker
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.gazetteers import place_names
 from deidpool.corpus.tokenize import tokenize
-from deidpool.pseudonymization.pseudonymize import number_block, same_casing
+from deidpool.pseudonymization.pseudonymize import NumberCandidates, is_age, same_casing
 
 LOCALES = {"en": "en_US", "es": "es_ES"}
 POOL_DRAWS = 2000  # Faker values made for a pool (its distinct ones are kept)
@@ -270,6 +272,41 @@ def word_distribution(language: str, kind: str, index: int, count: int) -> dict[
     return dict(found)
 
 
+YEARS = range(1900, 2100)
+"""The years a date's four-digit number in them draws from (`number_shape`). By shape alone "2018"
+would become any of 1000..9999, mostly no year at all: the surrogate would read as none, and a
+tagger trained on such exports would learn dates whose year is "6734". Two centuries hold the years
+notes name (births from 1900; every four-digit MEDDOCAN train date number), so drawing from all of
+them says of the original only that it was a year, which a date's four-digit number nearly always
+is; twenty-year blocks around the original (the earlier rule) said which twenty years."""
+_AGE_STARTS = (0, 90, 120)  # an age's ranges: 0..89, 90..119 (over 89: HIPAA), 120 and over (no age)
+_YEAR_STARTS = (0, YEARS.start, YEARS.stop)
+
+
+def _is_date(label: str | None) -> bool:
+    """Whether the PHI label `label` of any corpus ("DATE", "FECHAS", "DateYear") is a date."""
+    entry = PHI_TYPES.get(label or "")
+    return entry is not None and entry.type == "DATE"
+
+
+def number_shape(word: str, label: str | None = None) -> NumberCandidates:
+    """The numbers the number `word` (ASCII digits) of tag label `label` draws its surrogate from,
+    uniformly (the original itself drawn again): every number of its shape, i.e. of its digit count
+    and, beyond one digit, starting with "0" or not ("7" -> 0..9, "03" -> 00..09, "11" -> 10..99),
+    whatever its value, within the range that holds it where the label's i2b2 type needs one: an age
+    (`is_age`) keeps its side of 89 (0..89, 90..119, 120 and over), a date's four-digit number
+    its side of `YEARS`. Two numbers of one shape and range have the same set; every set has ten
+    numbers or more."""
+    width, value = len(word), int(word)
+    padded = width > 1 and word.startswith("0")
+    low = 0 if width == 1 or padded else 10 ** (width - 1)
+    high = 10 ** (width - 1) if padded else 10 ** width
+    starts = _AGE_STARTS if is_age(label) else _YEAR_STARTS if _is_date(label) and width == 4 else (0,)
+    at = bisect_right(starts, value) - 1
+    stop = starts[at + 1] if at + 1 < len(starts) else high
+    return NumberCandidates(range(max(low, starts[at]), min(high, stop)), width)
+
+
 def token_kind(word: str) -> str | None:
     """"number" (ASCII digits), "word" (two letters or more), "chars" (any other token with a
     letter or digit) or None (punctuation: kept)."""
@@ -333,7 +370,7 @@ def token_shape(words: Sequence[str], position: int, label: str | None, language
     `language`) depends on besides the label and the language, and its position: (kind, ...,
     position in the span, span length), None for punctuation. A kept word (`span_kinds`): itself
     ("kept", exported as it is); another word: its index among the words filled from the pool and
-    its casing shape and how many words the span fills; a number: its block; another token: its
+    its casing shape and how many words the span fills; a number: its `number_shape`; another token: its
     character classes. Originals of one shape draw alike."""
     kinds = span_kinds(words, language)
     word, kind = words[position], kinds[position]
@@ -343,8 +380,8 @@ def token_shape(words: Sequence[str], position: int, label: str | None, language
     if kind == "word":
         return ("word", kinds[:position].count("word"), same_casing("ab", word), kinds.count("word"), *where)
     if kind == "number":
-        block = number_block(word, label)
-        return ("number", block.width, block.values.start, block.values.stop, *where)
+        numbers = number_shape(word, label)
+        return ("number", numbers.width, numbers.values.start, numbers.values.stop, *where)
     return None if kind is None else ("chars", character_classes(word), *where)
 
 
@@ -367,8 +404,8 @@ def span_surrogates(words: Sequence[str], label: str | None, language: str, rng:
             result[i] = same_casing(new.lower(), words[i])
     for i, kind in enumerate(kinds):
         if kind == "number":
-            block = number_block(words[i], label)
-            result[i] = _other(avoided[i], lambda: block[rng.randrange(len(block))])
+            numbers = number_shape(words[i], label)
+            result[i] = _other(avoided[i], lambda: numbers[rng.randrange(len(numbers))])
         elif kind == "chars":
             result[i] = _other(avoided[i], lambda: "".join(
                 rng.choice(_CLASS_CHARACTERS[c]) if c in _CLASS_CHARACTERS else c

@@ -14,12 +14,14 @@ from deidpool.corpus.gazetteers import place_names
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
 from deidpool.corpus.tokenize import Token, tokenize
 from deidpool.pseudonymization.bound import reidentification_bound, token_success
-from deidpool.pseudonymization.pseudonymize import Pseudonymizer, number_block
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer, is_age
 from deidpool.pseudonymization.surrogates import (
     _RELATIVES,
     PLACE_WORDS,
+    YEARS,
     generator_kind,
     kept_words,
+    number_shape,
     phi_spans,
     pool,
     span_surrogates,
@@ -77,7 +79,7 @@ def test_a_span_gets_one_value_in_order_and_keeps_its_tokens_and_tags(spanish):
         assert len(words) == 8 and replaced.tags == sentence.tags
         assert words[:2] == ["Dña", "."] and words[5:7] == [",", "de"]
         assert tuple(word.casefold() for word in words[2:5]) in names  # one name: first name(s) and surnames
-        assert words[7] in number_block("12", "EDAD_SUJETO_ASISTENCIA") and words[7] != "12"  # an age: 10..89
+        assert words[7] in number_shape("12", "EDAD_SUJETO_ASISTENCIA") and words[7] != "12"  # an age: 10..89
 
 
 def date(day: str, month: str, year: str) -> tuple[list[str], list[str]]:
@@ -90,7 +92,7 @@ def test_function_words_inside_a_span_are_kept_and_the_other_words_drawn(spanish
     for seed in range(30):
         drawn = spanish.replaced(words, tags, random.Random(seed))
         assert drawn[1] == drawn[3] == "de" and drawn[2] in SPANISH_DATES - {"marzo"}
-        assert drawn[0] in number_block("3") and drawn[4] in number_block("2018", "FECHAS") and drawn[4] != "2018"
+        assert drawn[0] in number_shape("3") and drawn[4] in number_shape("2018", "FECHAS") and drawn[4] != "2018"
     street = spanish.replaced(["Calle", "de", "la", "Princesa"], ["B-CALLE"] + ["I-CALLE"] * 3, random.Random(0))
     assert street[1:3] == ["de", "la"] and street[3].lower() != "princesa"
     # only in lower case, between two tokens with a letter or a digit, and in the span's language
@@ -146,7 +148,7 @@ def test_no_token_is_kept_and_numbers_and_other_tokens_keep_their_shape(english,
         rng = random.Random(seed)
         assert spanish.pseudonym("Varón", rng, "SEXO_SUJETO_ASISTENCIA").lower() != "varón"
         year = english.pseudonym("2010", rng, "DATE")
-        assert year != "2010" and year in number_block("2010")
+        assert year != "2010" and year in number_shape("2010", "DATE")
         padded = english.pseudonym("07", rng, "DATE")
         assert padded != "07" and len(padded) == 2 and padded.startswith("0")
         initial = english.pseudonym("J", rng, "PTNameInitial")
@@ -183,7 +185,7 @@ def test_the_bound_of_numbers_and_patterns_under_the_uniform_prior(english):
     tokens = [("14", "DATE", token_shape(["14"], 0, "DATE", "en")),
               ("J", "PATIENT", token_shape(["J"], 0, "PATIENT", "en")), (".", "PATIENT", None)]
     found = token_success(tokens, english)
-    assert found[tokens[0]]["uniform"] == pytest.approx(1 / (len(number_block("14")) - 1))
+    assert found[tokens[0]]["uniform"] == pytest.approx(1 / (len(number_shape("14", "DATE")) - 1))
     assert found[tokens[1]]["uniform"] == pytest.approx(1 / 25)
     assert found[tokens[2]] is None
     report = reidentification_bound(tokens, english)
@@ -316,3 +318,95 @@ def test_english_cities_are_real_and_a_lumped_location_draws_hospitals_initials_
     rng = random.Random(0)
     drawn = [span_surrogates(["GH"], "LOCATION-OTHER", "en", rng)[0] for _ in range(50)]
     assert "GH" not in drawn and any(word.isupper() for word in drawn)
+
+
+# Numbers are drawn by shape (issue #62, item 4): digit count and leading zero, not value blocks.
+
+AGE_LABELS = ("AGE", "Age", "EDAD_SUJETO_ASISTENCIA")  # i2b2 2014 and 2006, PhysioNet, MEDDOCAN
+
+
+def number_draws(words: list[str], label: str, position: int, draws: int = 2000) -> list[str]:
+    """The surrogates of `words[position]`, a number in a span of `words` of tag label `label`, in
+    `draws` draws from one fixed test RNG."""
+    rng = random.Random(62)
+    return [span_surrogates(words, label, "en", rng)[position] for _ in range(draws)]
+
+
+def total_variation(first: list[str], second: list[str], avoided: set[str]) -> float:
+    """The total variation distance of two samples' distributions, leaving out `avoided` (each
+    original is drawn again, so each sample lacks its own: that is the redraw, not a block). Up to
+    two digits by value, wider by the leading decile of the digit count's values."""
+    def key(word: str) -> tuple[int, int]:
+        return len(word), int(word) if len(word) <= 2 else int(word) * 10 // 10 ** len(word)
+
+    counts = [Counter(key(w) for w in sample if w not in avoided) for sample in (first, second)]
+    totals = [sum(count.values()) for count in counts]
+    return sum(abs(counts[0][k] / totals[0] - counts[1][k] / totals[1]) for k in counts[0] | counts[1]) / 2
+
+
+@pytest.mark.parametrize("first, second, label, position", [
+    (["11"], ["57"], "DATE", 0),  # blocks 10..12 and 32..59 before
+    (["03"], ["09"], "FECHAS", 0),
+    (["555", "-", "1234"], ["555", "-", "9876"], "PHONE", 2),  # blocks 1000..1899 and 2100..9999 before
+    (["1955"], ["4321"], "NUMERO_TELEFONO", 0),  # a phone number is no year: block 1940..1959 before
+    (["2018"], ["1925"], "DATE", 0),  # the years 1900..2099 alike: twenty-year blocks before
+    (["45"], ["12"], "EDAD_SUJETO_ASISTENCIA", 0),  # an age's side of 89
+    (["91"], ["99"], "AGE", 0),
+])
+def test_numbers_of_one_shape_draw_alike_whatever_their_value(first, second, label, position):
+    assert token_shape(first, position, label, "en") == token_shape(second, position, label, "en")
+    drawn = [number_draws(words, label, position) for words in (first, second)]
+    assert total_variation(*drawn, {first[position], second[position]}) < 0.1
+    wider = "1" + first[position]  # one digit more: another shape, drawn apart
+    assert total_variation(drawn[0], number_draws([wider], label, 0), {first[position], wider}) == pytest.approx(1)
+
+
+@pytest.mark.parametrize("word, label", [("7", None), ("0", "DATE"), ("03", "FECHAS"), ("11", "DATE"),
+                                         ("02115", "ZIP"), ("4815", "FAX"), ("0123", "DATE"), ("95", "Age")])
+def test_numbers_keep_their_shape_and_separators_and_are_never_their_original(word, label):
+    words = [word, "-", "88"]
+    rng = random.Random(0)
+    for _ in range(300):
+        new, separator, other = span_surrogates(words, label, "en", rng)
+        assert separator == "-" and new != word and other != "88"
+        assert new.isascii() and new.isdigit() and len(new) == len(word) and len(other) == 2
+        assert len(word) == 1 or new.startswith("0") == word.startswith("0")
+
+
+def test_ages_over_89_stay_over_89_in_every_corpus():
+    for label in AGE_LABELS:
+        assert is_age(label)
+        for word, low, high in (("95", 90, 99), ("105", 100, 119), ("89", 10, 89), ("7", 0, 9)):
+            values = {int(drawn) for drawn in number_draws([word], label, 0, 300)}
+            assert low <= min(values) and max(values) <= high and len(values) > (high - low) / 2, (label, word)
+    assert number_shape("95", "PHONE") == number_shape("12", "PHONE")  # not an age: by shape alone
+
+
+def test_a_date_year_draws_from_two_centuries_and_other_four_digit_numbers_by_shape():
+    assert number_shape("2018", "FECHAS").values == number_shape("1925", "DateYear").values == YEARS
+    years = {int(drawn) for drawn in number_draws(["2018"], "DATE", 0)}
+    assert years <= set(YEARS) and len(years) > 150  # no twenty-year block around 2018
+    assert number_shape("1850", "DATE").values == range(1000, 1900)  # no year of the notes: its own side
+    assert number_shape("2018", "PHONE").values == number_shape("2018").values == range(1000, 10000)
+
+
+@pytest.mark.parametrize("label", [None, "PHONE", "DATE", *AGE_LABELS])
+def test_number_shapes_partition_every_width_into_sets_of_ten_or_more(label):
+    """Each number is in its own set, every number of a set has that set (what the bound's class
+    assumes), and a set never holds one number only (the redraw would find no other)."""
+    for width in (1, 2, 3, 4):
+        members = Counter()
+        for value in range(10 ** width):
+            found = number_shape(word := str(value).zfill(width), label)
+            assert word in found and len(found) >= 10 and found.width == width
+            members[found] += 1
+        assert all(count == len(found) for found, count in members.items()), (label, width)
+
+
+@pytest.mark.parametrize("word, label, size", [("11", "DATE", 90), ("57", "DATE", 90), ("03", "FECHAS", 10),
+                                               ("95", "EDAD_SUJETO_ASISTENCIA", 10), ("2018", "DATE", 200),
+                                               ("1234", "PHONE", 9000), ("02115", "ZIP", 10000)])
+def test_the_bound_of_a_number_counts_its_shape_set_minus_its_surrogate(english, word, label, size):
+    token = (word, label, token_shape([word], 0, label, "en"))
+    assert len(number_shape(word, label)) == size
+    assert token_success([token], english)[token]["uniform"] == pytest.approx(1 / (size - 1))
