@@ -223,7 +223,7 @@ def test_the_header_does_not_depend_on_the_original_phi_values_and_the_summary_h
     assert headers["same"] == headers["different"]
     assert json.dumps(headers["same"], sort_keys=True) == json.dumps(headers["different"], sort_keys=True)
     empirical = [bounds[name]["overall"]["mean_success"]["empirical"] for name in notes]
-    assert empirical[0] != empirical[1], print(empirical)
+    assert empirical[0] != empirical[1]
 
 
 def test_header_records_n_and_the_summary_the_bound_of_the_exported_phi(tmp_path, documents, pipeline, embeddings,
