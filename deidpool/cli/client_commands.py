@@ -226,7 +226,7 @@ def export(
         check_draws(draws, pseudonymization)
         if draws > 1 and not accept_draw_narrowing:
             raise ValueError(f"{draws} draws of every sentence exclude up to {draws} values of each PHI token (a "
-                             "surrogate is never its original), more than the header's bound counts: pass "
+                             "surrogate is never its original), more than the re-identification bound counts: pass "
                              "--accept-draw-narrowing to export them anyway")
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--draws") from None
