@@ -14,7 +14,8 @@ key, representer id, sentence and token counts, vector size and dtype, pseudonym
 scheme, draws, the safety net's finders, creation time, a random nonce and the SHA-256 of
 everything before it, as canonical JSON (sorted keys); the institution's Ed25519 key signs it, so
 the signature covers the ciphertext too. The header can be read and verified without the server's
-private key, so it holds only what the export's settings, tags and token counts fix; whatever
+private key, so it holds only what the export's settings, tags and token counts fix (and its
+random nonce, creation time and hashes); whatever
 depends on the original PHI values (the re-identification bound, what the safety net flagged:
 `deidpool.client.export`) is in the sealed summary, a JSON object that only the server's key
 opens (`read_summary`).
