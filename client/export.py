@@ -14,7 +14,12 @@ sentence's draws are written one after another (the sentences shuffled as wholes
 server holds out all of them or none for validation; they are linkable anyway (the same tags and
 casing, near vectors). Labels
 can miss PHI: a safety net (`deidpool.client.safety_net`) flags tokens no gold span covers that its
-finders take for PHI, and they are pseudonymized too."""
+finders take for PHI, and they are pseudonymized too.
+
+The readable header holds the settings, counts and finders only; what depends on the original PHI
+values goes to the contribution's sealed summary (`deidpool.contribution.container.read_summary`):
+{"reidentification_bound": `deidpool.pseudonymization.bound.reidentification_bound` of the export's PHI
+tokens, "safety_net": `Flagged.counts`}."""
 
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -49,29 +55,37 @@ CHUNK_SENTENCES = 16384
 DEFAULT_NEIGHBOURS = 100
 
 
+class Exported(NamedTuple):
+    """What `export_contribution` wrote: the readable header and the sealed summary."""
+
+    header: ContributionHeader
+    summary: dict
+
+
 def export_contribution(documents: Iterable[Document], bundle: Bundle, embeddings, out: str | Path, *,
                         institution: str, signing_key: Ed25519PrivateKey, server_key: X25519PublicKey,
                         neighbours: int = DEFAULT_NEIGHBOURS, scheme: str = EXPORT_SCHEME, dtype: str = "float16",
                         chunk_sentences: int = CHUNK_SENTENCES, memory_bytes: int = MEMORY_BYTES,
                         rng: random.Random | None = None, language: str = "en", safety_net: SafetyNet | None = None,
                         review: str | Path | None = None, progress: bool = True, draws: int = 1,
-                        noise: bool = True) -> ContributionHeader:
-    """Write the contribution of `documents` to `out` and return its header.
+                        noise: bool = True) -> Exported:
+    """Write the contribution of `documents` to `out` and return its header and sealed summary.
 
     `embeddings` are the bundle's (from `bundle.load_embeddings`). Every gold PHI token is
     pseudonymized among `neighbours` = N under `scheme` ("surrogates", the default, "neighbours" or "groups", see
     `deidpool.pseudonymization.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing
     but under "surrogates", where N does not apply), drawing from `rng` (default: the operating
-    system's randomness; pass one only in tests). The header also gets the re-identification bound
+    system's randomness; pass one only in tests). The sealed summary gets the re-identification bound
     of these PHI tokens (`deidpool.pseudonymization.bound`, its frequency prior in `language`, which is also
     the language of "surrogates"). `safety_net` (`deidpool.client.safety_net.SafetyNet`; default
     the pattern layer of `language`, to which `client export` adds the notes' PHI memory; `OFF` only
     where an experiment needs the labels alone) flags the tokens no gold span covers that its
-    finders take for PHI: they are pseudonymized and bounded like gold PHI (their tags stay as annotated), counted
-    in the header's `safety_net`, and the notes that hold them written to the BRAT folder `review`
-    when given. Every sentence is exported `draws` times, each copy with fresh surrogates and fresh
-    noise (recorded in the header; refused under "neighbours", whose draws all lie near the original,
-    so that several of them narrow it down). Sentences are represented `chunk_sentences` at a time,
+    finders take for PHI: they are pseudonymized and bounded like gold PHI (their tags stay as
+    annotated), the finders named in the header's `safety_net`, what they flagged counted in the
+    sealed summary, and the notes that hold them written to the BRAT folder `review` when given.
+    Every sentence is exported `draws` times, each copy with fresh surrogates and fresh noise
+    (recorded in the header; refused under "neighbours", whose draws all lie near the original, so
+    that several of them narrow it down). Sentences are represented `chunk_sentences` at a time,
     spilled to a uniform external shuffle in `out`'s folder, and written in shuffled order; on
     any error no file is left at `out`. `noise=False` turns the representer's noise off: an
     ablation for experiments only (noiseless vectors are what a lookup attack reads exactly), so
@@ -108,12 +122,13 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
         records = progress_bar((record for copies in shuffle for record in split_records(copies, bundle.repr_size,
                                                                                          dtype)),
                                total=count, desc="writing", unit=" sentences", disable=not progress)
-        return write_contribution(out, records, institution=institution, representer_id=bundle.representer_id,
-                                  dim=bundle.repr_size, neighbours=neighbours, pseudonymization=scheme,
-                                  safety_net=flagged.header(), draws=draws, signing_key=signing_key,
-                                  server_key=server_key, dtype=dtype,
-                                  bound=lambda: reidentification_bound(phi.elements(), pseudonymizer,
-                                                                       language=language))
+        summary = {"reidentification_bound": reidentification_bound(phi.elements(), pseudonymizer, language=language),
+                   "safety_net": flagged.counts()}
+        header = write_contribution(out, records, institution=institution, representer_id=bundle.representer_id,
+                                    dim=bundle.repr_size, neighbours=neighbours, pseudonymization=scheme,
+                                    safety_net=flagged.header(), draws=draws, summary=summary,
+                                    signing_key=signing_key, server_key=server_key, dtype=dtype)
+        return Exported(header, summary)
 
 
 def check_draws(draws: int, scheme: str) -> None:

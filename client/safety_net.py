@@ -124,10 +124,14 @@ class Flagged:
         return sum(self.categories.values())
 
     def header(self) -> dict:
-        """The contribution header's `safety_net`: {"finders", "flagged_tokens", "categories":
-        {i2b2 category: flagged tokens}} (no finders: the net was off)."""
-        return {"finders": self.finders, "flagged_tokens": self.tokens,
-                "categories": dict(sorted(self.categories.items()))}
+        """The contribution header's `safety_net`: {"finders"} (none: the net was off)."""
+        return {"finders": self.finders}
+
+    def counts(self) -> dict:
+        """What the finders flagged, for the contribution's sealed summary (it depends on the notes'
+        text, so the header does not show it): {"flagged_tokens", "categories": {i2b2 category:
+        flagged tokens}}."""
+        return {"flagged_tokens": self.tokens, "categories": dict(sorted(self.categories.items()))}
 
     def write_review(self, folder: str | Path) -> None:
         """The notes with flags as a BRAT folder readable by its owner alone, at `folder` unless

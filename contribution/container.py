@@ -6,19 +6,24 @@ A `.dpc` file is
     MAGIC | ephemeral X25519 public key (32) | frames | header JSON | signature (64)
           | header length (>u4) | END_MAGIC
 
-where each frame is `final flag (u1) | length (>u4) | AES-256-GCM ciphertext` of a run of
-whole sentence records (see `deidpool.contribution.sealing`; the HKDF salt is the header's nonce). The
-header (`ContributionHeader`, every field listed there) holds the format version, the
-institution id and the SHA-256 of its signing key, representer id, sentence and token counts,
-vector size and dtype, pseudonymization N and scheme, re-identification bound, what the
-export's safety net flagged, creation time, a random nonce and the SHA-256 of everything before
-it, as canonical JSON (sorted keys); the institution's Ed25519 key signs it, so the signature
-covers the ciphertext too. The header can be read and verified without the server's private key.
+where each frame is `final flag (u1) | length (>u4) | AES-256-GCM ciphertext` (see
+`deidpool.contribution.sealing`; the HKDF salt is the header's nonce): the first frame holds the
+sealed summary, the others runs of whole sentence records. The header (`ContributionHeader`, every
+field listed there) holds the format version, the institution id and the SHA-256 of its signing
+key, representer id, sentence and token counts, vector size and dtype, pseudonymization N and
+scheme, draws, the safety net's finders, creation time, a random nonce and the SHA-256 of
+everything before it, as canonical JSON (sorted keys); the institution's Ed25519 key signs it, so
+the signature covers the ciphertext too. The header can be read and verified without the server's
+private key, so it holds only what the export's settings, tags and token counts fix (and its
+random nonce, creation time and hashes); whatever
+depends on the original PHI values (the re-identification bound, what the safety net flagged:
+`deidpool.client.export`) is in the sealed summary, a JSON object that only the server's key
+opens (`read_summary`).
 
-Fields added to format version 3 after its first files (`OPTIONAL_FIELDS`: `safety_net`, `draws`)
-are left out of the header, its signature and its bindings when they hold the value that means
-"not used" ({}, 1), so files written before them read and decrypt as they did, and a writer given
-none writes the same bytes as before.
+Format version 4 moved the re-identification bound and the safety net's counts out of the header
+into the sealed summary; files of version 3 and before are refused, naming the file and
+`format_version`. The optional fields (`OPTIONAL_FIELDS`: `safety_net`, `draws`) are left out of
+the header, its signature and its bindings when they hold the value that means "not used" ({}, 1).
 
 The ciphertext is bound to its sender and header: the stream key's HKDF info holds the
 digest of the header fields fixed before the first chunk (`_KEY_FIELDS`: among them the
@@ -39,6 +44,7 @@ import struct
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
+from itertools import islice
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
@@ -56,7 +62,7 @@ from deidpool.contribution.records import (
 )
 from deidpool.contribution.sealing import PUBLIC_KEY_BYTES, SealError, StreamOpener, StreamSealer
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 # The header's name of each pseudonymization scheme (adversary.pseudonymize.SCHEMES): every gold
 # PHI token replaced by a uniform draw among its N nearest embedding neighbours (numbers among
 # plausible surrogates of the same shape and range), or from its group of N to 2N - 1 words
@@ -104,6 +110,13 @@ def _hex(digits: int) -> Callable[[object], bool]:
     return lambda value: type(value) is str and re.fullmatch(f"[0-9a-f]{{{digits}}}", value) is not None
 
 
+def _finders(value: object) -> bool:
+    if type(value) is not dict or set(value) - {"finders"}:
+        return False
+    names = value.get("finders", [])
+    return type(names) is list and all(type(name) is str for name in names)
+
+
 def _iso_time(value: object) -> bool:
     try:
         datetime.fromisoformat(value)
@@ -129,14 +142,12 @@ class ContributionHeader:
     - dim, dtype: the vector size and component type (a key of `deidpool.contribution.records.DTYPES`);
     - neighbours, pseudonymization: the N and the scheme (a value of PSEUDONYMIZATION_SCHEMES)
       every gold PHI token was pseudonymized with before the representer ran;
-    - reidentification_bound: the bound computed on the exported PHI (`deidpool.pseudonymization.bound`), {}
-      when nobody computed one;
-    - safety_net: what the export's safety net for unlabeled PHI found and pseudonymized
-      (`deidpool.client.safety_net.Flagged.header`: finders, flagged tokens by category), {} in files
-      written before it (an optional field);
+    - safety_net: which finders of the export's safety net for unlabeled PHI ran ({"finders": [...]},
+      `deidpool.client.safety_net.Flagged.header`; what they flagged is in the sealed summary), {}
+      when none was given (an optional field);
     - draws: how many times every sentence was exported, each time with fresh surrogates and fresh
       noise, the copies of a sentence one after another (`sentences` counts every copy, a multiple
-      of `draws`), 1 in files written before it (an optional field);
+      of `draws`), 1 when not given (an optional field);
     - created: the creation time, ISO 8601 (UTC, seconds);
     - nonce: 16 random bytes in hex, the stream's HKDF salt and the server's replay key;
     - body_sha256: the SHA-256 of every byte of the file before the header;
@@ -155,11 +166,10 @@ class ContributionHeader:
     neighbours: int = _field("a whole number >= 1", _whole(1))
     pseudonymization: str = _field(f"one of {', '.join(PSEUDONYMIZATION_SCHEMES.values())}",
                                    _one_of(PSEUDONYMIZATION_SCHEMES.values()))
-    reidentification_bound: dict = _field("a JSON object", lambda value: type(value) is dict)
     created: str = _field("an ISO 8601 time", _iso_time)
     nonce: str = _field("16 bytes in lowercase hex", _hex(32))
     body_sha256: str = _field("a SHA-256 in lowercase hex", _hex(64))
-    safety_net: dict = _field("a JSON object", lambda value: type(value) is dict, default_factory=dict)
+    safety_net: dict = _field('{} or {"finders": a list of strings}', _finders, default_factory=dict)
     draws: int = _field("a whole number >= 1", _whole(1), default=1)
     format_version: int = _field(f"{FORMAT_VERSION}", lambda value: type(value) is int and value == FORMAT_VERSION,
                                  default=FORMAT_VERSION)
@@ -234,7 +244,8 @@ def signer_sha256(public_key: Ed25519PublicKey) -> str:
 
 
 class ContributionWriter:
-    """Writes sentence records (from `encode_sentence`) to an encrypted, signed `.dpc` file.
+    """Writes a sealed summary and sentence records (from `encode_sentence`) to an encrypted,
+    signed `.dpc` file.
 
     Records are sealed in chunks of about `chunk_bytes`, so memory stays bounded. The file is
     written to a temporary sibling and renamed into place by `close`; on any error (`discard`,
@@ -244,11 +255,14 @@ class ContributionWriter:
     def __init__(self, path: str | Path, *, institution: str, representer_id: str, dim: int, neighbours: int,
                  signing_key: Ed25519PrivateKey, server_key: X25519PublicKey, dtype: str = "float16",
                  pseudonymization: str, safety_net: dict | None = None, draws: int = 1,
-                 chunk_bytes: int = CHUNK_BYTES):
+                 summary: dict | None = None, chunk_bytes: int = CHUNK_BYTES):
         """`pseudonymization` is a key of PSEUDONYMIZATION_SCHEMES, `safety_net` and `draws` the
-        header fields (none, 1: left out); a header field's value it does not accept raises ContributionError before
-        anything is written. `reidentification_bound` (the header field, see `deidpool.pseudonymization.bound`) is
-        set on `bound` before `close`; it stays {} when nobody computed one."""
+        header fields (none, 1: left out), `summary` the JSON object sealed in the first frame (none:
+        {}); a value it does not accept raises ContributionError before anything is written."""
+        if summary is None:
+            summary = {}
+        if type(summary) is not dict:
+            raise ContributionError(f"the sealed summary must be a JSON object, got {summary!r}")
         if pseudonymization not in PSEUDONYMIZATION_SCHEMES:
             raise ValueError(f"pseudonymization must be one of {', '.join(PSEUDONYMIZATION_SCHEMES)}, "
                              f"got {pseudonymization!r}")
@@ -269,7 +283,6 @@ class ContributionWriter:
         self._pending = bytearray()
         self._digest = hashlib.sha256()
         self.sentences = self.tokens = 0
-        self.bound: dict = {}
         self.header: ContributionHeader | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
@@ -277,6 +290,8 @@ class ContributionWriter:
         self._file = os.fdopen(descriptor, "wb")
         try:
             self._write(MAGIC + self._sealer.ephemeral_public)
+            self._pending += _canonical(summary)
+            self._seal(final=False)
         except BaseException:
             self.discard()
             raise
@@ -304,7 +319,6 @@ class ContributionWriter:
         """Seal the last chunk bound to the header, sign the header, and move the file into place."""
         try:
             fields = {**self._fields, "sentences": self.sentences, "tokens": self.tokens,
-                      "reidentification_bound": self.bound,
                       "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
             self._seal(final=True, associated_data=_binding(fields, _FINAL_FIELDS))
             header = ContributionHeader(body_sha256=self._digest.hexdigest(), **fields)
@@ -335,15 +349,11 @@ class ContributionWriter:
             self.discard()
 
 
-def write_contribution(path: str | Path, records: Iterable[bytes], bound: Callable[[], dict] | None = None,
-                       **options) -> ContributionHeader:
-    """Write `records` with a `ContributionWriter(path, **options)`; returns the header.
-    `bound()`, called once the records are written, gives the header's re-identification bound."""
+def write_contribution(path: str | Path, records: Iterable[bytes], **options) -> ContributionHeader:
+    """Write `records` with a `ContributionWriter(path, **options)`; returns the header."""
     with ContributionWriter(path, **options) as writer:
         for record in records:
             writer.add(record)
-        if bound is not None:
-            writer.bound = bound()
     return writer.header
 
 
@@ -410,13 +420,31 @@ def verify_contribution(path: str | Path, institution_key: Ed25519PublicKey) -> 
 
 def decrypt_payload(path: str | Path, server_key: X25519PrivateKey,
                     institution_key: Ed25519PublicKey) -> Iterator[bytes]:
-    """The decrypted chunks (runs of sentence records); verifies the file first, on the call."""
+    """The decrypted chunks of sentence records (the summary's frame left out); verifies the file
+    first, on the call."""
     header = verify_contribution(path, institution_key)
-    return _decrypt(Path(path), server_key, header)
+    return islice(_decrypt(Path(path), server_key, header), 1, None)
+
+
+def read_summary(path: str | Path, server_key: X25519PrivateKey, header: ContributionHeader) -> dict:
+    """The sealed summary of the contribution at `path` whose `header` `verify_contribution`
+    returned (its first frame, which the signed `body_sha256` covers; no other frame is read)."""
+    path = Path(path)
+    frames = _decrypt(path, server_key, header)
+    first = next(frames)
+    frames.close()
+    try:
+        summary = json.loads(first)
+    except (ValueError, RecursionError):
+        summary = None
+    if type(summary) is not dict:
+        raise ContributionError(f"{path}: the sealed summary is not a JSON object")
+    return summary
 
 
 def _decrypt(path: Path, server_key: X25519PrivateKey, header: ContributionHeader) -> Iterator[bytes]:
-    """The chunks of the verified file at `path`, opened under the bindings of its `header`."""
+    """The frames of the verified file at `path` (the summary's first), opened under the bindings
+    of its `header`."""
     start, fields = _trailer(path)[0], header.fields()
     final_binding = _binding(fields, _FINAL_FIELDS)
     with path.open("rb") as file:
@@ -457,7 +485,7 @@ def verified_sentences(path: str | Path, server_key: X25519PrivateKey,
     (it is not verified again), and a check of the header's counts at the end."""
     path = Path(path)
     sentences = tokens = 0
-    for chunk in _decrypt(path, server_key, header):
+    for chunk in islice(_decrypt(path, server_key, header), 1, None):
         for sentence in decode_sentences(chunk, header.dim, header.dtype):
             sentences += 1
             tokens += len(sentence.tags)

@@ -316,11 +316,12 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
                 bundle = open_bundle(home / "representer.tar", keys.load_public_key(provider_keys.public, keys.SIGNING))
                 notes = train_docs + valid_docs if institution == "provider" else documents[institution]
                 signing_key = keys.load_private_key(pair.private, keys.SIGNING)
-                header = export_contribution(notes, bundle, bundle.load_embeddings(), home / "contribution.dpc",
-                                             institution=institution, server_key=server_key,
-                                             signing_key=signing_key, progress=progress)
+                header, sealed = export_contribution(notes, bundle, bundle.load_embeddings(),
+                                                     home / "contribution.dpc", institution=institution,
+                                                     server_key=server_key, signing_key=signing_key,
+                                                     progress=progress)
                 upload_contribution(home / "contribution.dpc", server.url, signing_key=signing_key)
-                bound = header.reidentification_bound["overall"]["mean_success"]
+                bound = sealed["reidentification_bound"]["overall"]["mean_success"]
                 contributions[institution] = {"sentences": header.sentences, "tokens": header.tokens,
                                               "bytes": (home / "contribution.dpc").stat().st_size,
                                               "pseudonymization": header.pseudonymization,

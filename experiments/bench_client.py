@@ -86,7 +86,7 @@ def run_task(task: str, folder: Path) -> dict:
                 signing_key=keys.load_private_key(folder / "keys" / "institution.key", keys.SIGNING),
                 server_key=keys.load_public_key(folder / "keys" / "server-encryption.pub", keys.ENCRYPTION),
                 dtype="float32" if task == "export-float32" else "float16", progress=False,
-                **({"memory_bytes": SPILL_BUDGET} if task == "export-spilled" else {}))
+                **({"memory_bytes": SPILL_BUDGET} if task == "export-spilled" else {})).header
             size, sentences = out.stat().st_size, header.sentences
         runs.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)

@@ -145,7 +145,7 @@ def export_task(bench: Bench, repeats: int) -> dict:
             documents, bench.pipeline, bench.embeddings, out, institution="site-a", neighbours=NEIGHBOURS,
             signing_key=keys.load_private_key(folder / "keys" / "institution.key", keys.SIGNING),
             server_key=keys.load_public_key(folder / "keys" / "server-encryption.pub", keys.ENCRYPTION),
-            progress=False)
+            progress=False).header
         out.unlink()
 
     seconds = timed(run, repeats)

@@ -130,6 +130,22 @@ def reidentification_bound(tokens: Iterable[tuple], pseudonymizer: Pseudonymizer
     {"occurrences", "hidden", "not_hidden", "mean_success": {prior: mean over hidden
     occurrences}, "worst_success": {prior: largest success of a hidden occurrence},
     "one_over_n"} (success values None without hidden occurrences).
+
+    What each figure depends on, which decides where a contribution carries it (the readable
+    header holds only what the settings, tags and token counts fix; the rest is sealed):
+    - "scheme", "neighbours", "language", "priors", "one_over_n": the export's settings alone;
+    - "categories" and "occurrences": the tags, but an export also bounds the tokens its safety
+      net flags, whose number depends on the notes' text;
+    - "hidden", "not_hidden": under "surrogates" the shape (punctuation, a kept function word,
+      whose shape is the word itself); under the embedding schemes whether the original word or
+      number has more than one candidate, so the original;
+    - "mean_success", "worst_success", every prior: the originals. Uniform: the neighbour sets of
+      the original (embedding schemes) or, for a word under "surrogates", its draw probability
+      (fixed by the shape for numbers and other tokens only); frequency: the original's word
+      frequency; empirical: how often each original repeats (the same date three times against
+      three dates of the same shapes).
+    An export therefore seals the whole report (`deidpool.client.export`); scheme and N are also
+    header fields of their own.
     """
     occurrences = Counter(tokens)
     success = token_success(occurrences, pseudonymizer, language=language)

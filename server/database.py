@@ -104,12 +104,14 @@ class Contribution(Base):
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     header_created: Mapped[datetime] = mapped_column(UTCDateTime)
     received: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    # pseudonymization N and the re-identification bound of the signed header; its means (best
-    # attacker's success on hidden PHI tokens, uniform, frequency and empirical prior) for queries
+    # pseudonymization N of the signed header and the re-identification bound of the sealed summary
+    # (format version 4; the header's before); its means (best attacker's success on hidden PHI
+    # tokens, uniform, frequency and empirical prior) for queries
     neighbours: Mapped[int] = mapped_column(Integer)
     draws: Mapped[int] = mapped_column(Integer, default=1)  # copies of every sentence (the header's draws)
     quarantined: Mapped[bool] = mapped_column(Boolean, default=False)  # the coordinator holds it out of runs
-    safety_net: Mapped[dict | None] = mapped_column(JSON)  # the header's: finders and flagged tokens ({}: none ran)
+    # the header's finders and the sealed summary's flagged tokens ({}: none ran)
+    safety_net: Mapped[dict | None] = mapped_column(JSON)
     bound_uniform: Mapped[float | None] = mapped_column(Float)
     bound_frequency: Mapped[float | None] = mapped_column(Float)
     bound_empirical: Mapped[float | None] = mapped_column(Float)

@@ -1,6 +1,8 @@
 """Acceptance of an uploaded contribution (docs/server.md, Uploads): the checks in the
 documented order, each failure a `Refused` with its HTTP status, and only then the
-payload moved into the store and its row committed. A refused upload changes nothing stored."""
+payload moved into the store and its row committed. A refused upload changes nothing stored.
+The row records the signed header and, from the sealed summary that only the server's key
+opens, the re-identification bound and what the export's safety net flagged."""
 
 from __future__ import annotations
 
@@ -11,7 +13,14 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES, BindingError, read_header, verify_contribution
+from deidpool.contribution.container import (
+    PSEUDONYMIZATION_SCHEMES,
+    BindingError,
+    ContributionHeader,
+    read_header,
+    read_summary,
+    verify_contribution,
+)
 from deidpool.contribution.records import ContributionError
 from deidpool.contribution.validation import validate_contribution
 from deidpool.pseudonymization.schemes import PRIORS
@@ -64,7 +73,8 @@ def accept_contribution(state: ServerState, staged: StagedPayload, institution_h
     _checked(422, lambda: validate_contribution(
         path, state.encryption_key, key, representer_ids=[current.id], dim=current.manifest["repr_size"],
         num_tags=len(current.manifest["tags"]["vocabulary"])), path)
-    row = _row(header, staged.sha256, staged.size, created)
+    summary = _checked(422, lambda: read_summary(path, state.encryption_key, header), path)
+    row = _row(header, summary, staged.sha256, staged.size, created)
     try:
         _store(state, staged, row)
     except IntegrityError:
@@ -129,20 +139,27 @@ def restore_contribution(state: ServerState, sha256: str) -> bool:
         if institution is None:
             return False
         verify_contribution(path, load_ed25519_public_key(institution.public_key, f"the key of {institution.id}"))
+        row = _row(header, read_summary(path, state.encryption_key, header), sha256, path.stat().st_size,
+                   _parse_created(header.created))
         with state.sessions.begin() as session:
-            session.add(_row(header, sha256, path.stat().st_size, _parse_created(header.created)))
+            session.add(row)
     except (ContributionError, Refused, IntegrityError):
         return False
     return True
 
 
-def _row(header, sha256: str, size: int, created: datetime) -> Contribution:
+def _row(header: ContributionHeader, summary: dict, sha256: str, size: int, created: datetime) -> Contribution:
+    """The row of a contribution: its signed `header`'s fields, and from its sealed `summary` the
+    re-identification bound and the safety net's counts (beside the header's finders); 422 when
+    either is there but not a JSON object."""
+    bound, counts = (summary.get(name, {}) for name in ("reidentification_bound", "safety_net"))
+    if type(bound) is not dict or type(counts) is not dict:
+        raise Refused(422, "the sealed summary's reidentification_bound and safety_net must be JSON objects")
     return Contribution(sha256=sha256, institution_id=header.institution, representer_id=header.representer_id,
                         nonce=header.nonce, sentences=header.sentences, tokens=header.tokens, dim=header.dim,
                         dtype=header.dtype, size_bytes=size, header_created=created, neighbours=header.neighbours,
-                        draws=header.draws, safety_net=header.safety_net,
-                        reidentification_bound=header.reidentification_bound,
-                        **_bound_means(header.reidentification_bound))
+                        draws=header.draws, safety_net={**counts, **header.safety_net},
+                        reidentification_bound=bound, **_bound_means(bound))
 
 
 def registered_institution(session: Session, institution_id: str | None) -> Institution:
@@ -172,8 +189,8 @@ def _checked(status: int, check, path):
 
 
 def _bound_means(bound: dict) -> dict:
-    """The overall mean successes of a header's re-identification bound (None where it has none)."""
-    means = bound.get("overall", {}).get("mean_success", {}) if isinstance(bound, dict) else {}
+    """The overall mean successes of a re-identification bound (None where it has none)."""
+    means = bound.get("overall", {}).get("mean_success", {})
     values = {prior: means.get(prior) for prior in PRIORS}
     return {f"bound_{prior}": float(value) if isinstance(value, (int, float)) else None
             for prior, value in values.items()}

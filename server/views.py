@@ -63,10 +63,13 @@ class ContributionView(BaseModel):
     received: Time
     neighbours: int = Field(description="The pseudonymization N of its signed header.")
     draws: int = Field(description="How many draws of every sentence it holds (its signed header).")
-    reidentification_bound: dict[str, Any] | None
+    reidentification_bound: dict[str, Any] | None = Field(description="The re-identification bound of its export "
+                                                                      "(its sealed summary's, which the server "
+                                                                      "decrypted).")
     quarantined: bool = Field(description="Held out of training runs by the coordinator.")
-    safety_net: dict[str, Any] | None = Field(description="What the export's safety net for unlabeled PHI ran and "
-                                                          "flagged (its signed header's; {}: it did not run).")
+    safety_net: dict[str, Any] | None = Field(description="What the export's safety net for unlabeled PHI ran (its "
+                                                          "signed header's finders) and flagged (its sealed "
+                                                          "summary's counts); {}: it did not run.")
 
 
 class EpochView(BaseModel):

@@ -204,7 +204,8 @@ def export(
 
     Every gold PHI token is first replaced (by default by a realistic surrogate of its PHI type
     and shape; see --pseudonymization), so the vectors are computed from pseudonymized text; the
-    header records the scheme, N and the re-identification bound of the export. The safety net
+    header records the scheme and N, the encrypted part the re-identification bound of the export
+    (printed here). The safety net
     (--safety-net) pseudonymizes the unlabeled tokens it takes for PHI too and lists them for
     review."""
     start_tensorflow()
@@ -226,7 +227,7 @@ def export(
         check_draws(draws, pseudonymization)
         if draws > 1 and not accept_draw_narrowing:
             raise ValueError(f"{draws} draws of every sentence exclude up to {draws} values of each PHI token (a "
-                             "surrogate is never its original), more than the header's bound counts: pass "
+                             "surrogate is never its original), more than the re-identification bound counts: pass "
                              "--accept-draw-narrowing to export them anyway")
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--draws") from None
@@ -245,7 +246,7 @@ def export(
             net = _safety_net(safety_net, language, pipeline_path, pipeline_key, embeddings, bundle, None,
                               iter_corpus(notes, fmt, split=split))
             flagged = review_unlabeled_phi(iter_corpus(notes, fmt, split=split), bundle, net, review)
-            _echo_safety_net(flagged.header(), review)
+            _echo_safety_net({**flagged.header(), **flagged.counts()}, review)
             typer.echo(f"nothing exported (--safety-net review): review {review}, then export with --safety-net "
                        "pseudonymize, or with --notes on the reviewed folder and --format brat")
             return
@@ -255,16 +256,16 @@ def export(
         bundle, vectors = _open_bundle(bundle_path, provider_key, embeddings)
         net = _safety_net(safety_net, language, pipeline_path, pipeline_key, embeddings, bundle, vectors,
                           iter_corpus(notes, fmt, split=split))
-        header = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out,
-                                     institution=institution, signing_key=signing_key, server_key=server, dtype=dtype,
-                                     neighbours=neighbours, scheme=pseudonymization, language=language,
-                                     safety_net=net, review=review, draws=draws)
+        header, summary = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out,
+                                              institution=institution, signing_key=signing_key, server_key=server,
+                                              dtype=dtype, neighbours=neighbours, scheme=pseudonymization,
+                                              language=language, safety_net=net, review=review, draws=draws)
     among = "by surrogates" if pseudonymization == "surrogates" else f"among N = {neighbours} {pseudonymization}"
     copies = f", {draws} draws of each sentence" if draws > 1 else ""
     typer.echo(f"wrote {header.sentences} sentences ({header.tokens} tokens) of {institution} to {out} "
                f"({out.stat().st_size:,} bytes), PHI pseudonymized {among}{copies}")
-    _echo_safety_net(header.safety_net, review)
-    _echo_bound(header.reidentification_bound)
+    _echo_safety_net({**header.safety_net, **summary["safety_net"]}, review)
+    _echo_bound(summary["reidentification_bound"])
 
 
 def _check_language(language: str, patterns: bool) -> None:
@@ -301,7 +302,7 @@ def _safety_net(mode: str, language: str, pipeline_path: Path | None, pipeline_k
 
 
 def _echo_safety_net(counts: dict, review: Path | None) -> None:
-    """What the safety net flagged (a header's `safety_net`) and where its review folder is."""
+    """What the safety net flagged (its finders and `Flagged.counts`) and where its review folder is."""
     if not counts.get("finders"):
         typer.echo("safety net off: unlabeled PHI was not looked for")
         return
@@ -314,20 +315,33 @@ def _echo_safety_net(counts: dict, review: Path | None) -> None:
 def inspect(
     contribution: Path = typer.Argument(..., help="A contribution file (.dpc)."),
     key: Path = typer.Option(..., "--key", help="The institution's public key (institution.pub)."),
+    server_private_key: Path | None = typer.Option(
+        None, "--server-private-key", help="The server's X25519 private key (server-encryption.key), to open "
+                                           "the sealed summary too: the re-identification bound and what the "
+                                           "safety net flagged."),
 ) -> None:
-    """Print a contribution's header after checking its signature (no server key needed)."""
-    from deidpool.contribution.container import verify_contribution
+    """Print a contribution's header after checking its signature (no server key needed); with the
+    server's private key, its sealed summary too, which depends on the original PHI and so is not
+    in the header."""
+    from deidpool.contribution.container import read_summary, verify_contribution
 
     with clean_errors():
         public_key = keys.load_public_key(key, keys.SIGNING)
         header = verify_contribution(contribution, public_key)
+        summary = None if server_private_key is None else read_summary(
+            contribution, keys.load_private_key(server_private_key, keys.ENCRYPTION), header)
     typer.echo(json.dumps(dataclasses.asdict(header), indent=2))
     typer.echo(f"signature: valid (institution key {keys.fingerprint(public_key)})")
-    _echo_bound(header.reidentification_bound)
+    if summary is None:
+        typer.echo("the re-identification bound and the safety net's counts are in the sealed summary, which "
+                   "only the server's private key opens (--server-private-key)")
+        return
+    typer.echo(json.dumps(summary, indent=2))
+    _echo_bound(summary.get("reidentification_bound", {}))
 
 
 def _echo_bound(bound: dict) -> None:
-    """The re-identification bound of a header as a table (nothing when it has none)."""
+    """The re-identification bound of a sealed summary as a table (nothing when it has none)."""
     from deidpool.pseudonymization.bound import format_bound
 
     if bound:

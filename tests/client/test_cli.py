@@ -63,6 +63,11 @@ def test_export_inspect_and_upload(exported, key_files):
     assert result.exit_code == 0, result.output
     assert '"institution": "site-a"' in result.output and "signature: valid" in result.output
     assert '"pseudonymization": "type-surrogates+number-blocks/1"' in result.output  # the default scheme
+    assert "Re-identification bound" not in result.output and "sealed summary" in result.output
+    opened = _run("client", "inspect", exported, "--key", key_files.institution.public, "--server-private-key",
+                  key_files.server.private)
+    assert opened.exit_code == 0, opened.output
+    assert "Re-identification bound" in opened.output and '"flagged_tokens"' in opened.output
     wrong = _run("client", "inspect", exported, "--key", key_files.provider.public)
     assert wrong.exit_code == 2 and "signature does not verify" in wrong.output
     received = []

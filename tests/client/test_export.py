@@ -1,6 +1,8 @@
 """Privacy properties of an exported contribution (no token strings, offsets or document ids;
-sentences shuffled; fresh noise on every export) and export failures leaving no file."""
+sentences shuffled; fresh noise on every export; a header that the original PHI values do not
+change, the bound sealed) and export failures leaving no file."""
 
+import json
 import os
 from operator import attrgetter
 
@@ -8,12 +10,14 @@ import numpy as np
 import pytest
 
 from deidpool.client.export import export_contribution
-from deidpool.contribution.container import decrypt_payload, iter_sentences
+from deidpool.contribution.container import decrypt_payload, iter_sentences, read_summary, verify_contribution
 from deidpool.contribution.records import record_size
 from deidpool.contribution.validation import validate_contribution
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.errors import CorpusError
 from deidpool.corpus.prepare import prepare_document
+from deidpool.pseudonymization.bound import reidentification_bound
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 from deidpool.pseudonymization.surrogates import PLACE_WORDS, kept_words
 
 from ..conftest import REPR_SIZE, TAGS
@@ -29,7 +33,7 @@ def _export(documents, pipeline, embeddings, loaded_keys, out, **options):
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory, documents, pipeline, embeddings, loaded_keys):
     folder = tmp_path_factory.mktemp("export")
-    return [(folder / name, _export(documents, pipeline, embeddings, loaded_keys, folder / name))
+    return [(folder / name, _export(documents, pipeline, embeddings, loaded_keys, folder / name).header)
             for name in ("first.dpc", "second.dpc")]
 
 
@@ -127,8 +131,8 @@ def test_draws_export_every_sentence_that_often_with_fresh_surrogates_and_noise(
     index = {tag: i for i, tag in enumerate(TAGS)}
     given = [_key_of([index[tag] for tag in sentence.tags], sentence.casing)
              for d in documents[:20] for sentence in prepare_document(d, "BIO", attrgetter("source_type"))]
-    once = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "once.dpc")
-    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "three.dpc", draws=3)
+    once, once_summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "once.dpc")
+    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "three.dpc", draws=3)
     exported = _sentences(tmp_path / "three.dpc", loaded_keys)
     assert sorted(_key(sentence) for sentence in exported) == sorted(given * 3)
     keys = [_key(sentence) for sentence in exported]
@@ -136,8 +140,8 @@ def test_draws_export_every_sentence_that_often_with_fresh_surrogates_and_noise(
     assert len({sentence.vectors.tobytes() for sentence in exported}) == len(exported)
     assert (header.draws, header.sentences, header.tokens) == (3, 3 * once.sentences, 3 * once.tokens)
     assert once.draws == 1 and "draws" not in once.fields()
-    occurrences = header.reidentification_bound["overall"]["occurrences"]
-    assert occurrences == once.reidentification_bound["overall"]["occurrences"] > 50
+    occurrences = summary["reidentification_bound"]["overall"]["occurrences"]
+    assert occurrences == once_summary["reidentification_bound"]["overall"]["occurrences"] > 50
 
 
 @pytest.mark.parametrize(("draws", "scheme", "message"), [(0, "surrogates", "at least 1"),
@@ -155,7 +159,7 @@ def test_the_representer_is_loaded_once_per_bundle(exports, tmp_path, monkeypatc
     from deidpool.representer.bundle import Bundle
 
     monkeypatch.setattr(Bundle, "load_representer", lambda self, deterministic=False: pytest.fail("loaded again"))
-    assert _export(documents[:3], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc").sentences > 0
+    assert _export(documents[:3], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc").header.sentences > 0
 
 
 def test_no_phi_token_reaches_the_representer_without_the_pseudonymizer(tmp_path, monkeypatch, documents, pipeline,
@@ -179,11 +183,55 @@ def test_no_phi_token_reaches_the_representer_without_the_pseudonymizer(tmp_path
             assert token.text == ("SURROGATE" if tag != "O" else original.text)
 
 
-def test_header_records_n_and_the_bound_of_the_exported_phi(tmp_path, documents, pipeline, embeddings, loaded_keys):
-    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=3,
-                     scheme="neighbours")
+# The header fields that differ between two exports by design, whatever the notes: a random
+# nonce, the creation time and the hash of the ciphertext (fresh keys, surrogates and noise).
+RANDOM_HEADER_FIELDS = {"nonce", "created", "body_sha256"}
+
+
+def _dated(dates: list[str]) -> Document:
+    """A note whose three PHI spans are `dates`."""
+    text = "Seen on {}, again on {} and last on {} by the nurse.".format(*dates)
+    spans, position = [], 0
+    for date in dates:
+        start = text.index(date, position)
+        spans.append(Span(start, start + len(date), "DATE", date))
+        position = start + len(date)
+    return Document("note", text, tuple(spans))
+
+
+def test_the_header_does_not_depend_on_the_original_phi_values_and_the_summary_holds_the_bound(
+        tmp_path, pipeline, embeddings, loaded_keys):
+    """Notes that differ only in their PHI values (the same tags and shapes): header JSON equal but
+    for RANDOM_HEADER_FIELDS, while the bound, which depends on the values (the same date three
+    times against three dates), differs; it is in the sealed summary, read back with the server's
+    key, and is what `reidentification_bound` computes on the notes' PHI."""
+    pseudonymizer = Pseudonymizer(embeddings, 100, "surrogates", "en")
+    notes = {"same": _dated(["12/03/2020"] * 3), "different": _dated(["12/03/2020", "11/04/2021", "10/05/2022"])}
+    phi = {name: [token for sentence in prepare_document(note, "BIO", attrgetter("source_type"))
+                  for token in pseudonymizer.phi_tokens([t.text for t in sentence.tokens], sentence.tags)]
+           for name, note in notes.items()}
+    assert [token[1:] for token in phi["same"]] == [token[1:] for token in phi["different"]]  # tags and shapes
+    headers, bounds = {}, {}
+    for name, note in notes.items():
+        header, summary = _export([note], pipeline, embeddings, loaded_keys, tmp_path / f"{name}.dpc")
+        verified = verify_contribution(tmp_path / f"{name}.dpc", loaded_keys.institution_public)
+        assert read_summary(tmp_path / f"{name}.dpc", loaded_keys.server, verified) == summary
+        bounds[name] = summary["reidentification_bound"]
+        assert bounds[name] == reidentification_bound(phi[name], pseudonymizer)
+        headers[name] = {field: value for field, value in json.loads(header.to_bytes()).items()
+                         if field not in RANDOM_HEADER_FIELDS}
+    assert headers["same"] == headers["different"]
+    assert json.dumps(headers["same"], sort_keys=True) == json.dumps(headers["different"], sort_keys=True)
+    empirical = [bounds[name]["overall"]["mean_success"]["empirical"] for name in notes]
+    assert empirical[0] != empirical[1]
+
+
+def test_header_records_n_and_the_summary_the_bound_of_the_exported_phi(tmp_path, documents, pipeline, embeddings,
+                                                                        loaded_keys):
+    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=3,
+                              scheme="neighbours")
     assert header.neighbours == 3 and header.pseudonymization.startswith("embedding-neighbours")
-    bound = header.reidentification_bound
+    bound = summary["reidentification_bound"]
     given = [s for d in documents[:20] for s in prepare_document(d, "BIO", attrgetter("source_type"))]
     assert bound["neighbours"] == 3
     assert bound["overall"]["occurrences"] == sum(tag != "O" for s in given for tag in s.tags)
@@ -193,14 +241,14 @@ def test_header_records_n_and_the_bound_of_the_exported_phi(tmp_path, documents,
 
 def test_surrogates_are_the_default_and_groups_is_recorded_and_bounded_when_asked(tmp_path, documents, pipeline,
                                                                                 embeddings, loaded_keys):
-    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc")
+    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc")
     assert header.pseudonymization == "type-surrogates+number-blocks/1"
-    bound = header.reidentification_bound  # N is recorded but does not apply
+    bound = summary["reidentification_bound"]  # N is recorded but does not apply
     assert bound["scheme"] == "surrogates" and bound["overall"]["hidden"] > 0
-    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc", neighbours=3,
-                     scheme="groups")
+    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc", neighbours=3,
+                              scheme="groups")
     assert header.pseudonymization == "embedding-groups+number-blocks/1"
-    bound = header.reidentification_bound
+    bound = summary["reidentification_bound"]
     assert (bound["scheme"], bound["neighbours"]) == ("groups", 3) and bound["overall"]["hidden"] > 0
     with pytest.raises(ValueError, match="unknown pseudonymization scheme 'clusters'"):
         _export(documents[:2], pipeline, embeddings, loaded_keys, tmp_path / "c.dpc", scheme="clusters")
@@ -218,10 +266,10 @@ def test_the_surrogates_scheme_is_recorded_and_bounded_and_keeps_no_phi_token(
         return seen[-1][1]
 
     monkeypatch.setattr(Pseudonymizer, "labeled_sentences", recording)
-    header = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=1,
-                     scheme="surrogates")
+    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=1,
+                              scheme="surrogates")
     assert header.pseudonymization == "type-surrogates+number-blocks/1"
-    bound = header.reidentification_bound
+    bound = summary["reidentification_bound"]
     assert bound["scheme"] == "surrogates" and bound["overall"]["hidden"] > 0
     phi = [(token.text, new.text) for given, drawn in seen for before, after in zip(given, drawn)
            for token, new, tag in zip(before.tokens, after.tokens, before.tags) if tag != "O" and token.text.isalnum()]
@@ -233,7 +281,7 @@ def test_the_surrogates_scheme_is_recorded_and_bounded_and_keeps_no_phi_token(
 def test_bounded_memory_export_spills_and_keeps_every_sentence(tmp_path, documents, pipeline, embeddings,
                                                                loaded_keys, input_sentences):
     header = _export(documents, pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", chunk_sentences=50,
-                     memory_bytes=20_000)
+                     memory_bytes=20_000).header
     assert header.sentences == len(input_sentences)
     assert sorted(_key(s) for s in _sentences(tmp_path / "a.dpc", loaded_keys)) == sorted(input_sentences)
     assert os.listdir(tmp_path) == ["a.dpc"]

@@ -16,7 +16,7 @@ from deidpool.client.export import export_contribution, review_unlabeled_phi
 from deidpool.client.memory import remembered_phi
 from deidpool.client.patterns import tag_set_label, with_patterns
 from deidpool.client.safety_net import OFF, SafetyNet
-from deidpool.contribution.container import iter_sentences, verify_contribution
+from deidpool.contribution.container import iter_sentences, read_summary, verify_contribution
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.formats import read_corpus, write_corpus
 from deidpool.corpus.prepare import prepare_document
@@ -77,8 +77,8 @@ def _stub_tagger(monkeypatch, word="Retterer", label="PATIENT"):
 def test_patterns_and_a_tagger_flag_unlabeled_phi_which_never_reaches_the_representer(
         tmp_path, monkeypatch, embedded, pipeline, embeddings, loaded_keys):
     net = _stub_tagger(monkeypatch)
-    header = _export([_note(0), _note(1)], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", safety_net=net,
-                     review=tmp_path / "review")
+    header, summary = _export([_note(0), _note(1)], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc",
+                              safety_net=net, review=tmp_path / "review")
     words = [token.text for sentence in embedded for token in sentence.tokens]
     assert not set(UNLABELED + ["John", "Smith"]) & set(words)
     assert words.count("SURROGATE") == 2 * (len(UNLABELED) + 2) and "Seen" in words and "clinic" in words
@@ -86,35 +86,40 @@ def test_patterns_and_a_tagger_flag_unlabeled_phi_which_never_reaches_the_repres
     exported = list(iter_sentences(tmp_path / "a.dpc", loaded_keys.server, loaded_keys.institution_public))
     outside = pipeline.tags.index("O")
     assert sum(int(tag) != outside for sentence in exported for tag in sentence.tags) == 4
-    assert header.safety_net == {"finders": ["patterns", "pipeline rep-stub"], "flagged_tokens": 10,
-                                 "categories": {"DATE": 6, "NAME": 4}}
-    assert verify_contribution(tmp_path / "a.dpc", loaded_keys.institution_public).safety_net == header.safety_net
-    assert header.reidentification_bound["overall"]["occurrences"] == 14  # flagged tokens are bounded too
+    # the header names the finders; what they flagged depends on the notes' text: in the sealed summary
+    assert header.safety_net == {"finders": ["patterns", "pipeline rep-stub"]}
+    verified = verify_contribution(tmp_path / "a.dpc", loaded_keys.institution_public)
+    assert verified.safety_net == header.safety_net
+    assert summary["safety_net"] == {"flagged_tokens": 10, "categories": {"DATE": 6, "NAME": 4}}
+    assert read_summary(tmp_path / "a.dpc", loaded_keys.server, verified) == summary
+    assert summary["reidentification_bound"]["overall"]["occurrences"] == 14  # flagged tokens are bounded too
 
 
 def test_the_review_folder_holds_gold_and_flagged_spans_and_reads_back_as_training_notes(
         tmp_path, pipeline, embeddings, loaded_keys):
     other = Document("note-9", "Nothing to see here.")
     flagged = review_unlabeled_phi([_note(), other], pipeline, SafetyNet(), tmp_path / "review")
-    assert flagged.header() == {"finders": ["patterns"], "flagged_tokens": 4, "categories": {"DATE": 3, "NAME": 1}}
+    assert flagged.header() == {"finders": ["patterns"]}
+    assert flagged.counts() == {"flagged_tokens": 4, "categories": {"DATE": 3, "NAME": 1}}
     [reviewed] = read_corpus(tmp_path / "review", "brat")  # only the note with flags
     assert reviewed.text == TEXT and (tmp_path / "review" / "annotation.conf").is_file()
     assert [(span.text, span.source_type) for span in reviewed.spans] == [
         ("Przybylo", "DOCTOR"), ("03/14/2093", "DATE"), ("John", "PATIENT"), ("Smith", "PATIENT")]
     # exported as it reads back (a reviewer found no false flag), the flags are labeled PHI now
     assert sum(tag != "O" for s in prepare_document(reviewed) for tag in s.tags) == 8
-    header = _export([reviewed], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc")  # the default safety net
-    assert header.reidentification_bound["overall"]["occurrences"] == 8
-    assert header.safety_net == {"finders": ["patterns"], "flagged_tokens": 0, "categories": {}}
+    header, summary = _export([reviewed], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc")  # the default net
+    assert summary["reidentification_bound"]["overall"]["occurrences"] == 8
+    assert (header.safety_net, summary["safety_net"]) == ({"finders": ["patterns"]},
+                                                          {"flagged_tokens": 0, "categories": {}})
 
 
 def test_labeled_phi_is_not_flagged_and_off_flags_nothing(tmp_path, embedded, pipeline, embeddings, loaded_keys):
     text = "Seen by Dr. Przybylo on 03/14/2093."
     labeled = Document("n", text, (Span(12, 20, "DOCTOR", "Przybylo"), Span(24, 34, "DATE", "03/14/2093")))
     assert _export([labeled], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc",
-                   safety_net=SafetyNet()).safety_net["flagged_tokens"] == 0
+                   safety_net=SafetyNet()).summary["safety_net"]["flagged_tokens"] == 0
     embedded.clear()
-    header = _export([_note()], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc", safety_net=OFF)
+    header = _export([_note()], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc", safety_net=OFF).header
     assert header.safety_net["finders"] == [] and "Przybylo" in {t.text for s in embedded for t in s.tokens}
 
 
@@ -125,6 +130,12 @@ def test_a_flag_takes_the_bundle_s_label_of_its_type_or_category():
     assert tag_set_label("DATE", ["DATE", "Date"]) == "DATE"
     assert tag_set_label("EMAIL", ["PTName"]) == "EMAIL"
     assert tag_set_label("something", labels) == "something"
+
+
+def _flagged(path, loaded_keys) -> int:
+    """How many tokens the safety net flagged, from the contribution's sealed summary."""
+    header = verify_contribution(path, loaded_keys.institution_public)
+    return read_summary(path, loaded_keys.server, header)["safety_net"]["flagged_tokens"]
 
 
 def _run(*args):
@@ -155,7 +166,7 @@ def test_client_export_safety_net_modes(tmp_path, pipeline_path, key_files, note
     assert len(read_corpus(tmp_path / "a.review", "brat")) == 2
     assert {path.stat().st_mode & 0o777 for path in [tmp_path / "a.review", *(tmp_path / "a.review").iterdir()]} \
         <= {0o700, 0o600}  # notes with PHI: the owner's alone
-    assert verify_contribution(tmp_path / "a.dpc", loaded_keys.institution_public).safety_net["flagged_tokens"] == 8
+    assert _flagged(tmp_path / "a.dpc", loaded_keys) == 8
     reviewed = {path.name: path.read_bytes() for path in (tmp_path / "a.review").iterdir()}
     again = _cli_export(pipeline_path, key_files, notes, tmp_path / "a2.dpc", "--review", tmp_path / "a.review")
     assert again.exit_code == 2 and "refusing to replace" in again.output and not (tmp_path / "a2.dpc").exists()
@@ -171,7 +182,7 @@ def test_client_export_safety_net_modes(tmp_path, pipeline_path, key_files, note
     assert result.exit_code == 0 and "safety net off" in result.output and not (tmp_path / "c.review").exists()
     header = json.loads(_run("client", "inspect", tmp_path / "c.dpc", "--key", key_files.institution.public)
                         .output.split("\nsignature")[0])
-    assert header["safety_net"] == {"finders": [], "flagged_tokens": 0, "categories": {}}
+    assert header["safety_net"] == {"finders": []}
 
     result = _cli_export(pipeline_path, key_files, notes, tmp_path / "d.dpc", "--safety-net", "sometimes")
     assert result.exit_code == 2 and "pseudonymize, review, off" in result.output
@@ -182,9 +193,9 @@ def test_client_export_runs_a_pipeline_s_tagger_in_the_safety_net(tmp_path, pipe
     result = _cli_export(pipeline_path, key_files, notes, tmp_path / "a.dpc", "--pipeline", pipeline_path,
                          "--pipeline-key", key_files.provider.public)
     assert result.exit_code == 0, result.output
-    counts = verify_contribution(tmp_path / "a.dpc", loaded_keys.institution_public).safety_net
-    assert counts["finders"] == ["patterns", "memory", f"pipeline {pipeline.representer_id}"]
-    assert counts["flagged_tokens"] >= 8
+    header = verify_contribution(tmp_path / "a.dpc", loaded_keys.institution_public)
+    assert header.safety_net["finders"] == ["patterns", "memory", f"pipeline {pipeline.representer_id}"]
+    assert _flagged(tmp_path / "a.dpc", loaded_keys) >= 8
 
 
 def test_client_export_s_memory_flags_a_string_labeled_in_half_of_its_occurrences(tmp_path, pipeline_path, key_files):

@@ -1,6 +1,6 @@
 """Tests of the contribution file: round trip, the header's fields and their checks on both
 sides, signature and encryption checks, tampering and truncation, the binding of the ciphertext
-to its sender and header, atomic writing, and files written before this layout still read."""
+to its sender and header, the sealed summary, atomic writing, and older format versions refused."""
 
 import dataclasses
 import errno
@@ -22,6 +22,7 @@ from deidpool.contribution.container import (
     decrypt_payload,
     iter_sentences,
     read_header,
+    read_summary,
     signer_sha256,
     verify_contribution,
 )
@@ -45,16 +46,16 @@ def test_round_trip_keeps_every_sentence_in_order(tmp_path, parties, dtype):
         assert got.vectors.dtype == np.dtype(dtype)
 
 
-# SHA-256 of the file `test_the_bytes_on_disk_are_those_of_format_version_3` writes: the same
-# bytes as client/contribution.py wrote before the contribution package (format version 3).
-FORMAT_3_SHA256 = {"float16": "a956d3109487c9a36369dda5915b0f3a3d85c903774dbbe6b4150e6f5d667bfe",
-                   "float32": "bdaa59d13e82719d7f36345ab7b89f540687b5e7516245ac8f88dc41e9077709"}
+# SHA-256 of the file `test_the_bytes_on_disk_are_those_of_format_version_4` writes (format
+# version 4: the sealed summary in the first frame, no re-identification bound in the header).
+FORMAT_4_SHA256 = {"float16": "1ba22a3ea3aa23fbf6ee055680074930cc73a020a00a22fa2720b913d5e74258",
+                   "float32": "d83a3cb8fe66b02eb0c83e489722131edf98f5b567cc54387810303316593061"}
 
 
-@pytest.mark.parametrize("dtype", FORMAT_3_SHA256)
-def test_the_bytes_on_disk_are_those_of_format_version_3(tmp_path, monkeypatch, dtype):
+@pytest.mark.parametrize("dtype", FORMAT_4_SHA256)
+def test_the_bytes_on_disk_are_those_of_format_version_4(tmp_path, monkeypatch, dtype):
     """With fixed keys, nonce, ephemeral key and creation time, a contribution's bytes are those
-    written before: files written then still read, and the format did not move."""
+    of format version 4: the format did not move."""
     class Clock(datetime):
         @classmethod
         def now(cls, tz=None):
@@ -71,8 +72,8 @@ def test_the_bytes_on_disk_are_those_of_format_version_3(tmp_path, monkeypatch, 
     path = tmp_path / "a.dpc"
     container.write_contribution(path, records, institution="site-a", representer_id="rep-1", dim=6, neighbours=100,
                                  pseudonymization="groups", signing_key=institution, server_key=server.public_key(),
-                                 dtype=dtype, chunk_bytes=1000, bound=lambda: {"neighbours": 100})
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == FORMAT_3_SHA256[dtype]
+                                 dtype=dtype, chunk_bytes=1000, summary={"reidentification_bound": {"neighbours": 100}})
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == FORMAT_4_SHA256[dtype]
     assert len(list(iter_sentences(path, server, institution.public_key()))) == len(records)
 
 
@@ -80,14 +81,33 @@ def test_header_holds_only_the_agreed_fields(written, parties):
     path, header, _ = written
     assert {field.name for field in dataclasses.fields(ContributionHeader)} == {
         "institution", "signing_key_sha256", "representer_id", "sentences", "tokens", "dim", "dtype", "neighbours",
-        "pseudonymization", "reidentification_bound", "safety_net", "draws", "created", "nonce", "body_sha256",
-        "format_version"}
-    assert header.neighbours == 100 and header.reidentification_bound == {} and header.format_version == 3
+        "pseudonymization", "safety_net", "draws", "created", "nonce", "body_sha256", "format_version"}
+    assert header.neighbours == 100 and header.format_version == 4
     assert header.safety_net == {} and "safety_net" not in json.loads(header.to_bytes())
     assert header.draws == 1 and "draws" not in json.loads(header.to_bytes())
     assert header.signing_key_sha256 == signer_sha256(parties[0].public_key())
     assert read_header(path) == verify_contribution(path, parties[0].public_key()) == header
     assert len(bytes.fromhex(header.nonce)) == 16
+
+
+def test_the_sealed_summary_reads_back_with_the_server_key_only(tmp_path, parties):
+    """The summary is sealed: not in the header's bytes, read back whole with the server's key, {}
+    when none was given, and refused by the writer unless a JSON object."""
+    institution, server = parties
+    summary = {"reidentification_bound": {"overall": {"mean_success": {"empirical": 0.41}}},
+               "safety_net": {"flagged_tokens": 2}}
+    header = write(tmp_path / "a.dpc", parties, random_sentences(count=3), summary=summary)
+    assert b"0.41" not in header.to_bytes() and b"flagged_tokens" not in header.to_bytes()
+    verified = verify_contribution(tmp_path / "a.dpc", institution.public_key())
+    assert read_summary(tmp_path / "a.dpc", server, verified) == summary
+    with pytest.raises(BindingError):
+        read_summary(tmp_path / "a.dpc", X25519PrivateKey.generate(), verified)
+    assert len(list(iter_sentences(tmp_path / "a.dpc", server, institution.public_key()))) == 3
+    empty = write(tmp_path / "b.dpc", parties, random_sentences(count=3))
+    assert read_summary(tmp_path / "b.dpc", server, empty) == {}
+    with pytest.raises(ContributionError, match="the sealed summary must be a JSON object, got 0.5"):
+        write(tmp_path / "c.dpc", parties, random_sentences(count=2), summary=0.5)
+    assert not (tmp_path / "c.dpc").exists()
 
 
 def test_every_header_field_is_documented():
@@ -145,8 +165,7 @@ def test_a_header_re_signed_by_another_institution_does_not_verify_or_decrypt(wr
 # verification checks: the format version, the signing key's hash and the ciphertext's hash).
 CHANGED = {"institution": "site-b", "representer_id": "rep-2", "dim": DIM + 1, "dtype": "float32", "neighbours": 10,
            "pseudonymization": PSEUDONYMIZATION_SCHEMES["neighbours"], "nonce": "00" * 16, "sentences": 61, "tokens": 1,
-           "created": "2001-02-03T04:05:06+00:00", "reidentification_bound": {"neighbours": 100},
-           "safety_net": {"finders": ["patterns"], "flagged_tokens": 0, "categories": {}}, "draws": 3}
+           "created": "2001-02-03T04:05:06+00:00", "safety_net": {"finders": ["patterns"]}, "draws": 3}
 
 
 def test_every_header_field_but_those_verification_checks_is_bound():
@@ -169,7 +188,7 @@ def test_a_header_field_changed_after_sealing_breaks_decryption(written, parties
 
 
 @pytest.mark.parametrize(("field", "value", "absent"), [
-    ("safety_net", {"finders": ["patterns"], "flagged_tokens": 2, "categories": {"DATE": 1, "NAME": 1}}, {}),
+    ("safety_net", {"finders": ["patterns"]}, {}),
     ("draws", 3, 1)])
 def test_an_optional_field_is_signed_bound_and_read_back(tmp_path, parties, field, value, absent):
     """An optional field: written when given, read back, and bound to the ciphertext (a file
@@ -192,11 +211,14 @@ def test_a_header_whose_sentences_are_not_whole_draws_is_refused(tmp_path, parti
         verify_contribution(tmp_path / "b.dpc", parties[0].public_key())
 
 
-@pytest.mark.parametrize("version", [2, 4, "3"])
-def test_other_format_versions_are_refused_naming_the_version_and_the_field(written, parties, tmp_path, version):
+@pytest.mark.parametrize("version", [2, 3, 5, "4"])
+def test_other_format_versions_are_refused_naming_the_file_the_version_and_the_field(written, parties, tmp_path,
+                                                                                    version):
+    """Files of format version 3 (the re-identification bound in their header) and before are refused."""
     (tmp_path / "b.dpc").write_bytes(resigned(written[0].read_bytes(), parties[0], format_version=version))
     for read in (read_header, lambda path: verify_contribution(path, parties[0].public_key())):
-        with pytest.raises(ContributionError, match=f"format_version is {version!r}, but only format_version 3"):
+        with pytest.raises(ContributionError,
+                           match=f"b.dpc: the header's format_version is {version!r}, but only format_version 4"):
             read(tmp_path / "b.dpc")
 
 
@@ -211,8 +233,8 @@ ILL_FORMED = {
     "dtype": ("float64", "dtype must be one of float16, float32, got 'float64'"),
     "neighbours": (0, "neighbours must be a whole number >= 1, got 0"),
     "pseudonymization": ("groups", "pseudonymization must be one of embedding-neighbours"),
-    "reidentification_bound": ([], r"reidentification_bound must be a JSON object, got \[\]"),
-    "safety_net": (None, "safety_net must be a JSON object, got None"),
+    "safety_net": ({"finders": ["patterns"], "flagged_tokens": 2},  # the counts belong in the sealed summary
+                   r'safety_net must be \{\} or \{"finders": a list of strings\}, got'),
     "draws": (0, "draws must be a whole number >= 1, got 0"),
     "created": ("yesterday", "created must be an ISO 8601 time, got 'yesterday'"),
     "nonce": ("00" * 8, "nonce must be 16 bytes in lowercase hex"),
@@ -264,12 +286,6 @@ def test_the_writer_refuses_a_header_value_before_writing_anything(tmp_path, par
                "pseudonymization": "groups", option: value}
     with pytest.raises(ValueError, match=message):
         ContributionWriter(tmp_path / "a.dpc", signing_key=institution, server_key=server.public_key(), **options)
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_the_writer_refuses_a_bound_that_is_not_an_object(tmp_path, parties):
-    with pytest.raises(ContributionError, match="reidentification_bound must be a JSON object, got 0.5"):
-        write(tmp_path / "a.dpc", parties, random_sentences(count=2), bound=lambda: 0.5)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -136,15 +136,17 @@ def contribution_file(path: Path, site, *, institution: str = "site-a", represen
                       dim: int = REPR_SIZE, sentences: int = 8, seed: int = 0, signing_key=None,
                       num_tags: int = len(BUNDLE_TAGS), neighbours: int = 100, bound: dict | None = None,
                       pseudonymization: str = "groups", draws: int = 1, safety_net: dict | None = None) -> Path:
-    """A contribution of `sentences` random sentences for `site`'s server; returns `path`."""
+    """A contribution of `sentences` random sentences for `site`'s server; returns `path`. As an
+    export does, `safety_net`'s finders go to the header, its counts and `bound` to the sealed summary."""
     rng = np.random.default_rng(seed)
     records = [encode_sentence(rng.normal(size=(length, dim)), rng.integers(0, num_tags, length),
                                rng.integers(0, 5, length)) for length in rng.integers(1, 12, sentences)]
+    counts = dict(safety_net or {})
+    finders = {"finders": counts.pop("finders")} if "finders" in counts else {}
     write_contribution(path, records, institution=institution, representer_id=representer_id or site.representer,
                        dim=dim, neighbours=neighbours, pseudonymization=pseudonymization, draws=draws,
-                       safety_net=safety_net,
-                       signing_key=signing_key or site.key,
-                       server_key=site.server_key, bound=bound and (lambda: bound))
+                       safety_net=finders, summary={"reidentification_bound": bound or {}, "safety_net": counts},
+                       signing_key=signing_key or site.key, server_key=site.server_key)
     return path
 
 

@@ -15,6 +15,7 @@ from deidpool.server.pooled import PooledContribution, PooledDataError, open_poo
 
 from ..conftest import REPR_SIZE
 from ..conftest import TAGS as BUNDLE_TAGS
+from ..contribution.conftest import resigned
 from .conftest import upload
 
 
@@ -112,6 +113,18 @@ def test_contributions_that_do_not_belong_are_refused(pool, contributions, tmp_p
         load(pool, [contributions[0], other])
     with pytest.raises(PooledDataError, match="outside the tag vocabulary of 1 tags"):
         load(pool, contributions, num_tags=1)
+
+
+def test_a_stored_contribution_of_format_version_3_is_refused_naming_it_and_the_field(pool, contributions, tmp_path):
+    """Stored before format version 4 (its header held the re-identification bound): a run over it
+    fails naming the contribution, the file and format_version (docs/server.md: quarantine it)."""
+    old = tmp_path / "old.dpc"
+    old.write_bytes(resigned(contributions[1].path.read_bytes(), pool.institution_keys["site-b"], format_version=3,
+                             reidentification_bound={"overall": {}}))
+    stored = dataclasses.replace(contributions[1], sha256="old", path=old)
+    with pytest.raises(PooledDataError, match="contribution old: .*old.dpc: the header's format_version is 3, but only "
+                                              "format_version 4 is read"):
+        load(pool, [contributions[0], stored])
 
 
 def test_uploads_and_pooled_training_refuse_a_tag_out_of_range_with_the_same_check(api, site, tmp_path):

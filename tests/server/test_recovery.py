@@ -78,7 +78,9 @@ def test_start_up_restores_rows_of_stored_contributions_and_removes_orphans_and_
     accepted = contribution_file(tmp_path / "a.dpc", site, seed=1).read_bytes()
     assert upload(api, accepted, site.key).status_code == 201
     before = stored(server_dir)
-    restored = _store_without_row(server_dir, contribution_file(tmp_path / "b.dpc", site, seed=2).read_bytes())
+    bound = {"overall": {"mean_success": {"empirical": 0.5}}}  # in the sealed summary: restored with the server key
+    restored = _store_without_row(server_dir, contribution_file(tmp_path / "b.dpc", site, seed=2,
+                                                                bound=bound).read_bytes())
     orphans = [_store_without_row(server_dir, b"a bundle whose row was never committed"),
                _store_without_row(server_dir, contribution_file(tmp_path / "c.dpc", site, seed=3).read_bytes()[:-10],
                                   "0" * 64),
@@ -90,6 +92,9 @@ def test_start_up_restores_rows_of_stored_contributions_and_removes_orphans_and_
     (layout.payloads / ".publish-killed" / "pipeline.tar").write_bytes(b"half a pipeline")
     with TestClient(create_app(server_dir.path)) as restarted:
         assert _listed(restarted, site) == [hashlib.sha256(accepted).hexdigest(), restored]
+        with restarted.app.state.server.sessions() as session:
+            row = session.get(Contribution, restored)
+            assert (row.reidentification_bound, row.bound_empirical) == (bound, 0.5)
     counts, files = stored(server_dir)
     assert counts == {**before[0], "contributions": 2}
     assert files == sorted(before[1] + [f"{restored[:2]}/{restored}"])

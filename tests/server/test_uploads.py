@@ -78,6 +78,12 @@ CASES = {
                                                                                  "this server accepts at most 1"),
     "old format version": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, format_version=2), {}),
                            400, "format_version is 2"),
+    "format version 3, the bound in its header": (
+        lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, format_version=3,
+                               reidentification_bound={}), {}), 400,
+        "the upload: the header's format_version is 3, but only format_version 4 is read"),
+    "sealed summary of the wrong shape": (lambda s, p: (contribution_file(p, s, bound=[0.5]), {}), 422,
+                                          "reidentification_bound and safety_net must be JSON objects"),
     "ill-typed header field": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key, neighbours="100"),
                                              {}), 400, "neighbours must be a whole number >= 1, got '100'"),
     "header nested past the parser": (lambda s, p: (resigned(contribution_file(p, s).read_bytes(), s.key,
