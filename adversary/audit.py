@@ -416,9 +416,9 @@ def format_report(report: dict) -> str:
     if "bound" in report:
         bound = report["bound"]["overall"]
         within = report["inversion"]["target"]["top1"] <= bound["mean_success"]["empirical"]
-        lines += ["", f"Re-identification bound over the same {bound['hidden']} hidden PHI tokens (adversary.bound): "
-                  "mean success of the best attacker that learns each token's surrogate exactly, its category and "
-                  "casing, under each prior.", "", "| prior | mean success |", "|---|---|"]
+        lines += ["", f"Re-identification bound over the same {bound['hidden']} hidden PHI tokens "
+                  "(pseudonymization.bound): mean success of the best attacker that learns each token's surrogate "
+                  "exactly, its category and casing, under each prior.", "", "| prior | mean success |", "|---|---|"]
         lines += [f"| {prior} | {_share(bound['mean_success'][prior])} |" for prior in report["bound"]["priors"]]
         lines += ["", "The inversion's top-1 is within the bound when it is at most the empirical-prior mean (the "
                   f"export's own PHI distribution): the target's is {'within' if within else 'NOT within'} it."]

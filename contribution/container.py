@@ -63,7 +63,7 @@ from deidpool.contribution.records import (
 from deidpool.contribution.sealing import PUBLIC_KEY_BYTES, SealError, StreamOpener, StreamSealer
 
 FORMAT_VERSION = 4
-# The header's name of each pseudonymization scheme (adversary.pseudonymize.SCHEMES): every gold
+# The header's name of each pseudonymization scheme (pseudonymization.pseudonymize.SCHEMES): every gold
 # PHI token replaced by a uniform draw among its N nearest embedding neighbours (numbers among
 # plausible surrogates of the same shape and range), or from its group of N to 2N - 1 words
 # (numbers from their block), or by a realistic surrogate of its PHI type and shape that does not

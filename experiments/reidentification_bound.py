@@ -1,4 +1,4 @@
-"""The computed re-identification bound of pseudonymize-then-represent exports (adversary.bound)
+"""The computed re-identification bound of pseudonymize-then-represent exports (pseudonymization.bound)
 of PhysioNet's `test` split and of all its training splits, per PHI category, for N = 10, 100
 and 500 with GloVe: the best attacker's success at naming an original PHI token from an exactly
 recovered surrogate, under a uniform, a word-frequency and the export's own (empirical) prior

@@ -1,5 +1,5 @@
 """The pseudonymization schemes and the re-identification bound's priors by name, apart from
-their implementation (adversary.pseudonymize, adversary.bound) so that the command line, the
+their implementation (pseudonymization.pseudonymize, pseudonymization.bound) so that the command line, the
 server and reports can name them without loading embeddings code."""
 
 # "neighbours" and "groups" draw a word among embedding neighbours (N applies); "surrogates" draws a
@@ -13,5 +13,5 @@ SCHEMES = (*EMBEDDING_SCHEMES, "surrogates")
 # experiments/results/privacy/pseudonymization_utility_meddocan_short.md; docs/privacy.md).
 # The three-phase training's pairs keep the paper's "neighbours".
 EXPORT_SCHEME = "surrogates"
-# The priors over original tokens that adversary.bound computes the bound under.
+# The priors over original tokens that pseudonymization.bound computes the bound under.
 PRIORS = ("uniform", "frequency", "empirical")

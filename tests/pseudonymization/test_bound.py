@@ -1,4 +1,4 @@
-"""Tests of adversary.bound: the re-identification bound worked out by hand on a toy neighbour
+"""Tests of pseudonymization.bound: the re-identification bound worked out by hand on a toy neighbour
 graph and on number ranges, checked against brute force, the empirical prior against every guess
 rule, and the same from cold and warm caches."""
 

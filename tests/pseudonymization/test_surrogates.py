@@ -1,4 +1,4 @@
-"""Tests of the "surrogates" scheme (adversary.surrogates): draws that depend on a token's type,
+"""Tests of the "surrogates" scheme (pseudonymization.surrogates): draws that depend on a token's type,
 language and shape only, coherent spans, no token kept but listed function words, and its
 re-identification bound."""
 
