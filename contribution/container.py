@@ -67,12 +67,11 @@ FORMAT_VERSION = 4
 # PHI token replaced by a uniform draw among its N nearest embedding neighbours (numbers among
 # plausible surrogates of the same shape and range), or from its group of N to 2N - 1 words
 # (numbers from their block), or by a realistic surrogate of its PHI type and shape that does not
-# depend on it (numbers by their shape since 2026-11-29, from their block before; the name was kept so
-# that earlier contributions still read; N does not apply), fresh per occurrence and per export,
+# depend on it (numbers by their shape; N does not apply), fresh per occurrence and per export,
 # before the representer runs.
 PSEUDONYMIZATION_SCHEMES = {"neighbours": "embedding-neighbours+plausible-numbers/1",
                             "groups": "embedding-groups+number-blocks/1",
-                            "surrogates": "type-surrogates+number-blocks/1"}
+                            "surrogates": "type-surrogates+number-shapes/1"}
 MAGIC, END_MAGIC = b"DPCONTR\x01", b"DPCEND\x00\x01"
 CONTENT_TYPE = "application/vnd.deidpool.contribution"  # a .dpc file's media type, its upload's Content-Type
 SIGNATURE_CONTEXT = b"deidpool contribution header v1\n"

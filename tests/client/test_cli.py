@@ -62,7 +62,7 @@ def test_export_inspect_and_upload(exported, key_files):
     result = _run("client", "inspect", exported, "--key", key_files.institution.public)
     assert result.exit_code == 0, result.output
     assert '"institution": "site-a"' in result.output and "signature: valid" in result.output
-    assert '"pseudonymization": "type-surrogates+number-blocks/1"' in result.output  # the default scheme
+    assert '"pseudonymization": "type-surrogates+number-shapes/1"' in result.output  # the default scheme
     assert "Re-identification bound" not in result.output and "sealed summary" in result.output
     opened = _run("client", "inspect", exported, "--key", key_files.institution.public, "--server-private-key",
                   key_files.server.private)

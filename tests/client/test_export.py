@@ -242,7 +242,7 @@ def test_header_records_n_and_the_summary_the_bound_of_the_exported_phi(tmp_path
 def test_surrogates_are_the_default_and_groups_is_recorded_and_bounded_when_asked(tmp_path, documents, pipeline,
                                                                                 embeddings, loaded_keys):
     header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc")
-    assert header.pseudonymization == "type-surrogates+number-blocks/1"
+    assert header.pseudonymization == "type-surrogates+number-shapes/1"
     bound = summary["reidentification_bound"]  # N is recorded but does not apply
     assert bound["scheme"] == "surrogates" and bound["overall"]["hidden"] > 0
     header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc", neighbours=3,
@@ -268,7 +268,7 @@ def test_the_surrogates_scheme_is_recorded_and_bounded_and_keeps_no_phi_token(
     monkeypatch.setattr(Pseudonymizer, "labeled_sentences", recording)
     header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=1,
                               scheme="surrogates")
-    assert header.pseudonymization == "type-surrogates+number-blocks/1"
+    assert header.pseudonymization == "type-surrogates+number-shapes/1"
     bound = summary["reidentification_bound"]
     assert bound["scheme"] == "surrogates" and bound["overall"]["hidden"] > 0
     phi = [(token.text, new.text) for given, drawn in seen for before, after in zip(given, drawn)
