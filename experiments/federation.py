@@ -406,7 +406,9 @@ def stack_rows(corpus: Corpus, folder: Path, seed: int, party: str, documents: d
     validation notes: the provider's the representer's split, a site's split anew) and score on the
     test notes: the local tagger alone (Viterbi) and with the pattern layer and the party's PHI memory
     (what the party has without joining), the pooled pipeline with them, the stack's two taggers at
-    the chosen operating point without and with them, and the whole stack at `STACK_MIN_RECALL`."""
+    the chosen operating point without and with them, and the whole stack at `STACK_MIN_RECALL`.
+    A stack built by an earlier version is rescored with its weight chosen again by today's
+    combination rule (`deidpool.client.combination`)."""
     import shutil
     from dataclasses import replace
 
@@ -429,6 +431,7 @@ def stack_rows(corpus: Corpus, folder: Path, seed: int, party: str, documents: d
                     max_epochs=args.tagger_epochs, patience=args.patience, seed=seed, progress=False)
     stack = open_stack(out, pipeline, vectors)
     at_recall = stack.operating_point(valid, STACK_MIN_RECALL)
+    stack = replace(stack, weight=at_recall["weight"])  # as today's rule chooses it
     test = list(unlabeled(documents["test"]))
     _, sentences, data = next(prepared_chunks(test, vectors, len(test), pipeline.reads_chars))
     combined = stack.combined(stack.marginals(sentences, data), stack.weight)

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from deidpool.cli import app
-from deidpool.client.combination import combine, union_vocabulary
+from deidpool.client.combination import combine, span_viterbi, union_vocabulary
 from deidpool.client.operating_point import THRESHOLDS, choose_operating_point
 from deidpool.corpus.document import Document, Span
 from deidpool.corpus.metrics import evaluate_corpus
@@ -28,7 +28,7 @@ def _run(*args):
     return runner.invoke(app, [str(arg) for arg in args])
 
 
-def test_the_combined_score_is_the_weighted_mean_of_p_phi_and_the_label_the_surer_taggers():
+def test_the_mixed_marginals_are_decoded_as_whole_spans_at_the_threshold_s_odds():
     pipeline = np.array([[0.9, 0.05, 0.05],  # the pipeline sees no PHI ...
                          [0.3, 0.6, 0.1],  # ... here a doctor
                          [0.2, 0.1, 0.7]])
@@ -38,14 +38,34 @@ def test_the_combined_score_is_the_weighted_mean_of_p_phi_and_the_label_the_sure
     vocabulary = union_vocabulary(PIPELINE_TAGS, LOCAL_TAGS)
     assert vocabulary == ["O", "B-DOCTOR", "I-DOCTOR", "B-CITY", "I-CITY"]
     even = combine(pipeline, PIPELINE_TAGS, local, LOCAL_TAGS, 0.5)
-    np.testing.assert_allclose(even.scores, [0.45, 0.55, 0.45])
-    assert [vocabulary[i] for i in even.candidates] == ["B-CITY", "B-DOCTOR", "I-DOCTOR"]
-    assert [vocabulary[i] for i in even.tag_ids(0.5)] == ["O", "B-DOCTOR", "O"]
-    assert [vocabulary[i] for i in even.tag_ids(0.4)] == ["B-CITY", "B-DOCTOR", "I-DOCTOR"]
+    np.testing.assert_allclose(even.scores, [0.45, 0.55, 0.45])  # the mixture's P(PHI)
+    np.testing.assert_allclose(even.mixture[0], [0.55, 0.075, 0.025, 0.35, 0.0])
+    assert [vocabulary[i] for i in even.tag_ids(0.5)] == ["O", "O", "O"]
+    assert [vocabulary[i] for i in even.tag_ids(0.4)] == ["O", "B-DOCTOR", "I-DOCTOR"]  # "O" less likely
+    assert [vocabulary[i] for i in even.tag_ids(0.3)] == ["B-CITY", "B-DOCTOR", "I-DOCTOR"]
+    pipeline_alone = combine(pipeline, PIPELINE_TAGS, local, LOCAL_TAGS, 1.0)
+    assert [vocabulary[i] for i in pipeline_alone.tag_ids(0.5)] == ["O", "B-DOCTOR", "I-DOCTOR"]
     np.testing.assert_allclose(combine(pipeline, PIPELINE_TAGS, local, LOCAL_TAGS, 1.0).scores, [0.1, 0.7, 0.8])
     np.testing.assert_allclose(combine(pipeline, PIPELINE_TAGS, local, LOCAL_TAGS, 0.0).scores, [0.8, 0.4, 0.1])
     with pytest.raises(ValueError, match="starts with 'O'"):
         union_vocabulary(PIPELINE_TAGS[::-1], LOCAL_TAGS)
+
+
+@pytest.mark.parametrize("tags, best, decoded", [
+    (["O", "B-X", "I-X", "B-Y", "I-Y"], ["I-X", "I-X", "O"], ["B-X", "I-X", "O"]),  # BIO: a span starts with B
+    (["O", "B-X", "I-X", "B-Y", "I-Y"], ["B-X", "I-Y", "O"], ["B-X", "I-X", "O"]),  # one label per span
+    (["O", "B-X", "I-X", "E-X", "S-X"], ["B-X", "O", "O"], ["S-X", "O", "O"]),  # BIOES: every span closed
+    (["O", "B-X", "I-X", "E-X", "S-X"], ["O", "B-X", "I-X"], ["O", "B-X", "E-X"]),
+])
+def test_span_viterbi_keeps_the_tag_scheme(tags, best, decoded):
+    scores = np.full((3, len(tags)), np.log(0.1))
+    for position, tag in enumerate(best):
+        scores[position, tags.index(tag)] = np.log(0.5)
+    for position, tag in enumerate(decoded):  # the valid path's tags are the next best
+        if tag != best[position]:
+            scores[position, tags.index(tag)] = np.log(0.3)
+    assert [tags[i] for i in span_viterbi(scores, tags)] == decoded
+    assert len(span_viterbi(np.zeros((0, len(tags))), tags)) == 0
 
 
 def _scored_notes():
