@@ -66,13 +66,15 @@ def test_noise_has_the_keras_layers_spread(noisy_layer):
     set_deterministic(model)
     clean = keras.ops.convert_to_numpy(model({"embeddings": features, "mask": mask}))
     model.get_layer(noisy_layer).deterministic = False
-    keras_spread = np.mean(np.square(keras.ops.convert_to_numpy(model({"embeddings": features, "mask": mask}))
-                                     - clean))
+    # One call's spread varies by about 2.5 % (its noise comes from the OS), so each side averages
+    # eight calls: the two means then differ by about 1.3 %, far inside the 10 % tolerance.
+    keras_spread = np.mean([np.mean(np.square(keras.ops.convert_to_numpy(
+        model({"embeddings": features, "mask": mask})) - clean)) for _ in range(8)])
     session = RepresenterSession(model, DIM)
-    first, second = session(features, np.full(400, 9)), session(features, np.full(400, 9))
-    np.testing.assert_allclose(np.linalg.norm(first, axis=-1), 1.0, atol=TOLERANCE)
-    assert not np.allclose(first, second)  # fresh noise on every call
-    assert np.mean(np.square(first - clean)) == pytest.approx(keras_spread, rel=0.1)
+    draws = [session(features, np.full(400, 9)) for _ in range(8)]
+    np.testing.assert_allclose(np.linalg.norm(draws[0], axis=-1), 1.0, atol=TOLERANCE)
+    assert not np.allclose(draws[0], draws[1])  # fresh noise on every call
+    assert np.mean([np.mean(np.square(draw - clean)) for draw in draws]) == pytest.approx(keras_spread, rel=0.1)
 
 
 @pytest.mark.parametrize("members", [1, 2])

@@ -114,7 +114,7 @@ def test_requests_are_counted_by_route_template_and_status(api, admin, server_di
                  route="/api/runs/{run_id}") == 2
     assert "here-7f3a" not in reply.text and "/api/runs/5" not in reply.text  # the label set stays bounded
 
-    set_limits(server_dir, address_request_burst=1)
+    set_limits(server_dir, address_request_burst=1, address_requests_per_minute=1)  # no refill between the two
     with TestClient(create_app(server_dir.path)) as limited:  # counted although answered before routing
         assert [limited.get("/api/health").status_code for _ in range(2)] == [200, 429]
         samples = scrape(limited, server_dir.token)
