@@ -358,6 +358,7 @@ def test_a_party_s_stack_is_scored_beside_its_own_tagger_alone_and_the_pooled_pi
         assert len(row[federation.NOTE_COUNTS]["entity_strict"]) == len(notes["test"])
         point = row["operating_point"]
         assert point["train_notes"] + point["valid_notes"] == 8 and point["at_recall"]["min_recall"] == 0.99
+        assert set(point["test_hindsight"]) == {"threshold", "precision", "recall", "reached"}
     assert (folder / "stacks" / "site_a" / "stack.json").exists()
     assert oct((folder / "stacks" / "site_a").stat().st_mode & 0o777) == "0o700"
     built = (folder / "stacks" / "site_a" / "stack.json").stat().st_mtime_ns
@@ -377,7 +378,8 @@ def stack_seed(site_gain: int) -> dict:
                    f"stack-recall-{party}": per_note(10, 2, 0), f"pooled-memory-{party}": per_note(9, 0, 1)}
     made = rows(counts)
     point = {"weight": 0.5, "threshold": 0.5, "valid": {"precision": 0.9, "recall": 0.95},
-             "at_recall": {"min_recall": 0.99, "reached": True, "threshold": 0.2, "precision": 0.8, "recall": 0.99}}
+             "at_recall": {"min_recall": 0.99, "reached": True, "threshold": 0.2, "precision": 0.8, "recall": 0.99},
+             "test_hindsight": {"threshold": 0.3, "precision": 0.85, "recall": 0.99, "reached": True}}
     for key in made:
         if key.startswith("stack"):
             made[key] |= {"operating_point": point, "token_official_hipaa_precision": 0.8,
@@ -396,10 +398,38 @@ def test_the_stack_targets_are_judged_on_both_measures_in_every_seed_and_the_ope
     assert targets[3].startswith("- The provider's stack - the raw-text tagger") and targets[3].endswith("MISSED).")
     table = [line for line in lines if line.startswith("| site_a |")]
     assert table == ["| site_a | 0.5, 0.5 | 0.900 ± 0.000 / 0.950 ± 0.000 | 0.800 ± 0.000 / 0.990 ± 0.000 | 0.2, 0.2 "
-                     "| 0.800 ± 0.000 / 0.990 ± 0.000 | 0.800 ± 0.000 / 0.990 ± 0.000 |"]
+                     "| 0.800 ± 0.000 / 0.990 ± 0.000 | 0.800 ± 0.000 / 0.990 ± 0.000 "
+                     "| 0.3, 0.3; 0.850 ± 0.000 / 0.990 ± 0.000 |"]
+    seeds[1]["stack-site_a@test"]["operating_point"] = {**seeds[1]["stack-site_a@test"]["operating_point"]}
+    del seeds[1]["stack-site_a@test"]["operating_point"]["test_hindsight"]  # scored before it was recorded
+    assert next(line for line in federation.stack_lines(seeds, [0, 1], paired_rows)
+                if line.startswith("| site_a |")).endswith("| n/a |")
     weak = {0: stack_seed(2), 1: stack_seed(0)}
     paired_rows = {measure: federation.paired_rows(federation.note_counts(weak, [0, 1], measure), [0, 1])
                    for measure in federation.MEASURES.values()}
     assert all(line.endswith("MISSED).") for line in federation.stack_lines(weak, [0, 1], paired_rows)
                if line.startswith("- site"))
     assert federation.stack_lines({0: rows({"pooled": per_note(9, 0, 1)})}, [0], paired_rows) == []
+
+
+
+@pytest.mark.parametrize("cut, expected", [(0.5, 0.5), (0.98, 0.98), (0.02, 0.02), (0.0, None)])
+def test_the_threshold_in_hindsight_is_the_largest_whose_recall_reaches_the_minimum(documents, cut, expected):
+    """A stack that finds every gold span up to the threshold `cut` and none above: the bisection
+    finds `cut` in a few scorings, and says so when even the lowest threshold does not reach."""
+    from deidpool.client.operating_point import THRESHOLDS
+    from deidpool.corpus.document import Document
+
+    gold = [document for document in documents if document.spans][:4]
+    called = []
+
+    def predict(threshold: float) -> list:
+        called.append(threshold)
+        return [Document(d.id, d.text, d.spans if threshold <= cut else []) for d in gold]
+
+    found = federation.threshold_in_hindsight(gold, predict, 0.99)
+    assert len(called) <= 7  # a bisection over the 49 thresholds, not the whole curve
+    if expected is None:
+        assert found == {"threshold": THRESHOLDS[0], "precision": 0.0, "recall": 0.0, "reached": False}
+    else:
+        assert found == {"threshold": expected, "precision": 1.0, "recall": 1.0, "reached": True}
