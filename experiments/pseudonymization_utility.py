@@ -6,6 +6,8 @@ raw or with every gold PHI token pseudonymized under each scheme, scored on the 
         --results-name pseudonymization_utility_physionet_smoke      # a check that everything runs
     python experiments/pseudonymization_utility.py --corpus meddocan --seeds 0 1 2 --report-only
     python experiments/pseudonymization_utility.py --corpus meddocan --seeds 0 --taggers raw surrogates
+    python experiments/pseudonymization_utility.py --corpus meddocan --taggers surrogates --before NAME
+        # today's surrogates paired with those of runs/NAME (the same command run at an earlier commit)
 
 Taggers (`TAGGERS`): raw text, "groups" at N = 100 and N = 500 (the export default's scheme until
 these results made it "surrogates") and "surrogates" (realistic values of each PHI type in the
@@ -35,11 +37,15 @@ REPO = federation.REPO
 # name: (pseudonymization scheme, N) of its training notes, None for raw text
 TAGGERS = {"raw": None, "groups-100": ("groups", 100), "surrogates": ("surrogates", federation.NEIGHBOURS),
            "groups-500": ("groups", 500)}  # trained in this order
+# The "surrogates" tagger of another results name (--before): the same notes, seeds and budget
+# under the surrogate scheme of an earlier commit, against which today's scheme is paired.
+BEFORE = "surrogates-before"
 TITLES = {"raw": "raw text", "groups-100": "groups, N = 100", "groups-500": "groups, N = 500",
-          "surrogates": "surrogates"}
+          "surrogates": "surrogates", BEFORE: "surrogates of --before"}
 # (first, second, what the difference means, what we hope for), as federation.COMPARISONS
 COMPARISONS = (*((name, "raw", f"{TITLES[name]} - raw text", "> -1.0") for name in TAGGERS if name != "raw"),
-               ("surrogates", "groups-100", "surrogates - groups, N = 100", "> 0"))
+               ("surrogates", "groups-100", "surrogates - groups, N = 100", "> 0"),
+               ("surrogates", BEFORE, "surrogates today - surrogates of --before", ">= -0.5 strict"))
 BUDGET = ("tagger_epochs", "patience", "limit")
 
 
@@ -85,20 +91,29 @@ def run_seed(seed: int, args) -> dict:
     return rows
 
 
-def finished_seeds(seeds: list[int], runs: Path, stored: Path) -> dict[int, dict]:
-    """The seeds the results file `stored` holds and those among `seeds` under `runs` whose raw-text
-    tagger and at least one other are done (their run folders' rows win)."""
+def finished_seeds(seeds: list[int], runs: Path, stored: Path, before: str | None = None) -> dict[int, dict]:
+    """The seeds the results file `stored` holds and those among `seeds` under `runs` with two
+    taggers done, counting the "surrogates" tagger of the results name `before` as `BEFORE` (their
+    run folders' rows win)."""
     per_seed = {int(seed): rows for seed, rows in
                 (json.loads(stored.read_text())["seeds"] if stored.exists() else {}).items()}
     for seed in seeds:
         cache = runs / f"seed-{seed}" / "rows.json"
-        if cache.exists() and sum(f"{name}@test" in (rows := json.loads(cache.read_text())) for name in TAGGERS) > 1 \
-                and "raw@test" in rows:
+        rows = {**(json.loads(cache.read_text()) if cache.exists() else {}),
+                **(before_rows(REPO / "runs" / before / f"seed-{seed}" / "rows.json") if before else {})}
+        if sum(f"{name}@test" in rows for name in TITLES) > 1:
             per_seed[seed] = rows
     return per_seed
 
 
-def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str) -> tuple[str, dict]:
+def before_rows(cache: Path) -> dict[str, dict]:
+    """The "surrogates" rows of another results name's seed as `BEFORE`'s (none where not done)."""
+    rows = json.loads(cache.read_text()) if cache.exists() else {}
+    return {key.replace("surrogates", BEFORE, 1): row for key, row in rows.items() if key.startswith("surrogates")}
+
+
+def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str,
+                before: str | None = None) -> tuple[str, dict]:
     """The report of the seeds `per_seed` (their rows.json) as Markdown, and the paired rows by
     measure: the taggers every seed has (a comparison with one missing is left out)."""
     corpus = federation.CORPORA[corpus_name]
@@ -115,10 +130,10 @@ def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str) 
              f"scored on the raw test notes `{corpus.test[0]}`. Headline: {headline}.",
              f"Command: `python experiments/pseudonymization_utility.py --corpus {corpus_name} --seeds "
              f"{' '.join(map(str, done))} --tagger-epochs {budget['tagger_epochs']} --patience {budget['patience']}"
-             f"{limit} --results-name {results_name}`.\n",
+             f"{limit} --results-name {results_name}{f' --before {before}' if before else ''}`.\n",
              "| training notes | tagger | " + " | ".join(titles) + " | epochs |",
              "|---|---|" + "---|" * (len(keys) + 1)]
-    for name in (name for name in TAGGERS if all(f"{name}@test" in per_seed[seed] for seed in done)):
+    for name in (name for name in TITLES if all(f"{name}@test" in per_seed[seed] for seed in done)):
         for suffix in ("", federation.PATTERNS):
             rows = [per_seed[seed][f"{name}{suffix}@test"] for seed in done]
             epochs = spread([row["epochs"] for row in rows], 1)
@@ -135,13 +150,13 @@ def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str) 
     return "\n".join(lines) + "\n", paired
 
 
-def report(seeds: list[int], results_name: str, corpus_name: str) -> None:
+def report(seeds: list[int], results_name: str, corpus_name: str, before: str | None = None) -> None:
     """Write the results files <results_name>.md and .json over the finished seeds."""
     stored = results_file(results_name, ".json")
-    per_seed = finished_seeds(seeds, REPO / "runs" / results_name, stored)
+    per_seed = finished_seeds(seeds, REPO / "runs" / results_name, stored, before)
     if not per_seed:
         raise SystemExit(f"no finished seed under runs/{results_name} or in {stored}")
-    text, paired = report_text(per_seed, corpus_name, results_name)
+    text, paired = report_text(per_seed, corpus_name, results_name, before)
     print(text)
     stored.parent.mkdir(parents=True, exist_ok=True)
     results_file(results_name, ".md").write_text(text)
@@ -163,6 +178,9 @@ def main() -> None:
                                                "pseudonymization_utility_<corpus>)")
     parser.add_argument("--time-budget", type=float, help="seconds this process may train: stop after the last "
                                                           "epoch that fits, exit 75; a rerun resumes")
+    parser.add_argument("--before", metavar="RESULTS_NAME",
+                        help="pair this run's surrogates tagger with the one of runs/RESULTS_NAME (the same "
+                             "seeds and budget run at an earlier commit: what a change of the scheme costs)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     args.results_name = args.results_name or f"pseudonymization_utility_{args.corpus}"
@@ -170,7 +188,7 @@ def main() -> None:
         if not federation.CORPORA[args.corpus].notes.exists():
             raise SystemExit(f"{federation.CORPORA[args.corpus].notes} is absent: the shared {args.corpus} corpus")
         federation.run_seeds(run_seed, args)
-    report(args.seeds, args.results_name, args.corpus)
+    report(args.seeds, args.results_name, args.corpus, args.before)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """experiments/pseudonymization_utility.py's report on hand-made rows (nothing is trained): every
 scheme's F1, and the paired differences scheme - raw and surrogates - groups N = 100."""
 
+import json
+
 import federation
 import pseudonymization_utility as utility
 from deidpool.corpus.metrics import PRIMARY
@@ -38,3 +40,23 @@ def test_the_report_gives_each_scheme_and_the_paired_differences():
     assert gain["seeds"][1]["interval"][0] > 0  # every note agrees: the interval is a point
     cell = "+5.8 [+5.8, +5.8]"
     assert f"| surrogates - groups, N = 100 | alone | {cell} | {cell} | {cell} | > 0 |" in text
+
+
+def test_before_pairs_today_s_surrogates_with_those_of_an_earlier_run(tmp_path, monkeypatch):
+    """--before NAME: the surrogates rows of runs/NAME become "surrogates of --before", paired with
+    today's on the same seeds; a seed with only those two taggers is reported."""
+    monkeypatch.setattr(utility, "REPO", tmp_path)
+    for name, counts in (("today", per_note(9, 1)), ("earlier", per_note(8, 2))):
+        for seed in (0, 1):
+            folder = tmp_path / "runs" / name / f"seed-{seed}"
+            folder.mkdir(parents=True)
+            (folder / "rows.json").write_text(json.dumps(rows({"surrogates": counts})))
+    per_seed = utility.finished_seeds([0, 1], tmp_path / "runs" / "today", tmp_path / "absent.json", "earlier")
+    assert sorted(per_seed) == [0, 1]
+    assert not utility.finished_seeds([0, 1], tmp_path / "runs" / "today", tmp_path / "absent.json")
+    text, paired = utility.report_text(per_seed, "meddocan", "today", "earlier")
+    assert "--results-name today --before earlier" in text
+    assert "| surrogates of --before | alone | 0.8889 ± 0.0000 |" in text
+    (row,) = [row for row in paired["entity_strict"] if not row["patterns"]]
+    assert row["comparison"] == "surrogates today - surrogates of --before"
+    assert round(row["mean"]["difference"], 2) == round(100 * (18 / 19 - 16 / 18), 2)
