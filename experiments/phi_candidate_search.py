@@ -129,7 +129,19 @@ def phi_candidate_search(representer, test: ExportedNotes, *, k: int, tokens: in
     labels = np.array([test.tags[test.offsets[s] + i][2:] for s, i in targets])
     by_label = [hit_row(f"replaced {label}", ~kept & (labels == label), credits, sizes)
                 for label in sorted(set(labels[~kept]))]
-    return {"k": k, "rows": rows, "labels": [row for row in by_label if row["count"] >= MIN_LABEL_TOKENS]}
+    decoy_labels = labels[picked]
+    by_label_decoy = [{"label": label,
+                       "original": hit_row(label, with_decoy & (labels == label), credits, sizes),
+                       "decoy": hit_row(label, decoy_labels == label, decoy_credits, decoy_sizes)}
+                      for label in sorted(set(decoy_labels))]
+    return {"k": k, "rows": rows, "labels": [row for row in by_label if row["count"] >= MIN_LABEL_TOKENS],
+            "label_decoys": [row for row in by_label_decoy if row["decoy"]["count"] >= MIN_LABEL_TOKENS]}
+
+
+def beyond_the_shape(original: dict, decoy: dict) -> bool:
+    """Whether the export names its original more often than the attack names a decoy of the same
+    label and shape: the original's rate with its interval's lower end above the decoy's rate."""
+    return original["ci"][0] > decoy["rate"]
 
 
 def table(result: dict) -> str:
@@ -163,7 +175,7 @@ def table(result: dict) -> str:
               + ("" if not decoy["count"] else
                  f"; on the {decoy['count']} replaced tokens with a decoy the original is named {share(paired['rate'])}"
                  f" of the time and the decoy {share(decoy['rate'])}: the export adds "
-                 + ("nothing beyond the shape." if paired["ci"][0] <= decoy["rate"] else "more than the shape."))]
+                 + ("more than the shape." if beyond_the_shape(paired, decoy) else "nothing beyond the shape."))]
     labels = result["attack"].get("labels", [])
     if labels:
         above = [row["tokens"].removeprefix("replaced ") for row in labels
@@ -174,7 +186,26 @@ def table(result: dict) -> str:
                      if above else f"**none of {len(labels)} above {TARGET_TIMES_CHANCE:g} x chance**."), "",
                   "| tokens | sampled | hit rate | 95% CI | chance |", "|---|---|---|---|---|",
                   *(hit_line(row) for row in labels)]
+    decoyed = result["attack"].get("label_decoys", [])
+    if decoyed:
+        beyond = [row["label"] for row in decoyed if beyond_the_shape(row["original"], row["decoy"])]
+        lines += ["", f"Per label against its decoys (replaced tokens with a decoy, labels with at least "
+                      f"{MIN_LABEL_TOKENS}): the original's rate beside the decoy's on the same tokens; the export "
+                      "says more than the shape where the original's interval lies above the decoy's rate: "
+                  + (f"**{len(beyond)} of {len(decoyed)}** ({', '.join(beyond)})." if beyond else
+                     f"**none of {len(decoyed)}**."), "",
+                  "| label | tokens with a decoy | original named | 95% CI | decoy named | more than the shape |",
+                  "|---|---|---|---|---|---|",
+                  *(decoy_line(row) for row in decoyed)]
     return "\n".join(lines)
+
+
+def decoy_line(row: dict) -> str:
+    """A label's row against its decoys: tokens, the original's rate and interval, the decoy's rate, the verdict."""
+    original, decoy = row["original"], row["decoy"]
+    verdict = "yes" if beyond_the_shape(original, decoy) else "no"
+    return (f"| {row['label']} | {original['count']} | {share(original['rate'])} | [{original['ci'][0]:.3f}, "
+            f"{original['ci'][1]:.3f}] | {share(decoy['rate'])} | {verdict} |")
 
 
 def main() -> None:

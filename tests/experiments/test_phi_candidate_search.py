@@ -95,3 +95,15 @@ def test_under_surrogates_the_attack_does_not_beat_chance(embeddings, represente
     assert labels and sum(row["count"] for row in labels) <= 60 and all(row["count"] >= 10 for row in labels)
     assert all(f"| {row['tokens']} | {row['count']} |" in page for row in labels)
     assert "Per label (replaced tokens, labels with at least 10 sampled" in page
+    decoyed = attack["label_decoys"]
+    assert decoyed and all(row["decoy"]["count"] == row["original"]["count"] >= 10 for row in decoyed)
+    assert sum(row["decoy"]["count"] for row in decoyed) <= 60
+    assert "Per label against its decoys" in page
+    assert all(f"| {row['label']} | {row['original']['count']} |" in page for row in decoyed)
+
+
+def test_the_export_says_more_than_the_shape_only_where_the_original_beats_its_decoys_interval():
+    from phi_candidate_search import beyond_the_shape
+
+    assert beyond_the_shape({"ci": [0.30, 0.50]}, {"rate": 0.25})
+    assert not beyond_the_shape({"ci": [0.30, 0.50]}, {"rate": 0.35})
