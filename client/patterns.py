@@ -1,34 +1,28 @@
 """A high-precision pattern layer for de-identifying raw notes at the institution: regular
-expressions for the PHI whose written form gives it away (dates, phone and pager numbers, ages
-over 89, record and reference numbers, e-mail addresses, URLs) or whose context does (names after
-"Dr", "Mr"/"Mrs" or a relative's "son", "wife", ...; clinicians' signatures and initials before
-"RN", "aware"), and the rule that merges their spans with a tagger's. `deidpool.client.deidentify`
-applies it to unlabeled notes (unless `--no-patterns`), the export's safety net
-(`deidpool.client.safety_net`) to labeled ones, to pseudonymize the PHI their labels miss (exports
-still carry gold labels, never predictions).
+expressions for the PHI whose written form gives it away (dates, phone numbers, ages over 89, IDs,
+e-mail addresses, URLs) or whose context does (names after "Dr" or a relative's "wife"; signatures),
+and the rule that merges their spans with a tagger's. `deidpool.client.deidentify` applies it to
+unlabeled notes, the export's safety net (`deidpool.client.safety_net`) to labeled ones, to
+pseudonymize the PHI their labels miss.
 
-Every pattern refuses the look-alikes clinical notes are full of: blood and ventilator pressures
-(120/80, PS 10/5), pain scores (#5/10), fractions, blood gases, doses and rates, clock times, and
-cue words that name nobody ("dr aware", "son in to visit", "MR" as mitral regurgitation). A
-pattern matches where its regex does and neither context check refuses: `not_after` is searched
-in the `CONTEXT` characters before the PHI (anchored at their end), `not_before` matched at the
-start of the characters after it.
+Every pattern refuses the look-alikes clinical notes are full of (120/80, pain scores, doses;
+"dr aware"). A
+pattern matches where its regex does and neither context check refuses: `not_after` in the
+`CONTEXT` characters before the PHI (anchored at their end), `not_before` at the start of those
+after it.
 
-The layer is per language (`patterns_for(language, labels)`, English by default, others refused):
-English patterns (`PATTERNS`) carry i2b2 2014 types, Spanish ones (`SPANISH_PATTERNS`, for
-MEDDOCAN's clinical cases, countries from `deidpool.corpus.gazetteers`) MEDDOCAN's source types;
-given a pipeline's labels each is renamed to the label of its i2b2 type there (`tag_set_label`).
-Patterns with `default=False` (clock times, which are not PHI under HIPAA Safe Harbor; Spanish
-URLs) are for institutions whose policy redacts them: pass them from `BY_NAME`.
+The layer is per language (`patterns_for(language, labels)`): English patterns (`PATTERNS`) carry
+i2b2 2014 types, Spanish ones (`SPANISH_PATTERNS`) MEDDOCAN's, each renamed to a pipeline's label
+of its i2b2 type (`tag_set_label`). Patterns with `default=False` (clock times, not PHI under HIPAA
+Safe Harbor) are for institutions whose policy redacts them: pass them from `BY_NAME`.
 
-Merge rule (`merge_spans`): the union of both sources' spans. Overlapping spans (sharing a
-character; touching ones do not) become one span over their joined extent, so no character either
-source marks is left in the clear, labelled like its longest member, a pattern span winning ties.
-Before the merge the English look-alikes (`LOOKALIKES`) drop the tagger spans inside them, and the
-Spanish forms (`Pattern.cuts`) cut the tagger's overlapping spans to their parts outside them; the
-country list adds spans only where the tagger marks none and relabels a tagger's "country" it
-lacks (`with_patterns`). Precision and gain are measured by experiments/pattern_layer.py and
-experiments/spanish_patterns.py (see their results pages)."""
+Merge rule (`merge_spans`): the union of both sources' spans; overlapping spans (sharing a
+character; touching ones do not) become one span over their joined extent (no character either
+source marks is left in the clear), labelled like its longest member, a pattern winning ties.
+Before the merge the English look-alikes (`LOOKALIKES`) drop the tagger spans inside them and the
+Spanish forms (`Pattern.cuts`) cut overlapping tagger spans to their parts outside them
+(`with_patterns`). Measured by experiments/pattern_layer.py and experiments/spanish_patterns.py
+(see their results pages)."""
 
 from __future__ import annotations
 

@@ -9,9 +9,7 @@ originals, one of largest prior among R(s) = {o' : s in C(o')}, ties split unifo
 
     success(o) = 1/|C(o)| * sum over s in C(o) of [pi(o) = max pi(R(s))] / #argmax pi(R(s))
 
-Three priors (`PRIORS`): "uniform"; "frequency" (`wordfreq`; an all-zero number such as "00" is
-given the frequency of "01", as wordfreq returns the total of every number of that width for it;
-an unknown word gets `FREQUENCY_FLOOR`, so unknown words tie below known ones); and "empirical",
+Three priors (`PRIORS`): "uniform"; "frequency" (`wordfreq`, see `_Frequency`); and "empirical",
 the export's own PHI of the token's category and casing shape, weighed by the exact posterior
 pi(o') / |C(o')|: no attacker that learns only a token's surrogate, category and casing does
 better on this export's tokens on average.
@@ -21,8 +19,8 @@ success, so the bound stays conservative. Under "surrogates" s does not depend o
 category and shape, so the attacker learns only the class (`_surrogate_success`). Tokens with a
 single candidate (punctuation, anything when N = 1, a kept function word) are exported as they
 are: counted as not hidden and left out of the success statistics. The report never names a
-token. Neighbour tables and word frequencies are cached on disk (the first bound of an embedding
-and N computes them) and what no export changes is kept in memory for the next one."""
+token. Neighbour tables and word frequencies are cached, and what no export changes is kept in
+memory for the next one."""
 
 from __future__ import annotations
 
@@ -158,7 +156,8 @@ def _summary(successes: list[dict | None], n: int) -> dict:
 
 
 class _Frequency:
-    """wordfreq frequencies in one language, each looked up once."""
+    """wordfreq frequencies in one language, each looked up once; a word wordfreq does not know gets
+    `FREQUENCY_FLOOR`, so unknown words tie below known ones and share guesses."""
 
     def __init__(self, language: str):
         self.language = language
@@ -171,7 +170,8 @@ class _Frequency:
 
 
 def _looked_up(word: str) -> str:
-    """The word whose wordfreq frequency stands for `word`: "01" for "00" (module docstring)."""
+    """The word whose wordfreq frequency stands for `word`: "01" for an all-zero "00", for which
+    wordfreq returns the total of every number of that width."""
     return word[:-1] + "1" if len(word) > 1 and not word.strip("0") else word
 
 
