@@ -1,40 +1,26 @@
-"""Linkage of the shuffled sentences of one export back to their documents (issue #16): how
-well an attacker holding every sentence of an export can tell which belong to one document from
-their PHI surrogates.
+"""Linkage of the shuffled sentences of one export back to their documents: how well an attacker
+holding every sentence of an export can tell which belong to one document from their PHI
+surrogates.
 
-What "shuffled" means here. The export shuffles sentences across all its documents
-(`deidpool.client.shuffle`) and keeps no document id, so order says nothing; what is left to link them is
-their content. Shuffling whole documents instead (each document's sentences kept together) would
-leave every link by adjacency, so that case needs no measuring: its answer is 1 everywhere.
+The export shuffles sentences across its documents (`deidpool.client.shuffle`) and keeps no
+document id, so only content links them. The attacker sees, the worst case for us, every PHI
+token's surrogate and category, numbers as their exact string, but not tokens the representer
+receives as a zero vector (`seen_phi`).
 
-The attacker's view, the worst case for us: every PHI token's surrogate exactly as the text
-reads it (the category is in the shared tags), except tokens the representer receives as a zero
-vector (words outside a GloVe vocabulary), which no attack on vectors can see (`seen_phi`).
-Numbers are seen as their exact string even where the embedding only knows their digit shape.
-
-The score of two tokens of one category is the likelihood ratio of "drawn for the same
-original" against "drawn for two independent originals", with C(o) the candidates of original
-o (`Pseudonymizer.candidates`, drawn uniformly) and pi a prior over originals:
+The score of two tokens of one category is the likelihood ratio of "drawn for the same original"
+against "drawn for two independent originals", with C(o) the candidates of original o
+(`Pseudonymizer.candidates`, drawn uniformly) and pi a prior over originals:
 
     LR(s, t) = P(s, t | same) / (P(s) P(t)) = sum over o of post_s(o) post_t(o) / pi(o),
     post_s(o) = pi(o) [s in C(o)] / |C(o)| / P(s).
 
 pi is the export's own distribution of originals, estimated from its surrogates by
-expectation-maximization (`EM_STEPS`, from a uniform start), so a rare original weighs more than
-a common one. Raw text (no pseudonymization): LR = 1 / (share of the category's tokens that are
-this word), 0 between different words. Groups scheme: LR = 1 / (share of the category's tokens
-drawn from this group) within a shared group, 0 otherwise. Neighbours scheme: two surrogates of
-one original both lie in its N neighbours, so the originals that could produce both (their
-overlapping reverse neighbourhoods) carry the score. Words and numbers are possible originals of
-their own kind only, as in `deidpool.pseudonymization.bound`. The score of two sentences is the sum of the LRs
-of their token pairs of one category (0 when they share none): for a small prior chance that a
-token pair shares an original, the posterior odds that at least one pair does are proportional
-to that sum (it beat the largest LR at precision at 1 on PhysioNet).
+expectation-maximization (`EM_STEPS`, from a uniform start), so a rare original weighs more than a
+common one. The score of two sentences is the sum of the LRs of their token
+pairs of one category: for a small prior chance that a pair shares an original, the posterior odds
+that at least one does are proportional to that sum.
 
-`linkage_metrics` scores the pairs of sentences that hold PHI: ROC AUC of the score for "same
-document", precision at 1 of each sentence's best-scoring partner against the chance rate, and
-the share of documents reassembled exactly by linking every sentence to its best partner.
-"""
+`linkage_metrics` scores the pairs of sentences that hold PHI."""
 
 from __future__ import annotations
 
@@ -67,7 +53,11 @@ def pair_scores(sentences: Sequence[Sequence[SeenToken]], embeddings: Embeddings
                 pseudonymizer: Pseudonymizer | None = None, steps: int = EM_STEPS) -> np.ndarray:
     """(n, n) float linkage scores of n exported sentences, each given by its seen tokens, whose
     surrogates were drawn by `pseudonymizer` (None: the tokens are the originals, raw text): the
-    sum of their token pairs' likelihood ratios (module docstring), 0 on the diagonal."""
+    sum of their token pairs' likelihood ratios (module docstring), 0 on the diagonal. Words and
+    numbers are possible originals of their own kind only, as in `deidpool.pseudonymization.bound`.
+    Raw text: LR = 1 / (share of the category's tokens that are this word), 0 between different
+    words; groups: 1 / (share drawn from this group) within a shared group, 0 otherwise;
+    neighbours: the originals whose N neighbours hold both surrogates carry the score."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     keys = [[(_identity(word, embeddings), category) for word, category in tokens] for tokens in sentences]

@@ -58,9 +58,8 @@ from deidpool.representer.training import (
 
 PHASES = ("p1", "p2", "p3")
 # Optimizer steps per adversary epoch when the draws are chosen automatically (P2 and audit
-# attacks). On PhysioNet's provider split (375 PHI sentences, 12 batches a draw) the
-# raw-embedding control reached 0.85 only after 20 epochs of 15 draws (3,600 steps), and
-# stayed at 0.50-0.59 with 1 draw; P2 with 1 draw left the training adversary at 0.53-0.60.
+# attacks): a corpus with few PHI sentences gets as many fresh draws of its pairs as it takes for
+# an adversary to learn at all (one draw an epoch left even the raw-embedding control near chance).
 MIN_EPOCH_STEPS = 180
 
 

@@ -152,8 +152,8 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
     With `workers` 2, a second process (one TensorFlow thread, its own copy of the embeddings) runs
     the first of `audit.PART_SHARES` while this one runs the second (the attacks, inversions and
     lookups of each); then this one resumes every part from its checkpoint, reads the inversions'
-    and lookups' kept results and reports. On the 2-core machine two single-threaded attack processes
-    trained 1.4 x the epochs per second of one process (2026-11-26; experiments/results/speed/demo.md).
+    and lookups' kept results and reports: on a 2-core machine this keeps both cores busy
+    (experiments/bench_demo.py measures it; see its results page).
     Call it under `if __name__ == "__main__":` in a script (a spawned process imports the script).
     `parts` trains only those (see `run_audit`) and returns None."""
     # the keyword options every process of a two-process audit shares (locals() holds only the arguments here)

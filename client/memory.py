@@ -3,12 +3,11 @@ doctors), found again wherever they recur in its notes.
 
 A tagger trained on raw text learns the PHI strings of its training notes; the pooled tagger
 cannot, since every exported PHI token is a surrogate and the representation is trained not to
-tell words apart. On MEDDOCAN that memory is a large part of what the exports cost
-(experiments/results/federation/novelty_breakdown_meddocan_valloss.md: the pooled tagger loses 3.1
-recall points on test spans whose text was PHI in the provider's notes, 5.8 on those seen only
-at a site, 1.9 on new ones). The memory gives it back where it is allowed to be: at the
-institution, merged like the pattern layer (`deidpool.client.patterns.merge_spans`) with the
-published pipeline's spans in `client deidentify --memory`.
+tell words apart, so it finds recurring PHI strings less well than a raw-text tagger does
+(measured by experiments/novelty_breakdown.py; see its results page). The memory gives it back
+where it is allowed to be: at the institution, merged like the pattern layer
+(`deidpool.client.patterns.merge_spans`) with the published pipeline's spans in `client deidentify
+--memory`.
 
 It holds PHI as it is. It is built from, and used beside, the institution's own notes; nothing
 of it enters an export, a contribution header, a published pipeline or a log line (the CLI

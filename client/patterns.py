@@ -1,68 +1,28 @@
 """A high-precision pattern layer for de-identifying raw notes at the institution: regular
-expressions for the PHI whose written form gives it away (dates, phone and pager numbers, ages
-over 89, record and reference numbers, e-mail addresses, URLs) or whose context does (names after
-"Dr", "Mr"/"Mrs" or a relative's "son", "wife", ...; clinicians' signatures and initials before
-"RN", "aware"), and the rule that merges their spans with a tagger's. `deidpool.client.deidentify` applies
-it to the raw text of unlabeled notes, and the export's safety net (`deidpool.client.safety_net`) to that
-of labeled notes, to pseudonymize the PHI their labels miss (exports still carry gold labels,
-never predictions).
+expressions for the PHI whose written form gives it away (dates, phone numbers, ages over 89, IDs,
+e-mail addresses, URLs) or whose context does (names after "Dr" or a relative's "wife"; signatures),
+and the rule that merges their spans with a tagger's. `deidpool.client.deidentify` applies it to
+unlabeled notes, the export's safety net (`deidpool.client.safety_net`) to labeled ones, to
+pseudonymize the PHI their labels miss.
 
-Every pattern is written for clinical (nursing) notes and refuses the look-alikes those notes
-are full of: blood pressures and pressure pairs (120/80, PAP 45-47/18), ventilator settings
-(PS 10/5, CPAP 5/5), pain scores (#5/10), fractions (1/2 NS, crackles 1/3 up), blood gases
-(7.35/45/91), doses and rates (2000 units, 40mg @ 2000), clock times (0700-1930, 3:15pm), and
-for names the words after a cue that name nobody ("dr aware", "son in to visit", "wife called"),
-"MR" (mitral regurgitation; "Ms" is no cue: as often mental status or morphine), "prn", "PA line".
-A pattern matches where its regex does and neither of its context checks refuses: `not_after`
-is searched in the `CONTEXT` characters before the PHI (anchored at their end) and
-`not_before` is matched at the start of the characters after it.
+Every pattern refuses the look-alikes clinical notes are full of (120/80, pain scores, doses;
+"dr aware"). A
+pattern matches where its regex does and neither context check refuses: `not_after` in the
+`CONTEXT` characters before the PHI (anchored at their end), `not_before` at the start of those
+after it.
 
-The layer is per language (`LANGUAGES`; `patterns_for(language, labels)`, English by default, any
-other language refused): English patterns (`PATTERNS`) are labelled with i2b2 2014 types, Spanish
-ones (`SPANISH_PATTERNS`, for MEDDOCAN's clinical cases: dates, phone vs fax by their field,
-e-mail, NHC/NASS/NºCol/episode numbers, patients' ages, postal codes after "CP", sex after "Sexo:",
-the letterhead's address and locality lines, and time spans that are no age, "hace 12 años";
-countries from a public list, `deidpool.corpus.gazetteers`, where the tagger marks nothing, and a
-tagger's "country" the list lacks relabelled a city) with MEDDOCAN's source types, the forms among
-them cutting the tagger's spans to their extent (`Pattern.cuts`); given a pipeline's labels, each
-is renamed to the label of its i2b2 type there (`tag_set_label`), so pattern spans score and render
-beside the pipeline's. Measured in experiments/results/quality/spanish_patterns.md: every default
-Spanish pattern but the country list has precision >= 0.97 on MEDDOCAN `dev` (>= 0.87 on train,
-where they were written); the country list finds 0.99 of the countries at exact precision 0.92,
-0.997 of its spans overlapping PHI (cities and surnames: where it defers); merged with a raw-text
-tagger the layer adds 1.0 entity-strict F1 points on `dev` where the English layer cost 6.7.
+The layer is per language (`patterns_for(language, labels)`): English patterns (`PATTERNS`) carry
+i2b2 2014 types, Spanish ones (`SPANISH_PATTERNS`) MEDDOCAN's, each renamed to a pipeline's label
+of its i2b2 type (`tag_set_label`). Patterns with `default=False` (clock times, not PHI under HIPAA
+Safe Harbor) are for institutions whose policy redacts them: pass them from `BY_NAME`.
 
-Patterns with `default=False` (clock times: not PHI under HIPAA Safe
-Harbor nor in the PhysioNet or i2b2 annotations; 765 matches, none PHI, on the PhysioNet
-training splits; Spanish URLs: MEDDOCAN's one URL is a public site) are kept for institutions
-whose policy redacts them: pass them from `BY_NAME`.
-
-Merge rule (`merge_spans`): the union of the tagger's and the patterns' spans. Spans that
-overlap (share a character; touching spans do not) become one span over their joined extent,
-so no character either source marks is left in the clear (a tagger's "8/20" of "8/20/02"
-grows to the whole date), labelled like its longest member (the span that covers most of the
-characters), a pattern span winning ties, since its label is fixed by the form it matched.
-Before the merge, the English layer's look-alikes (`LOOKALIKES`: number pairs after a ventilator or
-pressure word or before a unit, pain scores) drop the tagger spans that lie inside them: on
-PhysioNet's cross-validation folds they remove 87 false-positive HIPAA tokens for 6 of 1,170 gold
-ones (experiments/results/quality/baselines_cv5.md). The Spanish forms cut the tagger's spans that
-overlap theirs to the parts outside them (each still marked, so no character is left in the clear),
-the country list adds spans only where the tagger marks none, and relabels a tagger's "country" it
-lacks (`with_patterns`). On MEDDOCAN dev (a federation's seed 0) the cut adds 0.2 entity strict
-points to a raw-text tagger and 0.4 to the pooled pipeline, the country list 0.0 and 0.8
-(experiments/results/quality/spanish_patterns.md, spanish_patterns_pooled.md); over 3 seeds the
-pooled pipeline's gap to raw text, the layer on both sides, went from -2.2 to -1.5
-(experiments/results/federation/README.md).
-
-Measured (experiments/results/quality/pattern_layer.md): on the PhysioNet training splits, where the
-patterns were written, every default pattern has precision >= 0.87 (all but date_year >= 0.97;
-the name patterns >= 0.967), the name patterns together finding 0.64 of the PATIENT tokens and
-0.81 of the DOCTOR tokens at token precision 0.99; on `test` the default set alone reaches
-official token HIPAA precision 0.990 at recall 0.838, and merged with a tagger it adds about 10
-F1 points (0.800 -> 0.900; NAME recall 0.73 -> 0.85, HIPAA counting PATIENT names only), so
-`client deidentify` uses it unless told `--no-patterns`; `find_phi` leaves it off unless given
-patterns.
-"""
+Merge rule (`merge_spans`): the union of both sources' spans; overlapping spans (sharing a
+character; touching ones do not) become one span over their joined extent (no character either
+source marks is left in the clear), labelled like its longest member, a pattern winning ties.
+Before the merge the English look-alikes (`LOOKALIKES`) drop the tagger spans inside them and the
+Spanish forms (`Pattern.cuts`) cut overlapping tagger spans to their parts outside them
+(`with_patterns`). Measured by experiments/pattern_layer.py and experiments/spanish_patterns.py
+(see their results pages)."""
 
 from __future__ import annotations
 
@@ -157,7 +117,7 @@ def _compile(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern:
 
 class CompiledOnFirstUse:
     """A regex built by `build` when first used, not at import (a long list read from a package's
-    data: the Spanish city list takes about 0.35 s, which English notes need not pay)."""
+    data, such as the Spanish city list, which English notes need not pay for)."""
 
     def __init__(self, build: Callable[[], re.Pattern]):
         self._build = build
@@ -298,7 +258,7 @@ PATTERNS: tuple[Pattern, ...] = (
 # Look-alikes a tagger takes for dates: number pairs after a ventilator or pressure word ("bipap 10/5",
 # "PAP/plateau 22/19"), before a unit or count word ("1/4 strength", "crackles 1/3 up"), and pain scores
 # ("pain 5/10"). The cue must sit within 12 characters of the pair: farther, it is as often a date's
-# neighbour ("vent via trach (placed 8/14)"). experiments/results/quality/baselines_cv5.md measures them.
+# neighbour ("vent via trach (placed 8/14)"). Measured by experiments/tagger_baselines.py (see its results page).
 _PAIR = r"(?<![\w/.])\d+(?:\s*/\s*\d+)+(?!\d)"
 LOOKALIKES: tuple[Pattern, ...] = (
     Pattern("setting_or_count", "NOT_PHI", _compile(

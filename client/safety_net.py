@@ -13,14 +13,10 @@ holding its gold spans and one span per run of flagged tokens of one found span,
 reviewer has deleted the false flags (and corrected the rest) it reads back as corrected
 training notes (`client export --notes DIR --format brat`, docs/integrations.md).
 
-What it catches is what its finders catch: the pattern layer's dates, phone and fax numbers,
-ages over 89, record and reference numbers, e-mail addresses, URLs and names after a cue ("Dr",
-"Mr", "wife", a signature); the memory's strings labeled elsewhere in the notes (a patient's
-name in the one note where the annotator missed it); with a pipeline, whatever its tagger finds. It misses the rest:
-names, places, hospitals and professions without a cue the patterns know when no pipeline
-runs (or that the tagger misses). The patterns are those of the notes' language (`client export
---language`: `deidpool.client.patterns.patterns_for`); the Spanish ones find dates, contact
-details, identifiers, ages and postal codes, and no names.
+It catches what its finders catch: the pattern layer's PHI of the notes' language (`client
+export --language`), the memory's strings labeled elsewhere in the notes (a name in the one note
+where the annotator missed it), and with a pipeline whatever its tagger finds. Without a pipeline
+it misses names, places, hospitals and professions that no cue the patterns know announces.
 """
 
 from __future__ import annotations

@@ -8,29 +8,20 @@ A `.dpc` file is
 
 where each frame is `final flag (u1) | length (>u4) | AES-256-GCM ciphertext` (see
 `deidpool.contribution.sealing`; the HKDF salt is the header's nonce): the first frame holds the
-sealed summary, the others runs of whole sentence records. The header (`ContributionHeader`, every
-field listed there) holds the format version, the institution id and the SHA-256 of its signing
-key, representer id, sentence and token counts, vector size and dtype, pseudonymization N and
-scheme, draws, the safety net's finders, creation time, a random nonce and the SHA-256 of
-everything before it, as canonical JSON (sorted keys); the institution's Ed25519 key signs it, so
-the signature covers the ciphertext too. The header can be read and verified without the server's
-private key, so it holds only what the export's settings, tags and token counts fix (and its
-random nonce, creation time and hashes); whatever
-depends on the original PHI values (the re-identification bound, what the safety net flagged:
-`deidpool.client.export`) is in the sealed summary, a JSON object that only the server's key
-opens (`read_summary`).
+sealed summary, the others runs of whole sentence records. The header (`ContributionHeader`: canonical
+JSON, ending with the SHA-256 of everything before it) is signed, so the signature covers the
+ciphertext too. Anyone can read and verify it, so it holds only what the export's settings, tags
+and token counts fix; what depends on the original PHI values (the re-identification bound, what
+the safety net flagged) is in the sealed summary, which only the server's key opens
+(`read_summary`). Files of format version 3
+and before (the bound still in the header) are refused, naming the file and `format_version`.
+The optional fields (`OPTIONAL_FIELDS`) are left out of the header, its signature and its
+bindings when they mean "not used" ({}, 1).
 
-Format version 4 moved the re-identification bound and the safety net's counts out of the header
-into the sealed summary; files of version 3 and before are refused, naming the file and
-`format_version`. The optional fields (`OPTIONAL_FIELDS`: `safety_net`, `draws`) are left out of
-the header, its signature and its bindings when they hold the value that means "not used" ({}, 1).
-
-The ciphertext is bound to its sender and header: the stream key's HKDF info holds the
-digest of the header fields fixed before the first chunk (`_KEY_FIELDS`: among them the
-institution id and signing key), and the final chunk's associated data the digest of every
-field but `body_sha256` (the hash of the ciphertext itself). A header changed or re-signed
-after sealing, such as another institution's claim to a taken file, does not decrypt.
-"""
+The ciphertext is bound to its sender and header: the stream key's HKDF info holds the digest of
+the header fields fixed before the first chunk (`_KEY_FIELDS`, among them the institution id and
+signing key), and the final chunk's associated data the digest of every field but `body_sha256`.
+A header changed or re-signed after sealing does not decrypt."""
 
 from __future__ import annotations
 

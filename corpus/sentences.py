@@ -1,37 +1,23 @@
 """Sentence splitting for clinical notes (docs/method.md, Inputs): ordinary sentence ends plus
 breaks at blank lines, list items, section headers and separator runs, with a hard cap on
-sentence length.
+sentence length. The rules, written for nursing notes:
 
-Rules, chosen by measuring the PhysioNet nursing notes (1.77 M characters, 2,123 notes):
+- A run of blank lines (at least one empty or whitespace-only line) ends a sentence; a single
+  line break does not (the lines of notes are often wrapped text).
+- A line that starts a list item (a bullet, or a marker such as ``1.``, ``(3)``, ``a)``) or a
+  section header (letter words joined by "/" then ``:``, ``-`` or ``=``: "GI:", "a/p-") ends the
+  sentence before it.
+- A run of three or more ``-``, ``=`` or ``_`` is a separator: it ends the sentence and is
+  dropped, unless it overlaps a `keep_together` span.
+- ``.``, ``!`` or ``?`` followed by whitespace and a letter (lower case too), digit, opening
+  bracket or quote ends a sentence, unless the period closes a list marker, an abbreviation
+  (`ABBREVIATIONS`, case insensitive, and "C/.") or an initial ("J. Smith") on the same line.
+  ``?`` and ``!`` count only when attached to the preceding word (a detached "?" means
+  "questionable"); ``;`` never ends a sentence.
+- A sentence longer than `max_tokens` is cut greedily at the best gap in the second half of the
+  allowed window (after ``;`` or ``.``, else a line break, after ``,`` or ``:``, any whitespace).
 
-- A run of blank lines (at least one empty or whitespace-only line) ends a sentence.
-- A line that starts a list item ends the sentence before it: a bullet (-, *, •, ·, o)
-  followed by a space, or a number or letter marker (``1.``, ``12)``, ``(3)``, ``a)``,
-  ``(b)``; at most two digits, letters only with parentheses) followed by whitespace.
-- A line that starts with a section header ends the sentence before it: letter words
-  joined by "/" then ``:``, ``-`` or ``=`` ("GI:", "a/p-", "HEME="). 7.5 k of the 12 k
-  single line breaks in PhysioNet open such a header; the other lines are often wrapped
-  text, so a line break alone is no sentence end.
-- A run of three or more ``-``, ``=`` or ``_`` characters is a separator: it ends the
-  sentence and is dropped (it carries no content, and a 60-dash rule would otherwise be a
-  60-token sentence). A run overlapping a `keep_together` span is kept and cuts nothing.
-- ``.``, ``!`` or ``?`` followed by whitespace and a letter, digit, opening bracket or
-  quote ends a sentence, unless the period closes a list marker ("1."), an abbreviation
-  (`ABBREVIATIONS`, case insensitive, and "C/.") or an initial (a single upper-case letter
-  starting a word, "J. Smith") on the same line. The Spanish address abbreviations reduce
-  the MEDDOCAN gold spans that a sentence break would cut from 288 to 31 (of 17 k).
-  A lower-case letter after the period counts: 9.7 k of the 23.6 k such period boundaries
-  in PhysioNet are followed by one (343 notes are written entirely in lower case), and a
-  sample of them were true sentence ends. ``?`` and ``!`` count only when attached to the
-  preceding word: a detached "?" means "questionable" ("HR, ? on beta blocker"). ``;``
-  never ends a sentence (only 35 "; A:"-style section starts exist).
-- A sentence longer than `max_tokens` is cut greedily: each piece ends at the best gap in
-  the second half of the allowed window, preferring (in order) after ``;`` or ``.``, a
-  line break, after ``,`` or ``:``, any whitespace, and the latest such gap. This handles
-  the all-caps notes written as one long ``;`` or "..."-separated paragraph.
-
-`keep_together` spans (gold PHI during training) are never cut by any of these rules.
-"""
+`keep_together` spans (gold PHI during training) are never cut by any of these rules."""
 
 from __future__ import annotations
 

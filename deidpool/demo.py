@@ -60,11 +60,9 @@ class DemoSettings:
     representer: AdversarialSettings = AdversarialSettings(
         pretrain_epochs=3, pretrain_patience=2, max_epochs=2, patience=2, representer_units=64, tagger_units=64,
         adversary_units=32)
-    # 6 x 4 draws for the attacks on the target and the floor (12 x 4 until 2026-11-26: the target's
-    # attacks stayed at 0.49-0.51 over all 12 epochs); an attack on a positive control stops after the
-    # first epoch that breaks it (on the demo's data so far epoch 1, raw and P1 alike). Trained for the
-    # whole budget, at 16 x 5 and 20 x 5 the P1 control ended at 0.80 / 0.78 (it must reach 0.8), see
-    # docs/privacy.md. The inversions train 12 epochs, not 24: a lighter attack than the reference
+    # 6 x 4 draws for the attacks on the target and the floor (longer ones stayed at chance on the
+    # demo's data); an attack on a positive control stops after the first epoch that breaks it (see
+    # docs/privacy.md). The inversions train 12 epochs, not 24: a lighter attack than the reference
     # audits' (the target inverter still gains after 12 epochs), so the demo's inversion scores are a
     # floor of what a patient inverter reads back.
     audit_epochs: int = 6

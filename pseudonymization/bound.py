@@ -1,72 +1,26 @@
 """The re-identification bound of pseudonymize-then-represent at export (docs/method.md, "Beyond
-the paper"): how well the best possible attacker recovers a PHI token from its surrogate.
+the paper"; docs/privacy.md): how well the best possible attacker recovers a PHI token from its
+surrogate.
 
-Every gold PHI token o of an export becomes a uniform draw s from its candidates C(o)
-(`Pseudonymizer.candidates`). The worst case for us is assumed: the attacker recovers s
-exactly from the representation and knows N, the embeddings, the number rules and the token's
-category. Its best guess is the Bayes decision under its prior pi over possible originals: one
-of largest pi among R(s) = {o' : s in C(o')}, ties split uniformly. It recovers o with
+Every gold PHI token o becomes a draw s from its candidates C(o). The worst case is assumed: the
+attacker recovers s exactly from the representation and knows N, the embeddings, the number rules
+and the token's category. Its best guess is the Bayes decision under its prior over possible
+originals, one of largest prior among R(s) = {o' : s in C(o')}, ties split uniformly:
 
     success(o) = 1/|C(o)| * sum over s in C(o) of [pi(o) = max pi(R(s))] / #argmax pi(R(s))
 
-for two priors: "uniform" (success = mean over s of 1/|R(s)|) and "frequency"
-(`wordfreq.word_frequency`; an all-zero number such as "00" is given the frequency of "01",
-since wordfreq returns the total of every number of that width for it; a word unknown to
-wordfreq gets `FREQUENCY_FLOOR`, so unknown words tie below known ones and share guesses).
+Three priors (`PRIORS`): "uniform"; "frequency" (`wordfreq`, see `_Frequency`); and "empirical",
+the export's own PHI of the token's category and casing shape, weighed by the exact posterior
+pi(o') / |C(o')|: no attacker that learns only a token's surrogate, category and casing does
+better on this export's tokens on average.
 
-A third prior, "empirical", is the export's own PHI: pi(o) is o's share of the export's hidden
-PHI tokens of its category and of the casing shape its surrogate shows (all capitals,
-capitalized, neither; numbers: of its digit count), and R(s) holds only those originals. Its
-attacker weighs o' in R(s) by the exact posterior pi(o') / |C(o')| (the other priors compare
-pi alone; the same under the groups scheme, whose R(s) share one candidate set). It is the best
-attacker that learns only a token's surrogate, category and casing, on this very export: none
-does better on its tokens on average, the guess of a category's most frequent training PHI word
-included. It is computed from the export's own PHI: an aggregate number per category that
-names no token.
-
-Possible originals. Restricting them only raises each original's success (its competitors in
-R(s) can only drop out), so the restrictions below make the bound conservative:
-- words: the rows of the neighbour vocabulary (the first `embeddings.neighbour_vocab`; their
-  candidates from `Pseudonymizer.candidate_table`, only themselves when not replaceable), plus
-  the export's own PHI words outside it (the word and its N - 1 neighbours in the neighbour
-  vocabulary; for a word without a vector of its own, those of its category's stand-in, so that
-  one such word in two categories is two originals), but not the other rows of the vocabulary.
-  A surrogate is identified with the vocabulary entry it names (lower-cased in GloVe); its
-  casing follows the original, which leaks the original's casing shape, not its word.
-- numbers (ASCII digits): every number of the token's digit count in its category (AGE has
-  its own ranges), enumerated up to `ENUMERATED_WIDTH` digits and in blocks of equal
-  candidate range and frequency beyond.
-- the attacker is told whether the original was a number or a word (the two are bounded apart).
-
-Under the scheme "surrogates" (`deidpool.pseudonymization.surrogates`) a token's surrogate s does not
-depend on its original o, only on its category and shape (`token_shape`: kind, word index,
-casing and the span's word count, a number's `number_shape` or character classes, position in the
-span and span length; the tokens come as (word, category, shape) from `Pseudonymizer.phi_tokens`),
-except that s = o is drawn again. Within a class of one category and shape, s is therefore a draw from
-one distribution D (`word_distribution`; uniform over a number's shape set or over the tokens of a
-pattern), conditioned on s != o, and all the attacker learns of o is its class and that o is not
-s: it guesses the original of largest prior in the class other than s (`_excluded_success`).
-Its success is its prior's best guess within the class, corrected for the redraw: 1 for the
-class's single most likely original, D(o1) / (1 - D(o)) / (the size of the second tier) for an
-original of the second tier, 0 below. The redraw also makes s a little more likely under an o
-of large D(o), by 1 / (1 - D(o)), and for the words of values laid end to end it is one draw for
-the whole span: both are left out of the attacker's ranking (they move a success by at most the
-largest D of its class). Possible originals: for words the vocabulary's words (the neighbour vocabulary's
-tokens of two letters or more, case-folded) and the export's own; for numbers every number of
-its shape set, which its draw is uniform over (under the uniform prior a number's success is
-1 / (the set's size - 1)); for other tokens every token of the pattern (under the frequency
-prior, in a pattern of more than 10 ** ENUMERATED_WIDTH tokens all but the export's own at
-`FREQUENCY_FLOOR`). N plays no part.
-
-Tokens with a single candidate (punctuation, anything when N = 1; under "surrogates" the
-function words a span keeps, shape "kept") stay in the export as they are: they are counted as
-not hidden and left out of the success statistics.
-`reidentification_bound`'s report never names a token (it is computed over gold PHI). The
-first bound of an embedding and N computes its neighbour table (GloVe, N = 100: about a
-minute), the first of an embedding and language the wordfreq frequencies of its rows (a
-second); later ones read them from the cache. What no export changes is also kept in memory
-for the next one.
-"""
+The possible originals are restricted (`token_success`), which only raises each original's
+success, so the bound stays conservative. Under "surrogates" s does not depend on o, only on its
+category and shape, so the attacker learns only the class (`_surrogate_success`). Tokens with a
+single candidate (punctuation, anything when N = 1, a kept function word) are exported as they
+are: counted as not hidden and left out of the success statistics. The report never names a
+token. Neighbour tables and word frequencies are cached, and what no export changes is kept in
+memory for the next one."""
 
 from __future__ import annotations
 
@@ -106,7 +60,20 @@ def token_success(tokens: Iterable[tuple], pseudonymizer: Pseudonymizer, *,
                   language: str = "en") -> dict[tuple, dict[str, float] | None]:
     """The best attacker's success on each distinct (word, category) token (under "surrogates"
     (word, category, shape)), by prior name (None for a token that is not hidden). `tokens` come
-    as often as they occur (or as a Counter of them): the empirical prior counts them."""
+    as often as they occur (or as a Counter of them): the empirical prior counts them.
+
+    Possible originals under the embedding schemes (restrictions that only raise a success):
+    - words: the rows of the neighbour vocabulary (the first `embeddings.neighbour_vocab`; their
+      candidates from `Pseudonymizer.candidate_table`, only themselves when not replaceable), plus
+      the export's own PHI words outside it (the word and its N - 1 neighbours; for a word without
+      a vector of its own, those of its category's stand-in, so one such word in two categories is
+      two originals), not the other rows of the vocabulary. A surrogate is identified with the
+      vocabulary entry it names (lower-cased in GloVe); its casing follows the original, which
+      leaks the original's casing shape, not its word.
+    - numbers (ASCII digits): every number of the token's digit count in its category (AGE has its
+      own ranges), enumerated up to `ENUMERATED_WIDTH` digits and in blocks of equal candidate
+      range and frequency beyond.
+    - the attacker is told whether the original was a number or a word."""
     occurrences = Counter(tokens)
     if pseudonymizer.scheme == "surrogates":
         return _surrogate_success(occurrences, pseudonymizer, _Frequency(language))
@@ -189,7 +156,8 @@ def _summary(successes: list[dict | None], n: int) -> dict:
 
 
 class _Frequency:
-    """wordfreq frequencies in one language, each looked up once."""
+    """wordfreq frequencies in one language, each looked up once; a word wordfreq does not know gets
+    `FREQUENCY_FLOOR`, so unknown words tie below known ones and share guesses."""
 
     def __init__(self, language: str):
         self.language = language
@@ -202,7 +170,8 @@ class _Frequency:
 
 
 def _looked_up(word: str) -> str:
-    """The word whose wordfreq frequency stands for `word`: "01" for "00" (module docstring)."""
+    """The word whose wordfreq frequency stands for `word`: "01" for an all-zero "00", for which
+    wordfreq returns the total of every number of that width."""
     return word[:-1] + "1" if len(word) > 1 and not word.strip("0") else word
 
 
@@ -383,8 +352,21 @@ def number_blocks(width: int, category: str, frequency: _Frequency, enumerated_w
 
 def _surrogate_success(occurrences: Counter, pseudonymizer: Pseudonymizer,
                        frequency: _Frequency) -> dict[tuple, dict[str, float] | None]:
-    """Success of each (word, category, shape) token under "surrogates" (module docstring), class
-    by class; None for a token exported as it is (punctuation: shape None; a kept function word)."""
+    """Success of each (word, category, shape) token under "surrogates", class by class; None for a
+    token exported as it is (punctuation: shape None; a kept function word).
+
+    A surrogate depends only on its token's category and shape (`token_shape`), except that s = o
+    is drawn again. Within a class s is a draw from one distribution D (`word_distribution`;
+    uniform over a number's shape set or a pattern's tokens) conditioned on s != o, so the attacker
+    learns only the class and that o is not s, and guesses the original of largest prior in the
+    class other than s (`_excluded_success`). The redraw also makes s a little likelier under an o
+    of large D(o), and a span of words laid end to end is one draw: both are left out of the
+    ranking (they move a success by at most the largest D of its class). Possible originals: for
+    words the neighbour vocabulary's tokens of two letters or more, case-folded, and the export's
+    own; for numbers every number of the shape set (under the uniform prior a success of
+    1 / (the set's size - 1)); for other tokens every token of the pattern (under the frequency
+    prior, in a pattern of more than 10 ** ENUMERATED_WIDTH tokens all but the export's own at
+    `FREQUENCY_FLOOR`). N plays no part."""
     result: dict[tuple, dict[str, float] | None] = {token: None for token in occurrences}
     hidden = (token for token in occurrences if token[2] is not None and token[2][0] != "kept")
     for tokens in _classes(hidden, lambda token: token[2]):

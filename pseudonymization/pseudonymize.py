@@ -5,36 +5,19 @@ token with a letter or a digit is replaced, function words included; only punctu
 word without a vector of its own (out of vocabulary, e.g. a rare surname under GloVe) takes the
 candidates of its category's stand-in (`STAND_INS`), which do not depend on the word.
 
-Number surrogates (`number_candidates`) keep the digit count and zero padding of the token
-they replace ("7" -> "1".."9", "09" -> "01".."12", "12" -> "10".."12") and stay in the
-range its value suggests, so that a surrogate date, age or phone number still reads as one
-and is not recognisable from plausibility alone. The range, before the digit count cuts it:
-
-    category AGE (from the tag), value 90..119:  90..119   (an age over 89: a HIPAA identifier)
-    category AGE, value 0..89:                  0..89     (ages stay on their side of 90)
-    1-2 digits, value 1..12:                    1..12     (a month or a day)
-    1-2 digits, value 13..31:                   1..31     (a day)
-    1-2 digits, value 0 or 32..59:              0..59     (minutes or seconds)
-    4 digits, value 1900..2100:                 value - 10 .. value + 10  (a nearby year)
-    anything else:                              every number of its digit count
-
-A number written with a leading zero ("0", "09", "02115") may become any number of the range
-zero-padded to its width, one without becomes a number with a non-zero first digit. These
-surrogates need not be vocabulary words: an unknown one embeds by its digit shape (see
-`deidpool.representer.embeddings`), and the digit count keeps pseudonymized numbers looking like the
-dates and phone numbers of real text (drawn from all of GloVe's digit words, "22" in "7/22"
-mostly became long numbers like "1937" and the tagger stopped finding dates: PhysioNet token
-HIPAA recall 0.23 at N=2).
+Number surrogates (`number_candidates`) keep the digit count and zero padding of the token they
+replace and stay in the range its value suggests, so that a surrogate date, age or phone number
+still reads as one and is not recognisable from plausibility alone. They need not be vocabulary
+words: an unknown one embeds by its digit shape (`deidpool.representer.embeddings`), and the
+digit count keeps pseudonymized dates and phone numbers looking like real ones to a tagger.
 
 Word replacements take the casing shape of the token they replace ("SMITH" -> "JONES",
-"Smith" -> "Jones"), so that the casing feature of a pseudonymized corpus stays as
-realistic as the text's. N = 1 changes nothing; larger N gives more privacy to words.
+"Smith" -> "Jones"), so that the casing feature of a pseudonymized corpus stays as realistic as
+the text's. N = 1 changes nothing; larger N gives more privacy to words.
 
-Under the scheme "surrogates" (`deidpool.pseudonymization.surrogates`) no candidates are drawn from: a
-whole span is replaced by a realistic value of its PHI type in the notes' language, a draw that
-does not depend on the original, and N does not apply (numbers are drawn by their shape,
-`deidpool.pseudonymization.surrogates.number_shape`).
-"""
+Under the scheme "surrogates" (`deidpool.pseudonymization.surrogates`) no candidates are drawn
+from: a whole span is replaced by a realistic value of its PHI type in the notes' language, a
+draw that does not depend on the original, and N does not apply."""
 
 from __future__ import annotations
 
@@ -117,8 +100,18 @@ def is_age(label: str | None) -> bool:
 
 def number_candidates(word: str, category: str | None = None) -> NumberCandidates:
     """The surrogates of the number `word` (ASCII digits) of PHI label `category`: the
-    numbers of its range (module docstring) that have its digit count, zero-padded when
-    `word` starts with "0" and with a non-zero first digit otherwise. `word` is one of them."""
+    numbers of its range that have its digit count, zero-padded when `word` starts with "0"
+    ("09" -> "01".."12") and with a non-zero first digit otherwise ("7" -> "1".."9"). `word` is
+    one of them. The range, before the digit count cuts it:
+
+        category AGE (from the tag), value 90..119:  90..119   (an age over 89: a HIPAA identifier)
+        category AGE, value 0..89:                  0..89     (ages stay on their side of 90)
+        1-2 digits, value 1..12:                    1..12     (a month or a day)
+        1-2 digits, value 13..31:                   1..31     (a day)
+        1-2 digits, value 0 or 32..59:              0..59     (minutes or seconds)
+        4 digits, value 1900..2100:                 value - 10 .. value + 10  (a nearby year)
+        anything else:                              every number of its digit count
+    """
     width, value = len(word), int(word)
     if is_age(category) and value <= 119:
         low, high = (90, 119) if value >= 90 else (0, 89)

@@ -7,10 +7,9 @@ server and reports can name them without loading embeddings code."""
 EMBEDDING_SCHEMES = ("neighbours", "groups")
 SCHEMES = (*EMBEDDING_SCHEMES, "surrogates")
 # What exports and audits use unless told otherwise: a realistic value of the token's PHI type and
-# shape, whatever the original (N does not apply). A tagger retrained on such exports scores +2.9
-# [+2.0, +3.9] points of entity strict F1 over "groups" at N = 100 (+1.1 with the pattern layer;
-# token HIPAA +2.0), -3.8 against raw text (MEDDOCAN, 3 seeds:
-# experiments/results/privacy/pseudonymization_utility_meddocan_short.md; docs/privacy.md).
+# shape, whatever the original (N does not apply): a tagger retrained on such exports scores higher
+# than under "groups" (chosen by experiments/pseudonymization_utility.py; see its results page and
+# docs/privacy.md).
 # The three-phase training's pairs keep the paper's "neighbours".
 EXPORT_SCHEME = "surrogates"
 # The priors over original tokens that pseudonymization.bound computes the bound under.

@@ -5,29 +5,19 @@ prior's best guess within the originals of that shape (`deidpool.pseudonymizatio
 
 A gold span (consecutive tokens of one label, `phi_spans`) is replaced as a whole, each token by
 its kind (`token_kind`):
-- the language's `FUNCTION_WORDS`, in lower case between two tokens of the span with a letter or
-  a digit, stay as they are ("3 de marzo de 2018" -> "<number> de <month> de <year>");
-- the other words (two letters or more), the words that say which kind of place a span names
-  ("Hospital", "Calle", "Universitario", "San") included, are filled in order by the words of one
-  value of the span's type with as many words (`matched_values`), drawn uniformly from a pool
-  (`pool`: names, e-mail addresses, streets, cities, hospitals, professions, months and weekdays,
-  relatives by role... of the language's Faker locale, made once with a fixed seed, their
-  function words left out), so that a one-word city gets a one-word city and a hospital some
-  hospital-shaped name ("Hospital Virgen de la Salud" -> "Clínica Moreno de la Vega"); when the
-  pool has too few values of that length, by values laid end to end until every word position
-  has one; each takes the casing shape of the word it replaces (all capitals, capitalized, else
-  lower case);
-- numbers (ASCII digits) take a uniform draw from the numbers of their shape (`number_shape`:
-  digit count and leading zero, whatever the value, but an age's side of 89 and a date's years);
-- other tokens (a single letter, letters mixed with digits) keep their character classes: each
-  letter becomes a random letter of its case, each digit a random digit, other characters stay.
-A drawn word, number or token equal to the original (case-insensitive), but a word naming the kind
-of place (`PLACE_WORDS`, drawn whatever it was), is drawn again (a word of
-a matched value: that word alone, from the same position of another value of the length; a word
-of values laid end to end: the span's words all together), so that no PHI token but a kept
-function word (`kept_words`) is exported as it is unless drawn so by chance, independently of it;
-this tells an attacker only that the original was not the surrogate. Draws come from the caller's `random.Random` alone.
-"""
+- the language's `FUNCTION_WORDS`, in lower case inside the span, stay ("3 de marzo de 2018");
+- the other words, place words included ("Hospital", "Calle"), are filled in order by the words
+  of one value of the span's type with as many words (`matched_values`), drawn uniformly from a
+  `pool` made once from the language's Faker locale with a fixed seed, or by values laid end to
+  end when the pool has too few of that length; each takes the casing shape of the word it
+  replaces;
+- numbers (ASCII digits) take a uniform draw from the numbers of their shape (`number_shape`);
+- other tokens keep their character classes (a random letter of its case for each letter, a
+  random digit for each digit).
+A surrogate equal to the original (case-insensitive), but a place word (`PLACE_WORDS`), is drawn
+again (a word of a matched value alone, a span of values laid end to end all together), which
+tells an attacker only that the original was not the surrogate. Draws come from the caller's
+`random.Random` alone."""
 
 from __future__ import annotations
 
@@ -87,8 +77,7 @@ values of the span's kind, but without the redraw: a place word's surrogate does
 at all, so it may come out equal by chance ("Hospital" for "Hospital", as often as the pool starts
 a value with it) and says nothing of the original either way. Redrawn, "Hospital" could never
 stay "Hospital", every hospital of the training notes would begin with another kind of place, and
-the tagger trained on them missed most real ones (MEDDOCAN dev, one seed: HOSPITAL entity F1 0.46
-against 0.82 on raw text, docs/privacy.md)."""
+a tagger trained on them would miss real ones (docs/privacy.md)."""
 
 
 def kept_words(language: str) -> frozenset[str]:
@@ -126,8 +115,8 @@ def _name(faker: Faker) -> str:
 
 def _city(faker: Faker) -> str:
     """A city; in English a real one (GeoNames' US cities, `deidpool.corpus.gazetteers`): Faker's
-    en_US cities are made up ("Williamshaven"), half of their words unknown to GloVe, where 97 % of
-    PhysioNet's location words are known to it."""
+    en_US cities are made up ("Williamshaven"), many of their words unknown to GloVe, where real
+    notes' location words mostly are known to it."""
     if faker.locales[0].startswith("en"):
         return faker.random_element(place_names("en"))
     return faker.city()
@@ -147,9 +136,9 @@ def _initials(faker: Faker) -> str:
 
 def _place(faker: Faker) -> str:
     """What a corpus lumps under one location label (PhysioNet `Location`, i2b2 2006 `LOCATION`):
-    mostly hospitals, by name or initials, then cities and companies. Drawn from Faker's cities alone,
-    they cost a PhysioNet text tagger 22 entity points on locations against raw text, 16 with these
-    (3 seeds, experiments/results/federation/type_breakdown_physionet_utility.md)."""
+    mostly hospitals, by name or initials, then cities and companies, so that a tagger trained on
+    the surrogates sees locations like the real ones (measured by experiments/type_breakdown.py;
+    see its results page)."""
     generator = faker.random_element((_hospital, _hospital, _initials, _city, methodcaller("company")))
     return generator(faker)
 

@@ -165,7 +165,7 @@ def _by_length(data: SentenceData, batch_size: int) -> list[np.ndarray]:
 
 def _bucket_boundaries(longest: int, growth: float = BUCKET_GROWTH) -> list[int]:
     """Bucket bounds 2, 3, ... that grow by `growth` from one to the next, up past `longest`, so
-    that padding a batch to its longest sentence wastes little (about 4% of PhysioNet's tokens)."""
+    that padding a batch to its longest sentence wastes little."""
     bounds = [2]
     while bounds[-1] <= longest:
         bounds.append(max(bounds[-1] + 1, int(bounds[-1] * growth)))

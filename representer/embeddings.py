@@ -78,8 +78,8 @@ class Embeddings:
     def source_id(self) -> str:
         """`name:sha256` of the word-vector matrix in C order, then of FastText's subword matrix.
 
-        Hashed lazily on first access (about 0.1 s for GloVe's 80 MB) rather than cached in
-        a file: loading stays fast and there is no cache that could go stale.
+        Hashed lazily on first access (quick even for GloVe) rather than cached in a file:
+        loading stays fast and there is no cache that could go stale.
         """
         digest = hashlib.sha256()
         matrices = [self.kv.vectors, self.kv.vectors_ngrams] if self._subwords else [self.kv.vectors]

@@ -3,8 +3,8 @@
 Every model here is a stack of BiLSTMs, whose two directions are independent loops of small
 matrix products (a batch of 32 by 128 units). A small product gains little from being split over
 cores, but the two directions can run side by side. So two operations run at once (one per
-direction) on half the cores each: on 2 CPU cores a tagger training step took 15-16 ms instead of
-19-22 ms with TensorFlow's default pools (experiments/results/speed/speed.md).
+direction) on half the cores each, which trains faster than TensorFlow's default pools
+(measured by experiments/bench_speed.py; see its results page).
 """
 
 import os

@@ -178,7 +178,7 @@ class _TurnTakingConnection(sqlite3.Connection):
     """An SQLite connection of `make_engine` whose transactions hold its engine's `turn` (a lock)
     from BEGIN IMMEDIATE to their commit or rollback: the transactions of one process queue for
     SQLite's write lock on it, each woken as the one before ends, instead of polling in SQLite's
-    busy handler (sleeps of up to 100 ms, which made the slowest uploads wait seconds). Another
+    busy handler (sleeps of up to 100 ms, which add up under concurrent uploads). Another
     process's (the worker's) still wait in the busy handler."""
 
     turn: threading.Lock

@@ -163,17 +163,12 @@ def _shard(read: Callable[..., Iterator[tuple[bool, ContributionSentence]]], con
 
 
 # What the pooled tagger's early stopping and kept epoch go by (representer.training.MONITORS): the
-# validation loss. The validation PHI F1 sits near 0.97 and wobbles by half a point while the loss
-# still falls, so it stopped full pools after a few epochs; on the MEDDOCAN federation (3 seeds, the
-# same representers and notes) the loss gave the full pool +1.2 [+0.8, +1.7] entity strict F1 points
-# and a growth curve that rises with every institution (experiments/results/federation/
-# federation_meddocan_valloss.md).
+# validation loss, which keeps falling while a near-saturated validation PHI F1 only wobbles, so large
+# pools train long enough. Chosen by experiments/federation.py; see its results page.
 POOLED_MONITOR = "val_loss"
-# LSTM units per direction of the pooled tagger's two layers: docs/method.md's 128. Twice as many gave the
-# MEDDOCAN federation's exports under today's surrogate pools -0.3 [-0.6, -0.1] entity strict F1 points
-# (3 seeds, the same exports, notes and seeds; experiments/results/federation/
-# federation_meddocan_valloss_diagnosis_units.md; +0.4 under the pools before them), for epochs 2.3 x
-# and tagging 2.4 x slower (experiments/results/speed/speed_pooled_units.md).
+# LSTM units per direction of the pooled tagger's two layers: docs/method.md's 128. More units were no
+# better and train and tag slower (experiments/federation.py and experiments/bench_speed.py; see their
+# results pages).
 POOLED_UNITS = 128
 
 

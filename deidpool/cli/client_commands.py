@@ -174,11 +174,8 @@ def export(
     draws: int = typer.Option(1, "--draws", min=1, help="Export every sentence this many times, each with fresh "
                                                         "surrogates and fresh noise (recorded in the header; the "
                                                         "server's max_draws, default 1, caps it): augmentation for "
-                                                        "the pooled tagger (3 draws on MEDDOCAN: +1.4 to +3.6 "
-                                                        "entity F1 under a short training budget, +0.5 once the "
-                                                        "tagger trains longer), at the price of copies an attacker "
-                                                        "averages (+16 points of the words outside PHI read back; "
-                                                        "docs/privacy.md). Not under --pseudonymization "
+                                                        "the pooled tagger, at the price of copies an attacker "
+                                                        "averages (docs/privacy.md). Not under --pseudonymization "
                                                         "neighbours; above 1 only with --accept-draw-narrowing."),
     accept_draw_narrowing: bool = typer.Option(False, "--accept-draw-narrowing",
                                                help="Export --draws above 1 although a surrogate never equals its "

@@ -6,9 +6,8 @@ import gc
 
 def start_tensorflow() -> None:
     """Import TensorFlow and Keras with this project's thread pools (`deidpool.representer.threads`: before
-    TensorFlow's first operation), then keep their about 350,000 long-lived objects out of the
-    garbage collector's way (every full collection walked them, 0.15-0.2 s each, in about every
-    other export of site_a)."""
+    TensorFlow's first operation), then keep their hundreds of thousands of long-lived objects out
+    of the garbage collector's way (else every full collection walks them all)."""
     from deidpool.representer.loading import load_tensorflow
 
     load_tensorflow()
