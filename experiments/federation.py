@@ -63,7 +63,6 @@ import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 
 from deidpool.adversary.procedures import SELECTIONS
@@ -71,9 +70,9 @@ from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_differenc
 from deidpool.representer.training import MONITORS, RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import (
     SCORE_COLUMNS,
-    git_commit,
     json_text,
     over_seeds,
+    record,
     results_file,
     save_figure,
     score_header,
@@ -738,11 +737,34 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
     budgets = {json.dumps(per_seed[seed]["budget"], sort_keys=True) for seed in done}
     if len(budgets) > 1:
         raise SystemExit(f"seeds {done} were run with different budgets ({sorted(budgets)}); report them apart")
+    other = against_seeds(against, done) if against else None
+    run = record(machine=f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU",
+                 seeds=done, budget=per_seed[done[0]]["budget"], data=corpus_name,
+                 # a diagnosis variant's rows live under runs/ only: kept, so the page renders from this file
+                 against=against and {"name": against, **({"seeds": other} if ":" in against else {})})
+    stamp = {key: run[key] for key in ("date", "commit", "machine")}
+    text, paired, growth = report_text(per_seed, results_name, corpus_name, stamp, against, other)
+    print(text)
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    results_file(results_name, ".md").write_text(text)
+    stored.write_text(json_text({**stamp, "corpus": corpus_name, "paired": paired, "seeds": per_seed, "record": run}))
+    plot(per_seed, corpus, results_file(results_name, ".png"))
+    if growth:
+        plot_growth(per_seed, corpus.headline, titled(corpus, COLUMN_TITLES[corpus.headline]),
+                    results_file(results_name, "_growth.png"))
+
+
+def report_text(per_seed: dict[int, dict], results_name: str, corpus_name: str, stamp: dict,
+                against: str | None = None, other: dict | None = None) -> tuple[str, dict, list]:
+    """The page <results_name>.md of the finished seeds `per_seed` run at `stamp` (date, commit,
+    machine), with `other` the seeds of the run `against`; its paired rows by measure and its
+    growth curve's headline means (empty when a pool is missing)."""
+    corpus = CORPORA[corpus_name]
+    done = sorted(per_seed)
     budget = {"p1_patience": per_seed[done[0]]["budget"]["p1"],  # runs before patience was set
               "p3_patience": per_seed[done[0]]["budget"]["p3"], **per_seed[done[0]]["budget"]}
     test_path, test_format, test_split = budget["test"]
-    commit = git_commit()
-    machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU"
+    commit, machine = stamp["commit"], stamp["machine"]
     headline = titled(corpus, COLUMN_TITLES[corpus.headline])
     recorded = {key: budget.get(key, default) for key, default in RECORDED_IF_CHANGED.items()}
     representation = {key: recorded[key] for key in REPRESENTATION}
@@ -756,7 +778,7 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
              + (f", representer reading {reads}" if (reads := representation["representer_input"])
                 != REPRESENTATION["representer_input"] else "")
              + ")\n",
-             f"{date.today()}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
+             f"{stamp['date']}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
              f"each 95% bootstrap interval over the scored notes is listed per seed). Test notes: `{test_path}` "
              f"({test_format}{f', split {test_split}' if test_split else ''}). Headline: {headline}.",
              f"Command: `python experiments/federation.py --corpus {corpus_name} --seeds {' '.join(map(str, done))} "
@@ -800,23 +822,16 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
         if all(f"{name}{suffix}@test" in per_seed[s] for s in done for name in GROWTH for suffix in ("", PATTERNS)) \
         else []
     if against:
-        lines += against_lines(per_seed, against_seeds(against, done), against, corpus)
+        lines += against_lines(per_seed, other, against, corpus)
     targets = target_lines(paired[MEASURES[corpus.headline]], growth)
     if targets:
         lines += ["", f"Targets (issue #36) on the headline {headline}:", "", *targets]
     if growth:
         lines += growth_lines(per_seed, done, corpus.headline, headline)
     lines += stack_lines(per_seed, done, paired)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    stored.parent.mkdir(parents=True, exist_ok=True)
-    results_file(results_name, ".md").write_text(text + f"\n![F1 per tagger]({results_name}.png)\n"
-                                                 + (f"\n![growth]({results_name}_growth.png)\n" if growth else ""))
-    stored.write_text(json_text({"date": str(date.today()), "commit": commit, "machine": machine,
-                                 "corpus": corpus_name, "paired": paired, "seeds": per_seed}))
-    plot(per_seed, corpus, results_file(results_name, ".png"))
-    if growth:
-        plot_growth(per_seed, corpus.headline, headline, results_file(results_name, "_growth.png"))
+    text = "\n".join(lines) + "\n" + f"\n![F1 per tagger]({results_name}.png)\n" \
+        + (f"\n![growth]({results_name}_growth.png)\n" if growth else "")
+    return text, paired, growth
 
 
 def against_seeds(against: str, seeds: list[int]) -> dict[int, dict]:

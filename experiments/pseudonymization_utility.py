@@ -31,7 +31,7 @@ from pathlib import Path
 
 import federation
 from deidpool.corpus.metrics import COLUMN_TITLES
-from results_files import git_commit, json_text, over_seeds, results_file, spread
+from results_files import git_commit, json_text, over_seeds, record, results_file, spread
 
 REPO = federation.REPO
 # name: (pseudonymization scheme, N) of its training notes, None for raw text
@@ -113,9 +113,11 @@ def before_rows(cache: Path) -> dict[str, dict]:
 
 
 def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str,
-                before: str | None = None) -> tuple[str, dict]:
-    """The report of the seeds `per_seed` (their rows.json) as Markdown, and the paired rows by
-    measure: the taggers every seed has (a comparison with one missing is left out)."""
+                stamp: dict | None = None, before: str | None = None) -> tuple[str, dict]:
+    """The report of the seeds `per_seed` (their rows.json) run at `stamp` (date, commit, machine;
+    by default now, here) as Markdown, and the paired rows by measure: the taggers every seed has
+    (a comparison with one missing is left out); `before`: the results name --before paired."""
+    stamp = stamp or run_stamp()
     corpus = federation.CORPORA[corpus_name]
     done = sorted(per_seed)
     budget = per_seed[done[0]]["budget"]
@@ -124,8 +126,8 @@ def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str,
     titles = [federation.titled(corpus, COLUMN_TITLES[key]) for key in keys]
     limit = f" --limit {budget['limit']}" if budget["limit"] else ""
     lines = [f"# Pseudonymization's cost in utility ({corpus.title})\n",
-             f"{date.today()}, commit {git_commit()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, no "
-             f"GPU; seeds {done}. Text taggers (federation.py's configuration) on all parties' notes, "
+             f"{stamp['date']}, commit {stamp['commit']}, {stamp['machine']}; seeds {done}. Text taggers "
+             "(federation.py's configuration) on all parties' notes, "
              f"{'the first ' + str(budget['limit']) + ' of each party and of the test notes, ' if limit else ''}"
              f"scored on the raw test notes `{corpus.test[0]}`. Headline: {headline}.",
              f"Command: `python experiments/pseudonymization_utility.py --corpus {corpus_name} --seeds "
@@ -156,12 +158,20 @@ def report(seeds: list[int], results_name: str, corpus_name: str, before: str | 
     per_seed = finished_seeds(seeds, REPO / "runs" / results_name, stored, before)
     if not per_seed:
         raise SystemExit(f"no finished seed under runs/{results_name} or in {stored}")
-    text, paired = report_text(per_seed, corpus_name, results_name, before)
+    done = sorted(per_seed)
+    run = record(**run_stamp(), seeds=done, budget=per_seed[done[0]]["budget"], data=corpus_name, before=before)
+    stamp = {key: run[key] for key in ("date", "commit", "machine")}
+    text, paired = report_text(per_seed, corpus_name, results_name, stamp, before)
     print(text)
     stored.parent.mkdir(parents=True, exist_ok=True)
     results_file(results_name, ".md").write_text(text)
-    stored.write_text(json_text({"date": str(date.today()), "commit": git_commit(), "corpus": corpus_name,
-                                 "paired": paired, "seeds": per_seed}))
+    stored.write_text(json_text({**stamp, "corpus": corpus_name, "paired": paired, "seeds": per_seed, "record": run}))
+
+
+def run_stamp() -> dict:
+    """The date, commit and machine of a report written now."""
+    return {"date": str(date.today()), "commit": git_commit(),
+            "machine": f"Python {platform.python_version()}, {os.cpu_count()} CPUs, no GPU"}
 
 
 def main() -> None:

@@ -1,14 +1,18 @@
 """Where every experiment leaves its table: printed, and written to experiments/results/<group>/
 as <stem>.md (the Markdown table) and <stem>.json (the numbers behind it), the group being the
 question the results answer; how a score is shown in those tables; and the commit a result was
-produced at."""
+produced at; the record of the run each results file keeps beside its numbers (`record`), from which
+experiments/pages.py renders the pages again."""
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import statistics
 import subprocess
+import sys
+from datetime import date
 from pathlib import Path
 
 from deidpool.corpus.metrics import COLUMN_TITLES, format_score
@@ -103,9 +107,19 @@ def json_text(data) -> str:
     return _LISTS_OF_SCALARS.sub(lambda m: one_line(m[1]), text) + "\n"
 
 
-def write_results(stem: str, table: str, data) -> None:
-    """Print `table` and write it and `data` (JSON-ready, as `json_text`) to the results files of `stem`."""
+def record(**config) -> dict:
+    """The record of the run that writes results now, kept under "record" in its results JSON: the
+    command line, the commit, the date, and `config` (e.g. seeds, budget, data, machine)."""
+    return {"command": shlex.join(["python", *sys.argv]), "commit": git_commit(), "date": str(date.today()), **config}
+
+
+def write_results(stem: str, table: str, data, **config) -> None:
+    """Print `table` and write it and `data` (JSON-ready, as `json_text`) to the results files of
+    `stem`; a dict `data` gets the run's `record(**config)` under "record" unless it holds one (a
+    list keeps its shape: its readers index it)."""
     print(table)
+    if isinstance(data, dict) and "record" not in data:
+        data = {**data, "record": record(**config)}
     results_file(stem, ".md").parent.mkdir(parents=True, exist_ok=True)
     results_file(stem, ".md").write_text(table + "\n")
     results_file(stem, ".json").write_text(json_text(data))

@@ -54,7 +54,7 @@ def test_before_pairs_today_s_surrogates_with_those_of_an_earlier_run(tmp_path, 
     per_seed = utility.finished_seeds([0, 1], tmp_path / "runs" / "today", tmp_path / "absent.json", "earlier")
     assert sorted(per_seed) == [0, 1]
     assert not utility.finished_seeds([0, 1], tmp_path / "runs" / "today", tmp_path / "absent.json")
-    text, paired = utility.report_text(per_seed, "meddocan", "today", "earlier")
+    text, paired = utility.report_text(per_seed, "meddocan", "today", before="earlier")
     assert "--results-name today --before earlier" in text
     assert "| surrogates of --before | alone | 0.8889 ± 0.0000 |" in text
     (row,) = [row for row in paired["entity_strict"] if not row["patterns"]]
