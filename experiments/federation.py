@@ -300,7 +300,7 @@ def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documen
     import keras
 
     from deidpool.pseudonymization.pseudonymize import Pseudonymizer
-    from deidpool.representer.tagger_runs import split_documents, train_tagger_run
+    from deidpool.representer.tagger_runs import TaggerSettings, split_documents, train_tagger_run
 
     spec, vectors = embeddings
     parties, neighbours = TEXT_TAGGERS[kind or name]
@@ -309,11 +309,11 @@ def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documen
         [d for party in parties for d in documents[party]], 0.1, seed)
     progress(f"seed {seed}: text tagger {name} on {len(train)} + {len(valid)} notes")
     keras.utils.set_random_seed(seed)
-    training = train_tagger_run(train, valid, run_dir, embeddings=spec,
+    settings = TaggerSettings(embeddings=spec, chars=chars, lstm_units=lstm_units, max_epochs=args.tagger_epochs,
+                              patience=args.patience, monitor=monitor, seed=seed)
+    training = train_tagger_run(train, valid, run_dir, settings,
                                 pseudonymizer=Pseudonymizer(vectors, neighbours) if neighbours else None,
-                                max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
-                                loaded_embeddings=vectors, progress=False, monitor=monitor, lstm_units=lstm_units,
-                                chars=chars)
+                                loaded_embeddings=vectors, progress=False)
     predicted = tagger_predictions(run_dir, {"test": documents["test"]}, vectors)["test"]
     found = test_rows(corpus, documents["test"], predicted, {"epochs": training["epochs"],
                                                              "best_epoch": training["best_epoch"]})
