@@ -237,11 +237,11 @@ def run_seed(seed: int, args) -> dict:
             keep(text_tagger_rows(corpus, folder, seed, name, documents, provider_split, embeddings, args,
                                   monitor=args.monitor))
     if "audit" not in rows and "audit" not in args.skip:
-        from deidpool.adversary.runs import audit_run
+        from deidpool.adversary.runs import AuditSettings, audit_run
 
         progress(f"seed {seed}: auditing the representer")
-        report = audit_run(folder / "representer", *provider_split, folder / "audit", epochs=args.audit_epochs,
-                           loaded_embeddings=vectors, seed=seed)
+        report = audit_run(folder / "representer", *provider_split, folder / "audit",
+                           AuditSettings(epochs=args.audit_epochs, seed=seed), loaded_embeddings=vectors)
         keep({"audit": {"verdict": report["verdict"], "fresh_accuracy": report["attacks"]["target/fresh"]["accuracy"],
                         "continued_accuracy": report["attacks"].get("target/continued", {}).get("accuracy"),
                         "lookup_rate": report["lookup"]["target"]["rate"]}})
