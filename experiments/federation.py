@@ -326,7 +326,7 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     and train the server's pooled tagger on each pool of `POOLS` that `done` lacks; their rows on
     the test notes and on site_c. `embeddings`: (spec, vectors)."""
     from deidpool.adversary.runs import AdversarialSettings, train_adversarial_run
-    from deidpool.client.export import export_contribution
+    from deidpool.client.export import ExportSettings, export_contribution
     from deidpool.client.identity import create_institution_keys
     from deidpool.client.patterns import patterns_for, with_patterns
     from deidpool.corpus.metrics import evaluate_corpus, score_row
@@ -364,8 +364,8 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
         if not path.exists():
             progress(f"seed {seed}: {institution} exports its notes")
             notes = [*provider_split[0], *provider_split[1]] if institution == "provider" else documents[institution]
-            export_contribution(notes, bundle, vectors, path, institution=institution, language=corpus.language,
-                                server_key=server_key.public_key(),
+            export_contribution(notes, bundle, vectors, path, ExportSettings(language=corpus.language),
+                                institution=institution, server_key=server_key.public_key(),
                                 signing_key=keys.load_private_key(key_dir / institution / "institution.key",
                                                                   keys.SIGNING))
         contributions[institution] = PooledContribution(
