@@ -16,8 +16,9 @@ from deidpool.corpus.document import Document
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
 from deidpool.corpus.tagging import tag_vocabulary
 from deidpool.pseudonymization.pseudonymize import Pseudonymizer
-from deidpool.pseudonymization.schemes import EXPORT_SCHEME
+from deidpool.pseudonymization.schemes import EXPORT_SCHEME, SCHEMES
 from deidpool.representer.embeddings import Embeddings, load_embeddings
+from deidpool.representer.settings import check_at_least, check_one_of
 
 LABELS = {"source_type": lambda span: span.source_type, "type": lambda span: span.type}
 
@@ -45,6 +46,33 @@ class AdversarialSettings:
     pseudonymized_copy: bool = False  # also train on every training sentence with its PHI replaced as at export
     representer_chars: bool = False  # the representer reads each token's characters beside its embedding
     seed: int = 0
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """What an audit attacks and how hard (defaults: `deidpool audit`'s)."""
+
+    # the pairs: PHI pseudonymized among N `neighbours` under `scheme`, in the notes' `language`
+    neighbours: int = 100
+    scheme: str = EXPORT_SCHEME
+    language: str = "en"
+    # attack what `client export` shares (PHI pseudonymized before the representer), else the bare representer
+    export_path: bool = True
+    # the attacks' budgets: epochs of `passes` fresh draws of pairs (None: `procedures.automatic_passes`),
+    # the inversions' epochs (None: epochs x passes), the adversaries' units and learning rate
+    epochs: int = 20
+    passes: int | None = None
+    inversion_epochs: int | None = None
+    units: int = 64
+    learning_rate: float = 0.01
+    # draws of pairs of the held-out sentences every attack is judged on, and the seed of every draw
+    held_out_draws: int = HELD_OUT_DRAWS
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_at_least(self, 1, "neighbours", "epochs", "passes", "inversion_epochs", "units", "held_out_draws")
+        check_at_least(self, 0, "learning_rate")
+        check_one_of(self, "scheme", SCHEMES)
 
 
 def sentences(documents: Sequence[Document], label: str = "source_type") -> list[LabeledSentence]:
@@ -136,18 +164,17 @@ def run_models(representer: Path, adversary: Path | None = None,
             p1_representer or existing(models / "representer_p1.keras"), config)
 
 
-def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Document], out: str | Path, *,
-              neighbours: int = 100, scheme: str = EXPORT_SCHEME, language: str = "en", epochs: int = 20,
-              adversary: Path | None = None,
+def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Document], out: str | Path,
+              settings: AuditSettings = AuditSettings(), *, adversary: Path | None = None,
               p1_representer: Path | None = None, embeddings: str | None = None,
-              loaded_embeddings: Embeddings | None = None, units: int = 64, seed: int = 0,
-              passes: int | None = None, inversion_epochs: int | None = None, export_path: bool = True,
-              held_out_draws: int = HELD_OUT_DRAWS, learning_rate: float = 0.01, data: dict | None = None,
-              progress: bool = True, workers: int = 1, parts: Sequence[str] | None = None) -> dict | None:
+              loaded_embeddings: Embeddings | None = None, data: dict | None = None, progress: bool = True,
+              workers: int = 1, parts: Sequence[str] | None = None) -> dict | None:
     """Freeze the representer of `representer` (a .keras file or a run folder) and attack it
-    with pairs from `kept`, judged on `held_out` (see `deidpool.adversary.audit.run_audit`; by default
-    on the export path, pseudonymized among `neighbours` under `scheme` in the notes' `language`); returns
-    the report. A run folder's config names the label its sentences are prepared with.
+    with pairs from `kept`, judged on `held_out` under `settings` (see `deidpool.adversary.audit.run_audit`;
+    by default on the export path, pseudonymized among `settings.neighbours` under `settings.scheme` in the
+    notes' `settings.language`); returns the report. A run folder's config names the label its sentences
+    are prepared with, and the embeddings (spec `embeddings` otherwise, default glove) unless
+    `loaded_embeddings` are given; `data` describes the data source in config.json.
 
     With `workers` 2, a second process (one TensorFlow thread, its own copy of the embeddings) runs
     the first of `audit.PART_SHARES` while this one runs the second (the attacks, inversions and
@@ -156,10 +183,6 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
     (experiments/bench_demo.py measures it; see its results page).
     Call it under `if __name__ == "__main__":` in a script (a spawned process imports the script).
     `parts` trains only those (see `run_audit`) and returns None."""
-    # the keyword options every process of a two-process audit shares (locals() holds only the arguments here)
-    options = {name: value for name, value in locals().items()
-               if name not in ("representer", "kept", "held_out", "out", "loaded_embeddings", "progress", "workers",
-                               "parts")}
     if workers not in (1, 2):
         raise ValueError(f"an audit runs in 1 or 2 processes, not {workers}")
     if workers == 2:
@@ -168,15 +191,17 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
 
         from deidpool.adversary.audit import PART_SHARES
 
+        # what every process of the audit shares: the settings and the models' and data's sources
+        shared = {"adversary": adversary, "p1_representer": p1_representer, "embeddings": embeddings, "data": data}
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_one_thread) as pool:
-            second = pool.submit(audit_run, representer, kept, held_out, out, parts=PART_SHARES[0], progress=False,
-                                 **options)
-            audit_run(representer, kept, held_out, out, parts=PART_SHARES[1], loaded_embeddings=loaded_embeddings,
-                      progress=progress, **options)
+            second = pool.submit(audit_run, representer, kept, held_out, out, settings, parts=PART_SHARES[0],
+                                 progress=False, **shared)
+            audit_run(representer, kept, held_out, out, settings, parts=PART_SHARES[1],
+                      loaded_embeddings=loaded_embeddings, progress=progress, **shared)
             second.result()
-        return audit_run(representer, kept, held_out, out, loaded_embeddings=loaded_embeddings, progress=progress,
-                         **options)
+        return audit_run(representer, kept, held_out, out, settings, loaded_embeddings=loaded_embeddings,
+                         progress=progress, **shared)
     import keras
 
     from deidpool.adversary.audit import run_audit
@@ -192,19 +217,20 @@ def audit_run(representer: Path, kept: Sequence[Document], held_out: Sequence[Do
         raise ValueError(f"{representer_file} reads {model.input['embeddings'].shape[-1]}-dimensional embeddings, "
                          f"{spec} has {vectors.dim}")
     label = run_config.get("label", "source_type")
-    pseudonymizer = Pseudonymizer(vectors, neighbours, scheme, language)
+    pseudonymizer = Pseudonymizer(vectors, settings.neighbours, settings.scheme, settings.language)
     train = PairSource(sentences(kept, label), pseudonymizer, chars=reads_chars(model))
     test = PairSource(sentences(held_out, label), pseudonymizer, chars=reads_chars(model))
-    keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(settings.seed)
     trained = keras.saving.load_model(adversary_file, compile=False) if adversary_file else None
     p1 = load_representer(p1_file) if p1_file else None
     config = {"representer": str(representer_file), "adversary": adversary_file and str(adversary_file),
-              "p1_representer": p1_file and str(p1_file), "embeddings": spec, "pseudonymization": scheme,
-              "language": language, "data": data or {}}
-    return run_audit(model, train, test, out, epochs=epochs, adversary=trained, p1_representer=p1, units=units,
-                     seed=seed, passes=passes, inversion_epochs=inversion_epochs, export_path=export_path,
-                     held_out_draws=held_out_draws, config=config,
-                     learning_rate=learning_rate, progress=progress, parts=parts)
+              "p1_representer": p1_file and str(p1_file), "embeddings": spec, "pseudonymization": settings.scheme,
+              "language": settings.language, "data": data or {}}
+    return run_audit(model, train, test, out, epochs=settings.epochs, adversary=trained, p1_representer=p1,
+                     units=settings.units, seed=settings.seed, passes=settings.passes,
+                     inversion_epochs=settings.inversion_epochs, export_path=settings.export_path,
+                     held_out_draws=settings.held_out_draws, config=config,
+                     learning_rate=settings.learning_rate, progress=progress, parts=parts)
 
 
 def _one_thread() -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
@@ -39,17 +40,18 @@ from deidpool.client.inference import apply_to_sentences, built_once, compile_re
 from deidpool.client.safety_net import Flagged, SafetyNet
 from deidpool.client.shuffle import MEMORY_BYTES, ExternalShuffle
 from deidpool.contribution.container import ContributionHeader, write_contribution
-from deidpool.contribution.records import encode_sentence, split_records
+from deidpool.contribution.records import DTYPES, encode_sentence, split_records
 from deidpool.corpus.document import Document
 from deidpool.corpus.errors import CorpusError
 from deidpool.corpus.formats import check_absent
 from deidpool.corpus.prepare import LabeledSentence, prepare_document
 from deidpool.pseudonymization.bound import reidentification_bound
 from deidpool.pseudonymization.pseudonymize import Pseudonymizer
-from deidpool.pseudonymization.schemes import EXPORT_SCHEME
+from deidpool.pseudonymization.schemes import EXPORT_SCHEME, SCHEMES
 from deidpool.representer.bundle import Bundle
 from deidpool.representer.dataset import SentenceData
 from deidpool.representer.progress import progress_bar
+from deidpool.representer.settings import check_at_least, check_one_of
 
 CHUNK_SENTENCES = 16384
 DEFAULT_NEIGHBOURS = 100
@@ -62,22 +64,54 @@ class Exported(NamedTuple):
     summary: dict
 
 
-def export_contribution(documents: Iterable[Document], bundle: Bundle, embeddings, out: str | Path, *,
-                        institution: str, signing_key: Ed25519PrivateKey, server_key: X25519PublicKey,
-                        neighbours: int = DEFAULT_NEIGHBOURS, scheme: str = EXPORT_SCHEME, dtype: str = "float16",
-                        chunk_sentences: int = CHUNK_SENTENCES, memory_bytes: int = MEMORY_BYTES,
-                        rng: random.Random | None = None, language: str = "en", safety_net: SafetyNet | None = None,
-                        review: str | Path | None = None, progress: bool = True, draws: int = 1,
-                        noise: bool = True) -> Exported:
+def check_draws(draws: int, scheme: str) -> None:
+    """Refuse `draws` below 1, or above 1 under "neighbours" (ValueError saying why)."""
+    if draws < 1:
+        raise ValueError(f"draws must be at least 1, got {draws}")
+    if draws > 1 and scheme == "neighbours":
+        raise ValueError(f"{draws} draws under the neighbours scheme: its draws all lie among the original's "
+                         "nearest neighbours, so several narrow it down; export one draw, or use surrogates or groups")
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    """How an export pseudonymizes, represents and writes (defaults: `client export`'s)."""
+
+    # the pseudonymization: PHI tokens among N `neighbours` under `scheme`, in the notes' `language` (also
+    # the bound's frequency prior and the default safety net's patterns); `draws` copies of every sentence
+    neighbours: int = DEFAULT_NEIGHBOURS
+    scheme: str = EXPORT_SCHEME
+    language: str = "en"
+    draws: int = 1
+    # the vectors: their component type, and the representer's noise (off only in experiments' ablations)
+    dtype: str = "float16"
+    noise: bool = True
+    # the memory it takes: sentences represented at a time, and the shuffle's memory budget in bytes
+    chunk_sentences: int = CHUNK_SENTENCES
+    memory_bytes: int = MEMORY_BYTES
+
+    def __post_init__(self) -> None:
+        check_at_least(self, 1, "neighbours", "chunk_sentences", "memory_bytes")
+        check_one_of(self, "scheme", SCHEMES)
+        check_one_of(self, "dtype", DTYPES)
+        check_draws(self.draws, self.scheme)
+
+
+def export_contribution(documents: Iterable[Document], bundle: Bundle, embeddings, out: str | Path,
+                        settings: ExportSettings = ExportSettings(), *, institution: str,
+                        signing_key: Ed25519PrivateKey, server_key: X25519PublicKey, rng: random.Random | None = None,
+                        safety_net: SafetyNet | None = None, review: str | Path | None = None,
+                        progress: bool = True) -> Exported:
     """Write the contribution of `documents` to `out` and return its header and sealed summary.
 
-    `embeddings` are the bundle's (from `bundle.load_embeddings`). Every gold PHI token is
-    pseudonymized among `neighbours` = N under `scheme` ("surrogates", the default, "neighbours" or "groups", see
-    `deidpool.pseudonymization.pseudonymize.Pseudonymizer`; both recorded in the header; N = 1 replaces nothing
-    but under "surrogates", where N does not apply), drawing from `rng` (default: the operating
-    system's randomness; pass one only in tests). The sealed summary gets the re-identification bound
-    of these PHI tokens (`deidpool.pseudonymization.bound`, its frequency prior in `language`, which is also
-    the language of "surrogates"). `safety_net` (`deidpool.client.safety_net.SafetyNet`; default
+    `embeddings` are the bundle's (from `bundle.load_embeddings`); `settings` (`ExportSettings`) name
+    the rest. Every gold PHI token is pseudonymized among `neighbours` = N under `scheme` ("surrogates",
+    the default, "neighbours" or "groups", see `deidpool.pseudonymization.pseudonymize.Pseudonymizer`; both
+    recorded in the header; N = 1 replaces nothing but under "surrogates", where N does not apply), drawing
+    from `rng` (default: the operating system's randomness; pass one only in tests). The sealed summary
+    gets the re-identification bound of these PHI tokens (`deidpool.pseudonymization.bound`, its frequency
+    prior in `language`, which is also the language of "surrogates"). `safety_net`
+    (`deidpool.client.safety_net.SafetyNet`; default
     the pattern layer of `language`, to which `client export` adds the notes' PHI memory; `OFF` only
     where an experiment needs the labels alone) flags the tokens no gold span covers that its
     finders take for PHI: they are pseudonymized and bounded like gold PHI (their tags stay as
@@ -87,25 +121,25 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
     (recorded in the header; refused under "neighbours", whose draws all lie near the original, so
     that several of them narrow it down). Sentences are represented `chunk_sentences` at a time,
     spilled to a uniform external shuffle in `out`'s folder, and written in shuffled order; on
-    any error no file is left at `out`. `noise=False` turns the representer's noise off: an
+    any error no file is left at `out`. `noise` False turns the representer's noise off: an
     ablation for experiments only (noiseless vectors are what a lookup attack reads exactly), so
     no command offers it.
     """
-    check_draws(draws, scheme)
     if review is not None:
         check_absent(review)
+    language, dtype, draws, noise = settings.language, settings.dtype, settings.draws, settings.noise
     safety_net = SafetyNet.of_language(language) if safety_net is None else safety_net
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    pseudonymizer = Pseudonymizer(embeddings, neighbours, scheme, language)
+    pseudonymizer = Pseudonymizer(embeddings, settings.neighbours, settings.scheme, language)
     rng = rng or random.SystemRandom()
     # The noise generator runs on from export to export, so each draws fresh noise.
     represent = built_once(bundle, "export" if noise else "export without noise", lambda: compile_representer(
         bundle.load_representer(deterministic=not noise), embeddings.dim))
     count, phi, flagged = 0, Counter(), Flagged(safety_net.finders)
-    with ExternalShuffle(out.parent, memory_bytes) as shuffle:
+    with ExternalShuffle(out.parent, settings.memory_bytes) as shuffle:
         with progress_bar(desc="representing", unit=" sentences", disable=not progress) as bar:
-            for chunk in _chunks(_labeled_sentences(documents, bundle, safety_net, flagged), chunk_sentences):
+            for chunk in _chunks(_labeled_sentences(documents, bundle, safety_net, flagged), settings.chunk_sentences):
                 phi.update(token for sentence, tags in chunk
                            for token in pseudonymizer.phi_tokens([t.text for t in sentence.tokens], tags))
                 copies = [_draw_records(chunk, pseudonymizer, represent, embeddings, bundle.tags, dtype, rng,
@@ -125,19 +159,11 @@ def export_contribution(documents: Iterable[Document], bundle: Bundle, embedding
         summary = {"reidentification_bound": reidentification_bound(phi.elements(), pseudonymizer, language=language),
                    "safety_net": flagged.counts()}
         header = write_contribution(out, records, institution=institution, representer_id=bundle.representer_id,
-                                    dim=bundle.repr_size, neighbours=neighbours, pseudonymization=scheme,
+                                    dim=bundle.repr_size, neighbours=settings.neighbours,
+                                    pseudonymization=settings.scheme,
                                     safety_net=flagged.header(), draws=draws, summary=summary,
                                     signing_key=signing_key, server_key=server_key, dtype=dtype)
         return Exported(header, summary)
-
-
-def check_draws(draws: int, scheme: str) -> None:
-    """Refuse `draws` below 1, or above 1 under "neighbours" (ValueError saying why)."""
-    if draws < 1:
-        raise ValueError(f"draws must be at least 1, got {draws}")
-    if draws > 1 and scheme == "neighbours":
-        raise ValueError(f"{draws} draws under the neighbours scheme: its draws all lie among the original's "
-                         "nearest neighbours, so several narrow it down; export one draw, or use surrogates or groups")
 
 
 def _draw_records(chunk: list[tuple[LabeledSentence, list[str]]], pseudonymizer: Pseudonymizer, represent,

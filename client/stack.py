@@ -34,7 +34,7 @@ from deidpool.representer.dataset import SentenceData, predicted_documents
 from deidpool.representer.embeddings import Embeddings, load_embeddings
 from deidpool.representer.marginals import crf_marginals
 from deidpool.representer.progress import progress_bar
-from deidpool.representer.tagger_runs import load_tagger_run, train_tagger_run
+from deidpool.representer.tagger_runs import TaggerSettings, load_tagger_run, train_tagger_run
 
 FORMAT = "deidpool-stack/1"
 STACK_FILE, POINT_FILE, MEMORY_FILE = "stack.json", "operating_point.json", "memory.json"
@@ -184,8 +184,8 @@ def build_stack(out: str | Path, pipeline: Bundle, pipeline_vectors: Embeddings,
         kept = _kept_embeddings(embeddings, out)
         vectors = _local_embeddings(kept, out, pipeline_vectors)
         train_tagger_run(train, valid, out / TAGGER_RUN,
-                         embeddings=embeddings or pipeline.manifest["embeddings"]["spec"], chars=True,
-                         lstm_units=lstm_units, max_epochs=max_epochs, patience=patience, seed=seed,
+                         TaggerSettings(embeddings=embeddings or pipeline.manifest["embeddings"]["spec"], chars=True,
+                                        lstm_units=lstm_units, max_epochs=max_epochs, patience=patience, seed=seed),
                          progress=progress, loaded_embeddings=vectors)
         memory = remembered_phi(train)
         save_memory(memory, out / MEMORY_FILE)

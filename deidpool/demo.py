@@ -231,7 +231,7 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
     """Run every stage into the empty (or new) folder `out`; returns the summary (also in
     out/summary.json) and writes out/report.html; with `progress`, the long stages show their
     progress (`deidpool.representer.progress`)."""
-    from deidpool.adversary.runs import audit_run, train_adversarial_run
+    from deidpool.adversary.runs import AuditSettings, audit_run, train_adversarial_run
     from deidpool.adversary.verdicts import CHANCE
     from deidpool.client.deidentify import find_phi
     from deidpool.client.export import export_contribution
@@ -273,10 +273,10 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
 
     with stages.stage("provider: privacy audit of the frozen representer") as facts:
         report = audit_run(provider / "run", train_docs, documents["audit"], provider / "audit",
-                           neighbours=settings.representer.neighbours, epochs=settings.audit_epochs,
-                           passes=settings.audit_passes, inversion_epochs=settings.inversion_epochs,
-                           loaded_embeddings=vectors, seed=settings.seed, progress=progress,
-                           workers=settings.audit_workers)
+                           AuditSettings(neighbours=settings.representer.neighbours, epochs=settings.audit_epochs,
+                                         passes=settings.audit_passes, inversion_epochs=settings.inversion_epochs,
+                                         seed=settings.seed),
+                           loaded_embeddings=vectors, progress=progress, workers=settings.audit_workers)
         facts.update({"verdict": report["verdict"], "held-out pairs": report["held_out_pairs"],
                       "fresh adversary accuracy": round(report["attacks"]["target/fresh"]["accuracy"], 3),
                       "lookup rate": round(report["lookup"]["target"]["rate"], 3),

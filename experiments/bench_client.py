@@ -63,7 +63,7 @@ def prepare(folder: Path) -> None:
 def run_task(task: str, folder: Path) -> dict:
     """RUNS timed repetitions of `task` in this process (the first includes compiling)."""
     from deidpool.client.deidentify import find_phi, write_deidentified
-    from deidpool.client.export import export_contribution
+    from deidpool.client.export import ExportSettings, export_contribution
     from deidpool.corpus.formats import read_corpus
     from deidpool.representer import keys
     from deidpool.representer.bundle import open_bundle
@@ -81,12 +81,13 @@ def run_task(task: str, folder: Path) -> dict:
             found = find_phi(documents, pipeline, embeddings)
             write_deidentified(found, out, "text", rng=random.Random(run))
         else:
+            settings = ExportSettings(dtype="float32" if task == "export-float32" else "float16",
+                                      **({"memory_bytes": SPILL_BUDGET} if task == "export-spilled" else {}))
             header = export_contribution(
-                documents, pipeline, embeddings, out, institution="site-a",
+                documents, pipeline, embeddings, out, settings, institution="site-a",
                 signing_key=keys.load_private_key(folder / "keys" / "institution.key", keys.SIGNING),
                 server_key=keys.load_public_key(folder / "keys" / "server-encryption.pub", keys.ENCRYPTION),
-                dtype="float32" if task == "export-float32" else "float16", progress=False,
-                **({"memory_bytes": SPILL_BUDGET} if task == "export-spilled" else {})).header
+                progress=False).header
             size, sentences = out.stat().st_size, header.sentences
         runs.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)

@@ -133,7 +133,7 @@ class Bench:
 
 
 def export_task(bench: Bench, repeats: int) -> dict:
-    from deidpool.client.export import export_contribution
+    from deidpool.client.export import ExportSettings, export_contribution
     from deidpool.representer import keys
 
     documents = read_corpus(DATA, "physionet", split="site_a")
@@ -142,7 +142,8 @@ def export_task(bench: Bench, repeats: int) -> dict:
     def run():
         out = folder / "export.contribution"
         header["value"] = export_contribution(
-            documents, bench.pipeline, bench.embeddings, out, institution="site-a", neighbours=NEIGHBOURS,
+            documents, bench.pipeline, bench.embeddings, out, ExportSettings(neighbours=NEIGHBOURS),
+            institution="site-a",
             signing_key=keys.load_private_key(folder / "keys" / "institution.key", keys.SIGNING),
             server_key=keys.load_public_key(folder / "keys" / "server-encryption.pub", keys.ENCRYPTION),
             progress=False).header

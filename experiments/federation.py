@@ -236,11 +236,11 @@ def run_seed(seed: int, args) -> dict:
             keep(text_tagger_rows(corpus, folder, seed, name, documents, provider_split, embeddings, args,
                                   monitor=args.monitor))
     if "audit" not in rows and "audit" not in args.skip:
-        from deidpool.adversary.runs import audit_run
+        from deidpool.adversary.runs import AuditSettings, audit_run
 
         progress(f"seed {seed}: auditing the representer")
-        report = audit_run(folder / "representer", *provider_split, folder / "audit", epochs=args.audit_epochs,
-                           loaded_embeddings=vectors, seed=seed)
+        report = audit_run(folder / "representer", *provider_split, folder / "audit",
+                           AuditSettings(epochs=args.audit_epochs, seed=seed), loaded_embeddings=vectors)
         keep({"audit": {"verdict": report["verdict"], "fresh_accuracy": report["attacks"]["target/fresh"]["accuracy"],
                         "continued_accuracy": report["attacks"].get("target/continued", {}).get("accuracy"),
                         "lookup_rate": report["lookup"]["target"]["rate"]}})
@@ -299,7 +299,7 @@ def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documen
     import keras
 
     from deidpool.pseudonymization.pseudonymize import Pseudonymizer
-    from deidpool.representer.tagger_runs import split_documents, train_tagger_run
+    from deidpool.representer.tagger_runs import TaggerSettings, split_documents, train_tagger_run
 
     spec, vectors = embeddings
     parties, neighbours = TEXT_TAGGERS[kind or name]
@@ -308,11 +308,11 @@ def text_tagger_rows(corpus: Corpus, folder: Path, seed: int, name: str, documen
         [d for party in parties for d in documents[party]], 0.1, seed)
     progress(f"seed {seed}: text tagger {name} on {len(train)} + {len(valid)} notes")
     keras.utils.set_random_seed(seed)
-    training = train_tagger_run(train, valid, run_dir, embeddings=spec,
+    settings = TaggerSettings(embeddings=spec, chars=chars, lstm_units=lstm_units, max_epochs=args.tagger_epochs,
+                              patience=args.patience, monitor=monitor, seed=seed)
+    training = train_tagger_run(train, valid, run_dir, settings,
                                 pseudonymizer=Pseudonymizer(vectors, neighbours) if neighbours else None,
-                                max_epochs=args.tagger_epochs, patience=args.patience, seed=seed,
-                                loaded_embeddings=vectors, progress=False, monitor=monitor, lstm_units=lstm_units,
-                                chars=chars)
+                                loaded_embeddings=vectors, progress=False)
     predicted = tagger_predictions(run_dir, {"test": documents["test"]}, vectors)["test"]
     found = test_rows(corpus, documents["test"], predicted, {"epochs": training["epochs"],
                                                              "best_epoch": training["best_epoch"]})
@@ -325,7 +325,7 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     and train the server's pooled tagger on each pool of `POOLS` that `done` lacks; their rows on
     the test notes and on site_c. `embeddings`: (spec, vectors)."""
     from deidpool.adversary.runs import AdversarialSettings, train_adversarial_run
-    from deidpool.client.export import export_contribution
+    from deidpool.client.export import ExportSettings, export_contribution
     from deidpool.client.identity import create_institution_keys
     from deidpool.client.patterns import patterns_for, with_patterns
     from deidpool.corpus.metrics import evaluate_corpus, score_row
@@ -363,8 +363,8 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
         if not path.exists():
             progress(f"seed {seed}: {institution} exports its notes")
             notes = [*provider_split[0], *provider_split[1]] if institution == "provider" else documents[institution]
-            export_contribution(notes, bundle, vectors, path, institution=institution, language=corpus.language,
-                                server_key=server_key.public_key(),
+            export_contribution(notes, bundle, vectors, path, ExportSettings(language=corpus.language),
+                                institution=institution, server_key=server_key.public_key(),
                                 signing_key=keys.load_private_key(key_dir / institution / "institution.key",
                                                                   keys.SIGNING))
         contributions[institution] = PooledContribution(

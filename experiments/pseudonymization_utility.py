@@ -60,7 +60,7 @@ def run_seed(seed: int, args) -> dict:
 
     from deidpool.corpus.formats import read_corpus
     from deidpool.pseudonymization.pseudonymize import Pseudonymizer
-    from deidpool.representer.tagger_runs import split_documents, train_tagger_run
+    from deidpool.representer.tagger_runs import TaggerSettings, split_documents, train_tagger_run
 
     corpus = federation.CORPORA[args.corpus]
     folder = REPO / "runs" / args.results_name / f"seed-{seed}"
@@ -81,9 +81,10 @@ def run_seed(seed: int, args) -> dict:
         progress(f"seed {seed}: text tagger {name} on {len(train)} + {len(valid)} notes")
         keras.utils.set_random_seed(seed)
         pseudonymizer = scheme and Pseudonymizer(vectors, scheme[1], scheme[0], corpus.language)
-        training = train_tagger_run(train, valid, folder / "taggers" / name, embeddings=spec,
-                                    pseudonymizer=pseudonymizer, max_epochs=args.tagger_epochs,
-                                    patience=args.patience, seed=seed, loaded_embeddings=vectors, progress=False)
+        training = train_tagger_run(train, valid, folder / "taggers" / name,
+                                    TaggerSettings(embeddings=spec, max_epochs=args.tagger_epochs,
+                                                   patience=args.patience, seed=seed),
+                                    pseudonymizer=pseudonymizer, loaded_embeddings=vectors, progress=False)
         predicted = federation.predictions(folder, name, {"test": test}, vectors)["test"]
         found = federation.test_rows(corpus, test, predicted, {"epochs": training["epochs"]})
         rows.update({f"{name}{suffix}@test": row for suffix, row in found.items()})

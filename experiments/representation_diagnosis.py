@@ -205,7 +205,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
                                            kind=variant.kind,
                                            run_dir=out / "tagger", monitor=monitor, chars=variant.chars,
                                            lstm_units=variant.units or federation.TEXT_TAGGER_UNITS)
-    from deidpool.client.export import export_contribution
+    from deidpool.client.export import ExportSettings, export_contribution
     from deidpool.representer import keys
     from deidpool.representer.bundle import open_bundle, publish_pipeline
     from deidpool.representer.tagger_runs import split_documents
@@ -229,9 +229,9 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
                 path, sha256 = seed_dir / "contributions" / f"{party}.dpc", party
             elif not path.exists():
                 federation.progress(f"seed {seed}, {name}: {party} exports its notes (export {draw + 1})")
-                export_contribution(notes, bundle, vectors, path, institution=party, language=corpus.language,
-                                    noise=variant.noise, neighbours=variant.neighbours, scheme=scheme,
-                                    draws=variant.draws if variant.one_export else 1,
+                settings = ExportSettings(neighbours=variant.neighbours, scheme=scheme, language=corpus.language,
+                                          draws=variant.draws if variant.one_export else 1, noise=variant.noise)
+                export_contribution(notes, bundle, vectors, path, settings, institution=party,
                                     server_key=server_key.public_key(), progress=False,
                                     signing_key=keys.load_private_key(key_dir / party / "institution.key",
                                                                       keys.SIGNING))

@@ -51,7 +51,13 @@ from deidpool.corpus.metrics import (  # noqa: E402
 from deidpool.corpus.prepare import prepare_document  # noqa: E402
 from deidpool.pseudonymization.pseudonymize import Pseudonymizer  # noqa: E402
 from deidpool.representer.embeddings import load_embeddings, train_fasttext_on_notes  # noqa: E402
-from deidpool.representer.tagger_runs import load_tagger_run, predict_documents, split_documents, train_tagger_run  # noqa: E402
+from deidpool.representer.tagger_runs import (  # noqa: E402
+    TaggerSettings,
+    load_tagger_run,
+    predict_documents,
+    split_documents,
+    train_tagger_run,
+)
 from pattern_layer import pattern_scores as each_pattern  # noqa: E402
 from results_files import (  # noqa: E402
     SCORE_COLUMNS,
@@ -171,13 +177,13 @@ def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
     vectors = load_embeddings(spec)
     run_dir = run_folder(runs, config)
     started = time.perf_counter()
-    metrics = train_tagger_run(train, valid, run_dir, embeddings=spec, casing=config["casing"],
-                               chars=config.get("chars", False),
+    settings = TaggerSettings(embeddings=spec, casing=config["casing"], chars=config.get("chars", False),
+                              keep_originals=config.get("keep_originals", False), max_epochs=max_epochs,
+                              patience=patience, seed=config["seed"])
+    metrics = train_tagger_run(train, valid, run_dir, settings,
                                pseudonymizer=config.get("neighbours") and Pseudonymizer(vectors, config["neighbours"],
-                                                                         config["scheme"]),
-                               keep_originals=config.get("keep_originals", False),
-                               max_epochs=max_epochs, patience=patience,
-                               seed=config["seed"], loaded_embeddings=vectors)
+                                                                                        config["scheme"]),
+                               loaded_embeddings=vectors)
     train_seconds = time.perf_counter() - started
     tagger, setup, vectors = load_tagger_run(run_dir, loaded_embeddings=vectors)
     started = time.perf_counter()

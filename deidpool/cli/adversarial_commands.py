@@ -169,22 +169,22 @@ def audit(
     folder gets metrics.json, report.md, accuracy.png, history.json and config.json."""
     start_tensorflow()
 
-    from deidpool.adversary.runs import audit_run
+    from deidpool.adversary.runs import AuditSettings, audit_run
 
     if path not in ("export", "representer"):
         raise typer.BadParameter("choose export or representer", param_hint="--path")
     if pseudonymization not in SCHEMES:
         raise typer.BadParameter(f"choose one of {', '.join(SCHEMES)}", param_hint="--pseudonymization")
+    settings = AuditSettings(neighbours=neighbours, scheme=pseudonymization, language=language,
+                             export_path=path == "export", epochs=epochs, passes=passes,
+                             inversion_epochs=inversion_epochs, units=units, learning_rate=learning_rate,
+                             held_out_draws=held_out_draws, seed=seed)
     kept, held_out = training_documents(data, fmt, splits, None, held_out_split, held_out_fraction, seed)
     source = {"path": str(data), "format": fmt, "splits": splits or None, "held_out_split": held_out_split,
               "held_out_fraction": None if held_out_split else held_out_fraction}
     with _clean_errors(), within_budget(time_budget):
-        report = audit_run(representer, kept, held_out, out, neighbours=neighbours, scheme=pseudonymization,
-                           language=language, epochs=epochs, adversary=adversary,
-                           p1_representer=p1_representer, embeddings=embeddings, units=units, seed=seed,
-                           passes=passes, inversion_epochs=inversion_epochs, export_path=path == "export",
-                           held_out_draws=held_out_draws,
-                           learning_rate=learning_rate, data=source, workers=workers)
+        report = audit_run(representer, kept, held_out, out, settings, adversary=adversary,
+                           p1_representer=p1_representer, embeddings=embeddings, data=source, workers=workers)
     best = report["attacks"]["target/fresh"]
     typer.echo(f"audit of {representer} ({path} path): {report['verdict']} (fresh adversaries' best held-out accuracy "
                f"{best['accuracy']:.3f}, lookup rate {report['lookup']['target']['rate']:.3f}); report in {out}")

@@ -207,7 +207,7 @@ def export(
     review."""
     start_tensorflow()
 
-    from deidpool.client.export import check_draws, export_contribution, review_unlabeled_phi
+    from deidpool.client.export import ExportSettings, check_draws, export_contribution, review_unlabeled_phi
     from deidpool.client.identity import institution_id
     from deidpool.contribution.container import PSEUDONYMIZATION_SCHEMES
     from deidpool.contribution.records import DTYPES
@@ -253,10 +253,11 @@ def export(
         bundle, vectors = _open_bundle(bundle_path, provider_key, embeddings)
         net = _safety_net(safety_net, language, pipeline_path, pipeline_key, embeddings, bundle, vectors,
                           iter_corpus(notes, fmt, split=split))
-        header, summary = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out,
+        settings = ExportSettings(neighbours=neighbours, scheme=pseudonymization, language=language, draws=draws,
+                                  dtype=dtype)
+        header, summary = export_contribution(iter_corpus(notes, fmt, split=split), bundle, vectors, out, settings,
                                               institution=institution, signing_key=signing_key, server_key=server,
-                                              dtype=dtype, neighbours=neighbours, scheme=pseudonymization,
-                                              language=language, safety_net=net, review=review, draws=draws)
+                                              safety_net=net, review=review)
     among = "by surrogates" if pseudonymization == "surrogates" else f"among N = {neighbours} {pseudonymization}"
     copies = f", {draws} draws of each sentence" if draws > 1 else ""
     typer.echo(f"wrote {header.sentences} sentences ({header.tokens} tokens) of {institution} to {out} "

@@ -72,17 +72,18 @@ def train_tagger(
 
     from deidpool.pseudonymization.pseudonymize import Pseudonymizer
     from deidpool.representer.embeddings import load_embeddings
-    from deidpool.representer.tagger_runs import train_tagger_run
+    from deidpool.representer.tagger_runs import TaggerSettings, train_tagger_run
 
     train, valid = training_documents(data, fmt, split, valid_data, valid_split, valid_fraction, seed)
     with within_budget(time_budget):
         try:
+            settings = TaggerSettings(embeddings=embeddings, casing=casing, chars=chars, scheme=scheme, label=label,
+                                      keep_originals=with_originals, lstm_units=lstm_units, max_epochs=max_epochs,
+                                      patience=patience, seed=seed)
             vectors = load_embeddings(embeddings)
-            metrics = train_tagger_run(train, valid, out, embeddings=embeddings, casing=casing, chars=chars,
-                                       scheme=scheme, label=label,
+            metrics = train_tagger_run(train, valid, out, settings,
                                        pseudonymizer=neighbours and Pseudonymizer(vectors, neighbours),
-                                       keep_originals=with_originals, lstm_units=lstm_units, max_epochs=max_epochs,
-                                       patience=patience, seed=seed, loaded_embeddings=vectors)
+                                       loaded_embeddings=vectors)
         except ValueError as error:
             typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
             raise typer.Exit(2) from None

@@ -1,7 +1,8 @@
 import numpy as np
+import pytest
 from gensim.models import KeyedVectors
 
-from deidpool.adversary.runs import pseudonymized_copy, sentences
+from deidpool.adversary.runs import AuditSettings, pseudonymized_copy, sentences
 from deidpool.corpus import Document, Span
 from deidpool.corpus.casing import casing_ids
 from deidpool.representer.embeddings import Embeddings
@@ -38,3 +39,19 @@ def test_the_copy_is_one_seeded_draw():
     words = [[t.text for s in copy for t in s.tokens] for copy in (first, again, other)]
     assert words[0] == words[1]
     assert words[0] != words[2]
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("scheme", "clusters", "scheme must be one of neighbours, groups, surrogates, got 'clusters'"),
+    ("epochs", 0, "epochs must be at least 1, got 0"),
+    ("passes", 0, "passes must be at least 1, got 0"),
+    ("held_out_draws", 0, "held_out_draws must be at least 1, got 0"),
+    ("learning_rate", -0.1, "learning_rate must be at least 0, got -0.1"),
+])
+def test_wrong_audit_settings_are_refused_naming_the_field(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        AuditSettings(**{field: value})
+
+
+def test_audit_settings_leave_passes_and_inversion_epochs_to_the_audit():
+    assert (AuditSettings().passes, AuditSettings().inversion_epochs) == (None, None)

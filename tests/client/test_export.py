@@ -9,7 +9,7 @@ from operator import attrgetter
 import numpy as np
 import pytest
 
-from deidpool.client.export import export_contribution
+from deidpool.client.export import ExportSettings, export_contribution
 from deidpool.contribution.container import decrypt_payload, iter_sentences, read_summary, verify_contribution
 from deidpool.contribution.records import record_size
 from deidpool.contribution.validation import validate_contribution
@@ -24,8 +24,8 @@ from ..conftest import REPR_SIZE, TAGS
 from .conftest import every_phi_token_replaced
 
 
-def _export(documents, pipeline, embeddings, loaded_keys, out, **options):
-    return export_contribution(documents, pipeline, embeddings, out, institution="site-a",
+def _export(documents, pipeline, embeddings, loaded_keys, out, settings=ExportSettings(), **options):
+    return export_contribution(documents, pipeline, embeddings, out, settings, institution="site-a",
                                signing_key=loaded_keys.institution, server_key=loaded_keys.server_public,
                                progress=False, **options)
 
@@ -116,7 +116,7 @@ def test_an_export_without_noise_repeats_the_vectors_of_sentences_without_phi(tm
     are compared as sorted (key, vectors) pairs: two sentences of other words can share a key.)"""
     exported = []
     for name in ("a.dpc", "b.dpc"):
-        _export(documents, pipeline, embeddings, loaded_keys, tmp_path / name, noise=False)
+        _export(documents, pipeline, embeddings, loaded_keys, tmp_path / name, ExportSettings(noise=False))
         exported.append(sorted((_key(s), s.vectors.tobytes()) for s in _sentences(tmp_path / name, loaded_keys)
                                if not any(_key(s)[0])))
     first, second = exported
@@ -132,7 +132,8 @@ def test_draws_export_every_sentence_that_often_with_fresh_surrogates_and_noise(
     given = [_key_of([index[tag] for tag in sentence.tags], sentence.casing)
              for d in documents[:20] for sentence in prepare_document(d, "BIO", attrgetter("source_type"))]
     once, once_summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "once.dpc")
-    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "three.dpc", draws=3)
+    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "three.dpc",
+                              ExportSettings(draws=3))
     exported = _sentences(tmp_path / "three.dpc", loaded_keys)
     assert sorted(_key(sentence) for sentence in exported) == sorted(given * 3)
     keys = [_key(sentence) for sentence in exported]
@@ -149,8 +150,16 @@ def test_draws_export_every_sentence_that_often_with_fresh_surrogates_and_noise(
 def test_draws_below_one_or_several_under_neighbours_are_refused(tmp_path, documents, pipeline, embeddings,
                                                                  loaded_keys, draws, scheme, message):
     with pytest.raises(ValueError, match=message):
-        _export(documents[:3], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", draws=draws, scheme=scheme)
+        _export(documents[:3], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc",
+                ExportSettings(draws=draws, scheme=scheme))
     assert not (tmp_path / "a.dpc").exists()
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [("dtype", "int8", "dtype must be one of float16, float32"),
+                                                          ("chunk_sentences", 0, "chunk_sentences must be at least 1")])
+def test_wrong_export_settings_are_refused_naming_the_field(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        ExportSettings(**{field: value})
 
 
 def test_the_representer_is_loaded_once_per_bundle(exports, tmp_path, monkeypatch, documents, pipeline, embeddings,
@@ -228,8 +237,8 @@ def test_the_header_does_not_depend_on_the_original_phi_values_and_the_summary_h
 
 def test_header_records_n_and_the_summary_the_bound_of_the_exported_phi(tmp_path, documents, pipeline, embeddings,
                                                                         loaded_keys):
-    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=3,
-                              scheme="neighbours")
+    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc",
+                              ExportSettings(neighbours=3, scheme="neighbours"))
     assert header.neighbours == 3 and header.pseudonymization.startswith("embedding-neighbours")
     bound = summary["reidentification_bound"]
     given = [s for d in documents[:20] for s in prepare_document(d, "BIO", attrgetter("source_type"))]
@@ -245,13 +254,13 @@ def test_surrogates_are_the_default_and_groups_is_recorded_and_bounded_when_aske
     assert header.pseudonymization == "type-surrogates+number-shapes/1"
     bound = summary["reidentification_bound"]  # N is recorded but does not apply
     assert bound["scheme"] == "surrogates" and bound["overall"]["hidden"] > 0
-    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc", neighbours=3,
-                              scheme="groups")
+    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "b.dpc",
+                              ExportSettings(neighbours=3, scheme="groups"))
     assert header.pseudonymization == "embedding-groups+number-blocks/1"
     bound = summary["reidentification_bound"]
     assert (bound["scheme"], bound["neighbours"]) == ("groups", 3) and bound["overall"]["hidden"] > 0
-    with pytest.raises(ValueError, match="unknown pseudonymization scheme 'clusters'"):
-        _export(documents[:2], pipeline, embeddings, loaded_keys, tmp_path / "c.dpc", scheme="clusters")
+    with pytest.raises(ValueError, match="scheme must be one of neighbours, groups, surrogates, got 'clusters'"):
+        _export(documents[:2], pipeline, embeddings, loaded_keys, tmp_path / "c.dpc", ExportSettings(scheme="clusters"))
     assert not (tmp_path / "c.dpc").exists()
 
 
@@ -266,8 +275,8 @@ def test_the_surrogates_scheme_is_recorded_and_bounded_and_keeps_no_phi_token(
         return seen[-1][1]
 
     monkeypatch.setattr(Pseudonymizer, "labeled_sentences", recording)
-    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", neighbours=1,
-                              scheme="surrogates")
+    header, summary = _export(documents[:20], pipeline, embeddings, loaded_keys, tmp_path / "a.dpc",
+                              ExportSettings(neighbours=1, scheme="surrogates"))
     assert header.pseudonymization == "type-surrogates+number-shapes/1"
     bound = summary["reidentification_bound"]
     assert bound["scheme"] == "surrogates" and bound["overall"]["hidden"] > 0
@@ -280,8 +289,8 @@ def test_the_surrogates_scheme_is_recorded_and_bounded_and_keeps_no_phi_token(
 
 def test_bounded_memory_export_spills_and_keeps_every_sentence(tmp_path, documents, pipeline, embeddings,
                                                                loaded_keys, input_sentences):
-    header = _export(documents, pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", chunk_sentences=50,
-                     memory_bytes=20_000).header
+    header = _export(documents, pipeline, embeddings, loaded_keys, tmp_path / "a.dpc",
+                     ExportSettings(chunk_sentences=50, memory_bytes=20_000)).header
     assert header.sentences == len(input_sentences)
     assert sorted(_key(s) for s in _sentences(tmp_path / "a.dpc", loaded_keys)) == sorted(input_sentences)
     assert os.listdir(tmp_path) == ["a.dpc"]
@@ -300,8 +309,8 @@ def test_failure_midway_leaves_no_partial_file(tmp_path, documents, pipeline, em
         raise CorpusError("offsets outside the text", "notes/bad.xml", "span T3")
 
     with pytest.raises(CorpusError, match="notes/bad.xml: span T3"):
-        _export(failing(), pipeline, embeddings, loaded_keys, tmp_path / "a.dpc", chunk_sentences=20,
-                memory_bytes=5_000)
+        _export(failing(), pipeline, embeddings, loaded_keys, tmp_path / "a.dpc",
+                ExportSettings(chunk_sentences=20, memory_bytes=5_000))
     assert os.listdir(tmp_path) == []
 
 
@@ -320,7 +329,7 @@ def test_a_representer_that_reads_characters_exports_the_surrogates_spelling(tmp
     (key, vectors) pairs: two sentences of other words can share a key."""
     exported = {}
     for name in ("a.dpc", "b.dpc"):
-        _export(documents, chars_pipeline, embeddings, loaded_keys, tmp_path / name, noise=False)
+        _export(documents, chars_pipeline, embeddings, loaded_keys, tmp_path / name, ExportSettings(noise=False))
         exported[name] = sorted((_key(s), s.vectors.tobytes()) for s in _sentences(tmp_path / name, loaded_keys))
     assert sorted(key for key, _ in exported["a.dpc"]) == sorted(input_sentences)
     without_phi, with_phi = ([[pair for pair in exported[name] if any(pair[0][0]) == phi] for name in exported]

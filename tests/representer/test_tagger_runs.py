@@ -13,6 +13,7 @@ from deidpool.corpus.synth import generate_documents
 from deidpool.pseudonymization.pseudonymize import Pseudonymizer
 from deidpool.representer.embeddings import Embeddings
 from deidpool.representer.tagger_runs import (
+    TaggerSettings,
     labeled_sentences,
     load_tagger_run,
     predict_documents,
@@ -57,8 +58,9 @@ def test_pseudonymized_sentences_change_only_phi_tokens(tiny_vectors):
 
 
 def test_train_and_predict_write_and_read_a_run_directory(tmp_path, tiny_vectors):
-    metrics = train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run", embeddings="tiny", lstm_units=4,
-                               max_epochs=2, patience=1, progress=False, loaded_embeddings=tiny_vectors)
+    metrics = train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run",
+                               TaggerSettings(embeddings="tiny", lstm_units=4, max_epochs=2, patience=1),
+                               progress=False, loaded_embeddings=tiny_vectors)
     assert {"val_loss", "val_f1", "best_epoch"} <= metrics.keys()
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["tag_vocabulary"][0] == "O" and config["embeddings_id"] == tiny_vectors.source_id
@@ -71,17 +73,18 @@ def test_train_and_predict_write_and_read_a_run_directory(tmp_path, tiny_vectors
 
 @pytest.mark.parametrize("keep_originals, sentences", [(False, 12), (True, 24)])
 def test_pseudonymized_training_replaces_or_augments_the_originals(tmp_path, tiny_vectors, keep_originals, sentences):
-    train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run", embeddings="tiny", lstm_units=2, max_epochs=1,
-                     patience=1, progress=False, loaded_embeddings=tiny_vectors,
-                     pseudonymizer=Pseudonymizer(tiny_vectors, 5, "groups"), keep_originals=keep_originals)
+    settings = TaggerSettings(embeddings="tiny", keep_originals=keep_originals, lstm_units=2, max_epochs=1, patience=1)
+    train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run", settings, progress=False, loaded_embeddings=tiny_vectors,
+                     pseudonymizer=Pseudonymizer(tiny_vectors, 5, "groups"))
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["train_sentences"] == sentences and config["keep_originals"] is keep_originals
     assert (config["pseudonymization_neighbours"], config["pseudonymization_scheme"]) == (5, "groups")
 
 
 def test_a_run_directory_of_another_version_is_refused(tmp_path, tiny_vectors):
-    train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run", embeddings="tiny", lstm_units=2, max_epochs=1,
-                     patience=1, progress=False, loaded_embeddings=tiny_vectors)
+    train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run",
+                     TaggerSettings(embeddings="tiny", lstm_units=2, max_epochs=1, patience=1), progress=False,
+                     loaded_embeddings=tiny_vectors)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     (tmp_path / "run" / "config.json").write_text(json.dumps({**config, "format_version": 99}))
     with pytest.raises(ValueError, match="another deidpool version"):
@@ -96,11 +99,24 @@ def test_a_run_directory_of_another_version_is_refused(tmp_path, tiny_vectors):
 ])
 def test_bad_training_input_is_refused_before_training(tmp_path, tiny_vectors, train, valid, message):
     with pytest.raises(ValueError, match=message):
-        train_tagger_run(train, valid, tmp_path / "run", embeddings="tiny", loaded_embeddings=tiny_vectors)
+        train_tagger_run(train, valid, tmp_path / "run", TaggerSettings(embeddings="tiny"),
+                         loaded_embeddings=tiny_vectors)
     with pytest.raises(ValueError, match="needs a pseudonymizer"):
-        train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run", embeddings="tiny", loaded_embeddings=tiny_vectors,
-                         keep_originals=True)
+        train_tagger_run(DOCS[:12], DOCS[12:], tmp_path / "run", TaggerSettings(embeddings="tiny", keep_originals=True),
+                         loaded_embeddings=tiny_vectors)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("scheme", "BIOLU", "scheme must be one of BIO, BIOES, got 'BIOLU'"),
+    ("label", "kind", "label must be one of source, type, got 'kind'"),
+    ("monitor", "val_accuracy", "monitor must be one of val_f1, val_tag_f1, val_loss"),
+    ("lstm_units", 0, "lstm_units must be at least 1, got 0"),
+    ("patience", 0, "patience must be at least 1, got 0"),
+])
+def test_wrong_settings_are_refused_naming_the_field(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        TaggerSettings(**{field: value})
 
 
 @pytest.mark.parametrize("options", [[], ["--chars"]])
