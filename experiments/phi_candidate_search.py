@@ -139,9 +139,9 @@ def phi_candidate_search(representer, test: ExportedNotes, *, k: int, tokens: in
 
 
 def beyond_the_shape(original: dict, decoy: dict) -> bool:
-    """Whether the export names its original more often than the attack names a decoy of the same
-    label and shape: the original's rate with its interval's lower end above the decoy's rate."""
-    return original["ci"][0] > decoy["rate"]
+    """Whether the export names its original more often than chance and than the attack names a
+    decoy of the same label and shape: the original's interval's lower end above both rates."""
+    return original["ci"][0] > max(decoy["rate"], original["chance"])
 
 
 def table(result: dict) -> str:
@@ -191,7 +191,8 @@ def table(result: dict) -> str:
         beyond = [row["label"] for row in decoyed if beyond_the_shape(row["original"], row["decoy"])]
         lines += ["", f"Per label against its decoys (replaced tokens with a decoy, labels with at least "
                       f"{MIN_LABEL_TOKENS}): the original's rate beside the decoy's on the same tokens; the export "
-                      "says more than the shape where the original's interval lies above the decoy's rate: "
+                      "says more than the shape where the original's interval lies above the decoy's rate and "
+                      "chance: "
                   + (f"**{len(beyond)} of {len(decoyed)}** ({', '.join(beyond)})." if beyond else
                      f"**none of {len(decoyed)}**."), "",
                   "| label | tokens with a decoy | original named | 95% CI | decoy named | more than the shape |",

@@ -136,7 +136,7 @@ def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str,
              f"{limit} --results-name {results_name}{f' --before {before}' if before else ''}`.\n",
              "| training notes | tagger | " + " | ".join(titles) + " | epochs |",
              "|---|---|" + "---|" * (len(keys) + 1)]
-    for name in (name for name in TITLES if all(f"{name}@test" in per_seed[seed] for seed in done)):
+    for name in (name for name in (*TAGGERS, BEFORE) if all(f"{name}@test" in per_seed[seed] for seed in done)):
         for suffix in ("", federation.PATTERNS):
             rows = [per_seed[seed][f"{name}{suffix}@test"] for seed in done]
             epochs = spread([row["epochs"] for row in rows], 1)

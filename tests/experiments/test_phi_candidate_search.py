@@ -105,5 +105,6 @@ def test_under_surrogates_the_attack_does_not_beat_chance(embeddings, represente
 def test_the_export_says_more_than_the_shape_only_where_the_original_beats_its_decoys_interval():
     from phi_candidate_search import beyond_the_shape
 
-    assert beyond_the_shape({"ci": [0.30, 0.50]}, {"rate": 0.25})
-    assert not beyond_the_shape({"ci": [0.30, 0.50]}, {"rate": 0.35})
+    assert beyond_the_shape({"ci": [0.30, 0.50], "chance": 0.01}, {"rate": 0.25})
+    assert not beyond_the_shape({"ci": [0.30, 0.50], "chance": 0.01}, {"rate": 0.35})
+    assert not beyond_the_shape({"ci": [0.003, 0.02], "chance": 0.01}, {"rate": 0.0})  # above the decoy, not chance
