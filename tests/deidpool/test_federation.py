@@ -6,40 +6,33 @@ import sys
 
 import pytest
 
+from deidpool import federation as api
 from deidpool.demo import DemoSettings, demo_documents, tag_set
-from deidpool.federation import (
-    PooledSettings,
-    export_party,
-    party_keys,
-    pooling_server_key,
-    train_pooled_round,
-    train_provider,
-)
 from deidpool.representer.bundle import open_bundle
 from deidpool.representer.embeddings import load_embeddings
 from tests.adversary.conftest import fast_graph_compilation  # noqa: F401 (an autouse fixture)
 
 SETTINGS = DemoSettings.tiny()
 PARTIES = ("provider", "site_a")
-POOLED = PooledSettings(max_epochs=1, patience=1, lstm_units=4, monitor="val_loss")
+POOLED = api.PooledSettings(max_epochs=1, patience=1, lstm_units=4, monitor="val_loss")
 
 
 def federate(folder, documents, tags, vectors) -> dict:
     """One round into `folder`, as experiments/federation.py lays it out; what each step returned."""
-    provider = train_provider(documents["provider"][:6], documents["provider"][6:], folder, SETTINGS.representer,
+    provider = api.train_provider(documents["provider"][:6], documents["provider"][6:], folder, SETTINGS.representer,
                               run="representer", tags=tags, embeddings=SETTINGS.embeddings, loaded_embeddings=vectors,
                               data={"role": "provider"}, progress=False)
     bundle = provider.bundle()
-    server_key = pooling_server_key(folder / "keys")
+    server_key = api.pooling_server_key(folder / "keys")
     contributions, exported = [], {}
     for institution in PARTIES:
-        party = party_keys(folder / "keys" / institution, institution)
+        party = api.party_keys(folder / "keys" / institution, institution)
         path = folder / "contributions" / f"{institution}.dpc"
         if not path.exists():
-            exported[institution] = export_party(documents[institution], bundle, vectors, path, party,
+            exported[institution] = api.export_party(documents[institution], bundle, vectors, path, party,
                                                  server_key=server_key.public_key(), progress=False)
         contributions.append(party.contribution(path))
-    pooled = train_pooled_round(contributions, server_key, bundle, folder / "taggers" / "pooled",
+    pooled = api.train_pooled_round(contributions, server_key, bundle, folder / "taggers" / "pooled",
                                 folder / "pipelines" / "pooled.tar", tags=tags, signing_key=provider.keys.private(),
                                 settings=POOLED)
     return {"provider": provider, "bundle": bundle, "exported": exported, "pooled": pooled}
