@@ -231,15 +231,14 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
     """Run every stage into the empty (or new) folder `out`; returns the summary (also in
     out/summary.json) and writes out/report.html; with `progress`, the long stages show their
     progress (`deidpool.representer.progress`)."""
-    from deidpool.adversary.runs import AuditSettings, audit_run, train_adversarial_run
+    from deidpool.adversary.runs import AuditSettings, audit_run
     from deidpool.adversary.verdicts import CHANCE
     from deidpool.client.deidentify import find_phi
-    from deidpool.client.export import export_contribution
-    from deidpool.client.identity import create_institution_keys
     from deidpool.client.transport import upload_contribution
+    from deidpool.federation import export_party, party_keys, train_provider
     from deidpool.report import write_report
     from deidpool.representer import keys
-    from deidpool.representer.bundle import open_bundle, publish_run
+    from deidpool.representer.bundle import open_bundle
     from deidpool.representer.embeddings import load_embeddings
     from deidpool.representer.tagger_runs import split_documents
     from deidpool.server.auth import signed_audit
@@ -262,11 +261,11 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
 
     provider = out / "provider"
     with stages.stage("provider: three-phase training of the representer") as facts:
-        provider_keys = keys.create_provider_keys(provider / "keys")
         train_docs, valid_docs = split_documents(documents["provider"], settings.valid_fraction, settings.seed)
-        metrics = train_adversarial_run("three-phase", train_docs, valid_docs, provider / "run", settings.representer,
-                                        embeddings=settings.embeddings, tags=tags, loaded_embeddings=vectors,
-                                        data={"source": summary["data"], "role": "provider"}, progress=progress)
+        publisher = train_provider(train_docs, valid_docs, provider, settings.representer, tags=tags,
+                                   embeddings=settings.embeddings, loaded_embeddings=vectors,
+                                   data={"source": summary["data"], "role": "provider"}, progress=progress)
+        metrics = publisher.metrics
         facts.update({"validation F1": round(metrics["val_f1"], 4),
                       "adversary accuracy": round(metrics["val_adv_accuracy"], 3),
                       "epochs": {phase: phase_metrics["epochs"] for phase, phase_metrics in metrics["phases"].items()}})
@@ -284,21 +283,20 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
                                             in report["attacks"].items() if "control_succeeded" in result}})
 
     with stages.stage("provider: signed representer bundle") as facts:
-        signing_key = keys.load_private_key(provider_keys.private, keys.SIGNING)
-        bundle_file = provider / "bundle.tar"
-        manifest = publish_run(provider / "run", signing_key, bundle_file, audit=provider / "audit")
-        facts.update({"representer": manifest["representer_id"], "bytes": bundle_file.stat().st_size})
+        provider_pipeline = publisher.bundle(audit=provider / "audit")
+        facts.update({"representer": provider_pipeline.representer_id,
+                      "bytes": publisher.bundle_path.stat().st_size})
 
     with ExitStack() as stack:
         with stages.stage("server: init, start, representer and audit on record") as facts:
-            token = init_data_dir(out / "server", provider_keys.public)
+            token = init_data_dir(out / "server", publisher.keys.public_file)
             server = ServerProcess(out / "server", out / "server.log")
             stack.callback(server.stop)
             wait_until(server.healthy, 180, "the server to answer /api/health")
             api = stack.enter_context(ServerConnection(server.url, token))
-            api.call("POST", "/api/representers", file=bundle_file, content_type="application/x-tar")
-            api.call("POST", "/api/audits",
-                     json=signed_audit({**report, "representer_id": manifest["representer_id"]}, signing_key))
+            api.call("POST", "/api/representers", file=publisher.bundle_path, content_type="application/x-tar")
+            api.call("POST", "/api/audits", json=signed_audit(
+                {**report, "representer_id": provider_pipeline.representer_id}, publisher.keys.private()))
             server_keys = api.call("GET", "/api/keys")
             facts.update({"url": server.url, "audit on record": report["verdict"]})
 
@@ -308,17 +306,15 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
         for institution in ("provider", *SITES):
             with stages.stage(f"{institution}: keys, registration, export, upload") as facts:
                 home = out / "institutions" / institution
-                pair = create_institution_keys(home / "keys", institution)
-                api.call("POST", "/api/institutions", json={"id": institution, "public_key": pair.public.read_text()})
+                party = party_keys(home / "keys", institution)
+                api.call("POST", "/api/institutions",
+                         json={"id": institution, "public_key": party.keys.public_file.read_text()})
                 api.download("/api/representers/current/bundle", home / "representer.tar")
-                bundle = open_bundle(home / "representer.tar", keys.load_public_key(provider_keys.public, keys.SIGNING))
+                bundle = open_bundle(home / "representer.tar", publisher.keys.public())
                 notes = train_docs + valid_docs if institution == "provider" else documents[institution]
-                signing_key = keys.load_private_key(pair.private, keys.SIGNING)
-                header, sealed = export_contribution(notes, bundle, bundle.load_embeddings(),
-                                                     home / "contribution.dpc", institution=institution,
-                                                     server_key=server_key, signing_key=signing_key,
-                                                     progress=progress)
-                upload_contribution(home / "contribution.dpc", server.url, signing_key=signing_key)
+                header, sealed = export_party(notes, bundle, bundle.load_embeddings(), home / "contribution.dpc",
+                                              party, server_key=server_key, progress=progress)
+                upload_contribution(home / "contribution.dpc", server.url, signing_key=party.keys.private())
                 bound = sealed["reidentification_bound"]["overall"]["mean_success"]
                 contributions[institution] = {"sentences": header.sentences, "tokens": header.tokens,
                                               "bytes": (home / "contribution.dpc").stat().st_size,
@@ -350,7 +346,6 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
             test_notes = unlabeled(documents["test"])
             pooled = list(find_phi(test_notes, pooled_pipeline, pooled_pipeline.load_embeddings(),
                                    progress=progress))
-            provider_pipeline = open_bundle(bundle_file, keys.load_public_key(provider_keys.public, keys.SIGNING))
             provider_only = list(find_phi(test_notes, provider_pipeline, vectors, progress=progress))
             facts.update({"notes": len(test_notes), "PHI spans found": sum(len(note.spans) for note in pooled)})
         memory = {"demo": peak_memory_mb(os.getpid()), **server.peak_memory_mb()}

@@ -324,15 +324,19 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     """Train the provider's representer, export every party's notes through the real client path
     and train the server's pooled tagger on each pool of `POOLS` that `done` lacks; their rows on
     the test notes and on site_c. `embeddings`: (spec, vectors)."""
-    from deidpool.adversary.runs import AdversarialSettings, train_adversarial_run
-    from deidpool.client.export import ExportSettings, export_contribution
-    from deidpool.client.identity import create_institution_keys
+    from deidpool.adversary.runs import AdversarialSettings
+    from deidpool.client.export import ExportSettings
     from deidpool.client.patterns import patterns_for, with_patterns
     from deidpool.corpus.metrics import evaluate_corpus, score_row
     from deidpool.demo import tag_set
-    from deidpool.representer import keys
-    from deidpool.representer.bundle import open_bundle, publish_pipeline, publish_run
-    from deidpool.server.pooled import PooledContribution, open_pooled_data, train_pooled
+    from deidpool.federation import (
+        PooledSettings,
+        export_party,
+        party_keys,
+        pooling_server_key,
+        train_pooled_round,
+        train_provider,
+    )
 
     spec, vectors = embeddings
     tags = tag_set(corpus.fmt, documents)
@@ -343,51 +347,36 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
                                    pseudonymized_copy=args.representer_data == "provider+copy",
                                    representer_chars=args.representer_input == "embeddings+chars")
     progress(f"seed {seed}: the provider's representer (three-phase, d = {args.repr_size})")
-    metrics = train_adversarial_run("three-phase", *provider_split, folder / "representer", settings, tags=tags,
-                                    embeddings=spec, loaded_embeddings=vectors,
-                                    data={"path": str(corpus.notes), "split": "provider"}, language=corpus.language)
-    key_dir = folder / "keys"
-    if not key_dir.exists():
-        keys.create_provider_keys(key_dir)
-        keys.create_server_keys(key_dir)
-        for institution in PARTIES:
-            create_institution_keys(key_dir / institution, institution)
-    provider_key = keys.load_private_key(key_dir / "provider.key", keys.SIGNING)
-    if not (folder / "bundle.tar").exists():
-        publish_run(folder / "representer", provider_key, folder / "bundle.tar")
-    bundle = open_bundle(folder / "bundle.tar", keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
-    server_key = keys.load_private_key(key_dir / "server-encryption.key", keys.ENCRYPTION)
+    provider = train_provider(*provider_split, folder, settings, run="representer", tags=tags, embeddings=spec,
+                              loaded_embeddings=vectors, data={"path": str(corpus.notes), "split": "provider"},
+                              language=corpus.language)
+    bundle = provider.bundle()
+    server_key = pooling_server_key(folder / "keys")
     contributions = {}
     for institution in PARTIES:
+        party = party_keys(folder / "keys" / institution, institution)
         path = folder / "contributions" / f"{institution}.dpc"
         if not path.exists():
             progress(f"seed {seed}: {institution} exports its notes")
             notes = [*provider_split[0], *provider_split[1]] if institution == "provider" else documents[institution]
-            export_contribution(notes, bundle, vectors, path, ExportSettings(language=corpus.language),
-                                institution=institution, server_key=server_key.public_key(),
-                                signing_key=keys.load_private_key(key_dir / institution / "institution.key",
-                                                                  keys.SIGNING))
-        contributions[institution] = PooledContribution(
-            sha256=institution, path=path, institution=institution,
-            public_key=keys.load_public_key(key_dir / institution / "institution.pub", keys.SIGNING))
-    rows = {"representer": {"val_f1": metrics["val_f1"], "p3_adversary_accuracy": metrics["val_adv_accuracy"]}}
+            export_party(notes, bundle, vectors, path, party, ExportSettings(language=corpus.language),
+                         server_key=server_key.public_key())
+        contributions[institution] = party.contribution(path)
+    pooled_settings = PooledSettings(max_epochs=args.tagger_epochs, patience=args.patience,
+                                     lstm_units=args.pooled_units, monitor=args.monitor, seed=seed)
+    rows = {"representer": {"val_f1": provider.metrics["val_f1"],
+                            "p3_adversary_accuracy": provider.metrics["val_adv_accuracy"]}}
     for name in reversed(POOLS):  # the full pool first
         members = POOLS[name]
         if f"{name}@test" in done or name in args.skip:
             continue
         progress(f"seed {seed}: the server trains {name} ({' + '.join(members)})")
-        run_dir = folder / "taggers" / name
-        data = open_pooled_data([contributions[member] for member in members], server_key,
-                                representer_id=bundle.representer_id, num_tags=len(tags), valid_fraction=0.1, seed=seed)
-        training = train_pooled(data, run_dir, tags=tags, representer_id=bundle.representer_id,
-                                contributions=list(members), max_epochs=args.tagger_epochs, patience=args.patience,
-                                seed=seed, lstm_units=args.pooled_units, monitor=args.monitor)
-        pipeline_path = folder / "pipelines" / f"{name}.tar"
-        if not pipeline_path.exists():
-            publish_pipeline(bundle, run_dir / "models" / "tagger.keras", provider_key, pipeline_path, training)
-        trained = {"epochs": training["epochs"], "best_epoch": training["best_epoch"], "sentences": len(data.train),
-                   "epoch_seconds": statistics.median(
-            epoch["seconds"] for epoch in json.loads((run_dir / "history.json").read_text()))}
+        pooled = train_pooled_round([contributions[member] for member in members], server_key, bundle,
+                                    folder / "taggers" / name, folder / "pipelines" / f"{name}.tar", tags=tags,
+                                    signing_key=provider.keys.private(), settings=pooled_settings)
+        trained = {"epochs": pooled.training["epochs"], "best_epoch": pooled.training["best_epoch"],
+                   "sentences": pooled.sentences, "epoch_seconds": statistics.median(
+            epoch["seconds"] for epoch in json.loads((pooled.run_dir / "history.json").read_text()))}
         found = predictions(folder, name, {"test": documents["test"], "site_c": documents["site_c"]}, vectors)
         for suffix, row in test_rows(corpus, documents["test"], found["test"], trained).items():
             rows[f"{name}{suffix}@test"] = row
