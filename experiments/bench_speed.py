@@ -48,7 +48,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adversarial import DATA, TRAIN_SPLITS, sentences  # noqa: E402
 from bench_client import prepare  # noqa: E402
 from deidpool.adversary.procedures import AdversarialData, AlternatingTraining, DeidTraining, build_models  # noqa: E402

@@ -23,8 +23,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adversarial import (  # noqa: E402
+from adversarial import (
     DATA,
     ROOT,
     load_data,
@@ -33,15 +32,15 @@ from adversarial import (  # noqa: E402
     sentences,
     test_predictions,
 )
-from deidpool.client.patterns import with_patterns  # noqa: E402
-from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, format_score, score_row  # noqa: E402
-from deidpool.corpus.tagging import tag_vocabulary  # noqa: E402
-from deidpool.pseudonymization.schemes import EMBEDDING_SCHEMES, SCHEMES  # noqa: E402
-from deidpool.representer.embeddings import load_glove_default  # noqa: E402
-from deidpool.representer.ensemble import TaggerEnsemble  # noqa: E402
-from deidpool.representer.representation import load_representer  # noqa: E402
-from deidpool.representer.threads import configure_threads  # noqa: E402
-from results_files import write_results  # noqa: E402
+from deidpool.client.patterns import with_patterns
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, evaluate_corpus, format_score, score_row
+from deidpool.corpus.tagging import tag_vocabulary
+from deidpool.pseudonymization.schemes import EMBEDDING_SCHEMES, SCHEMES
+from deidpool.representer.embeddings import load_glove_default
+from deidpool.representer.ensemble import TaggerEnsemble
+from deidpool.representer.representation import load_representer
+from deidpool.representer.threads import configure_threads
+from results_files import write_results
 
 RAW = "raw"
 

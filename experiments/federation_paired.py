@@ -21,14 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 from datetime import date
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, document_counts  # noqa: E402
-from federation import CORPORA, PATTERNS, REPO, f1, paired_rows, paired_table, predictions  # noqa: E402
-from results_files import results_file  # noqa: E402
+from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, document_counts
+from federation import CORPORA, PATTERNS, REPO, f1, paired_rows, paired_table, predictions
+from results_files import results_file
 
 COMPARISONS = (("pooled", "provider-only", "pooled - provider-only", "target >= +3 in every seed"),
                ("raw", "pooled", "non-private - pooled", "target <= +1.5"),

@@ -21,18 +21,16 @@ question, the recovery of o among all possible originals.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adversarial import DATA, load_data, sentences  # noqa: E402
-from deidpool.adversary.audit import raw_embeddings  # noqa: E402
-from deidpool.adversary.lookup import lookup_attack  # noqa: E402
-from deidpool.adversary.pairs import PairSource  # noqa: E402
-from deidpool.adversary.verdicts import chance_verdict  # noqa: E402
-from deidpool.pseudonymization.pseudonymize import Pseudonymizer  # noqa: E402
-from deidpool.pseudonymization.schemes import EMBEDDING_SCHEMES  # noqa: E402
-from deidpool.representer.embeddings import load_glove_default  # noqa: E402
-from results_files import spread, write_results  # noqa: E402
+from adversarial import DATA, load_data, sentences
+from deidpool.adversary.audit import raw_embeddings
+from deidpool.adversary.lookup import lookup_attack
+from deidpool.adversary.pairs import PairSource
+from deidpool.adversary.verdicts import chance_verdict
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
+from deidpool.pseudonymization.schemes import EMBEDDING_SCHEMES
+from deidpool.representer.embeddings import load_glove_default
+from results_files import spread, write_results
 
 NEIGHBOURS = (10, 100, 500)
 SEEDS = (0, 1, 2)

@@ -18,17 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adversarial import DATA, ROOT, load_data, sentences  # noqa: E402
-from deidpool.adversary.audit import attacker_reference  # noqa: E402
-from deidpool.adversary.lookup import lookup_attack  # noqa: E402
-from deidpool.adversary.pairs import PairSource  # noqa: E402
-from deidpool.pseudonymization.pseudonymize import Pseudonymizer  # noqa: E402
-from deidpool.pseudonymization.schemes import EMBEDDING_SCHEMES  # noqa: E402
-from deidpool.representer.embeddings import load_glove_default  # noqa: E402
-from deidpool.representer.representation import load_representer  # noqa: E402
-from deidpool.representer.threads import configure_threads  # noqa: E402
-from results_files import write_results  # noqa: E402
+from adversarial import DATA, ROOT, load_data, sentences
+from deidpool.adversary.audit import attacker_reference
+from deidpool.adversary.lookup import lookup_attack
+from deidpool.adversary.pairs import PairSource
+from deidpool.pseudonymization.pseudonymize import Pseudonymizer
+from deidpool.pseudonymization.schemes import EMBEDDING_SCHEMES
+from deidpool.representer.embeddings import load_glove_default
+from deidpool.representer.representation import load_representer
+from deidpool.representer.threads import configure_threads
+from results_files import write_results
 
 RUNS = [ROOT / "runs" / "adversarial_reference" / "three-phase_N100_raw_export",
         ROOT / "runs" / "adversarial_export" / "three-phase_N100"]
