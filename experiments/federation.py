@@ -227,10 +227,11 @@ def run_seed(seed: int, args) -> dict:
                               monitor=args.monitor))
     if not all(f"{name}@test" in rows for name in POOLS if name not in args.skip):
         keep(pooled_rows(corpus, folder, seed, documents, provider_split, embeddings, rows, args))
-    if STACK not in args.skip and "pooled@test" in rows:
-        for party in STACK_PARTIES:
-            if f"stack-{party}@test" not in rows:
-                keep(stack_rows(corpus, folder, seed, party, documents, provider_split, vectors, args))
+    missing_stacks = [party for party in STACK_PARTIES if f"stack-{party}@test" not in rows]
+    if STACK not in args.skip and "pooled@test" in rows and missing_stacks:
+        pooled = pooled_test_predictions(folder, documents["test"], vectors)
+        for party in missing_stacks:
+            keep(stack_rows(corpus, folder, seed, party, documents, provider_split, vectors, pooled, args))
     for name in others:
         if f"{name}@test" not in rows and name not in args.skip:
             keep(text_tagger_rows(corpus, folder, seed, name, documents, provider_split, embeddings, args,
@@ -387,14 +388,22 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
     return rows
 
 
+def pooled_test_predictions(folder: Path, test: list, vectors) -> list:
+    """The full pool's published pipeline on the unlabeled `test` notes: every stack's pooled half."""
+    from deidpool.demo import unlabeled
+
+    return predictions(folder, "pooled", {"test": list(unlabeled(test))}, vectors)["test"]
+
+
 def stack_rows(corpus: Corpus, folder: Path, seed: int, party: str, documents: dict, provider_split: tuple,
-               vectors, args, lstm_units: int = TEXT_TAGGER_UNITS) -> dict[str, dict]:
+               vectors, pooled: list, args, lstm_units: int = TEXT_TAGGER_UNITS) -> dict[str, dict]:
     """Build `party`'s stack on the full pool's pipeline as `client personalize` does (its own
     character tagger on its training notes, early stopping and the operating point on its
     validation notes: the provider's the representer's split, a site's split anew) and score on the
     test notes: the local tagger alone (Viterbi) and with the pattern layer and the party's PHI memory
-    (what the party has without joining), the pooled pipeline with them, the stack's two taggers at
-    the chosen operating point without and with them, and the whole stack at `STACK_MIN_RECALL`.
+    (what the party has without joining), the pooled pipeline's predictions `pooled` with them, the
+    stack's two taggers at the chosen operating point without and with them, and the whole stack at
+    `STACK_MIN_RECALL`.
     A stack built by an earlier version is rescored with its weight chosen again by today's
     combination rule (`deidpool.client.combination`)."""
     import shutil
@@ -424,7 +433,6 @@ def stack_rows(corpus: Corpus, folder: Path, seed: int, party: str, documents: d
     _, sentences, data = next(prepared_chunks(test, vectors, len(test), pipeline.reads_chars))
     combined = stack.combined(stack.marginals(sentences, data), stack.weight)
     local = tagger_predictions(out / TAGGER_RUN, {"test": test}, vectors)["test"]
-    pooled = predictions(folder, "pooled", {"test": test}, vectors)["test"]
     found = {f"local-{party}": local,
              f"local-{party}{PATTERNS}": [with_patterns(d, stack.patterns) for d in local],
              f"pooled-memory-{party}{PATTERNS}": [with_patterns(d, stack.patterns) for d in pooled],

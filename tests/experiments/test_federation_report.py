@@ -243,13 +243,15 @@ def test_a_shorter_run_skips_the_stages_named_and_passes_the_monitor_to_every_ta
     monkeypatch.setattr(federation, "text_tagger_rows", text_tagger)
     monkeypatch.setattr(federation, "pooled_rows", pools)
     monkeypatch.setattr(federation, "stack_rows", stack)
+    monkeypatch.setattr(federation, "pooled_test_predictions",
+                        lambda *args: trained.setdefault("pooled predicted", []).append(1) or [])
     args = argparse.Namespace(corpus="meddocan", p1=1, p1_patience=1, p3=1, p3_patience=1, tagger_epochs=2,
                               patience=1, audit_epochs=1, selection="loss", test=["t", "meddocan", None],
                               monitor="val_loss", skip=["pseudo", "raw-site_a", "raw-site_b", "raw-site_c", "audit"],
                               results_name="x", **federation.REPRESENTATION, pooled_units=128)
     rows = federation.run_seed(0, args)
     assert trained == {"raw": "val_loss", "pools": "val_loss", "raw-provider": "val_loss",
-                       "stacks": ["site_a", "site_b", "site_c", "provider"]}
+                       "stacks": ["site_a", "site_b", "site_c", "provider"], "pooled predicted": [1]}
     assert federation.run_seed(0, args) == rows and len(trained["stacks"]) == 4  # nothing twice
     args.skip.append(federation.STACK)
     (tmp_path / "repo" / "runs" / "x" / "seed-0" / "rows.json").unlink()
@@ -350,7 +352,8 @@ def test_a_party_s_stack_is_scored_beside_its_own_tagger_alone_and_the_pooled_pi
     corpus = dataclasses.replace(federation.CORPORA["physionet"], language="en", entity_key="type")
     notes = {"site_a": documents[:8], "test": documents[8:]}
     args = SimpleNamespace(tagger_epochs=1, patience=1)
-    found = federation.stack_rows(corpus, folder, 0, "site_a", notes, (), vectors, args, lstm_units=4)
+    pooled = federation.pooled_test_predictions(folder, notes["test"], vectors)
+    found = federation.stack_rows(corpus, folder, 0, "site_a", notes, (), vectors, pooled, args, lstm_units=4)
     layered = f"{federation.PATTERNS}@test"
     assert set(found) == {"local-site_a@test", f"local-site_a{layered}", f"pooled-memory-site_a{layered}",
                           "stack-site_a@test", f"stack-site_a{layered}", f"stack-recall-site_a{layered}"}
@@ -362,7 +365,7 @@ def test_a_party_s_stack_is_scored_beside_its_own_tagger_alone_and_the_pooled_pi
     assert (folder / "stacks" / "site_a" / "stack.json").exists()
     assert oct((folder / "stacks" / "site_a").stat().st_mode & 0o777) == "0o700"
     built = (folder / "stacks" / "site_a" / "stack.json").stat().st_mtime_ns
-    again = federation.stack_rows(corpus, folder, 0, "site_a", notes, (), vectors, args, lstm_units=4)
+    again = federation.stack_rows(corpus, folder, 0, "site_a", notes, (), vectors, pooled, args, lstm_units=4)
     assert (folder / "stacks" / "site_a" / "stack.json").stat().st_mtime_ns == built
     assert again["stack-site_a@test"][federation.NOTE_COUNTS] == found["stack-site_a@test"][federation.NOTE_COUNTS]
 
