@@ -14,8 +14,9 @@ The report pools every fold's test notes (each note tested once by a tagger that
 patient) and gives the spread of the folds' F1, alone and with the pattern layer, the layer's
 gain on each fold and each default pattern's precision on the test folds.
 
-    python experiments/tagger_baselines.py [--max-epochs 15] [--patience 3] [--seeds 0 1] [--results-name NAME]
-        [--only TEXT] [--report-only | --rescore-patterns] [--cv K [--limit NOTES_PER_PATIENT]]
+    python experiments/tagger_baselines.py [--max-epochs 15] [--patience 3] [--monitor val_f1] [--seeds 0 1]
+        [--results-name NAME] [--only TEXT] [--report-only [--against NAME] | --rescore-patterns]
+        [--cv K [--limit NOTES_PER_PATIENT]]
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from deidpool.representer.tagger_runs import (  # noqa: E402
     split_documents,
     train_tagger_run,
 )
+from deidpool.representer.training import MONITORS  # noqa: E402
 from pattern_layer import pattern_scores as each_pattern  # noqa: E402
 from results_files import (  # noqa: E402
     SCORE_COLUMNS,
@@ -166,8 +168,9 @@ def add_pattern_scores(result: dict, test, runs: Path) -> dict:
     return {**result, **pattern_scores(result, test, predict_documents(tagger, setup, vectors, test))}
 
 
-def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
-    """Train `config` on `data` (train, valid, test) and score it on test; the result keeps the
+def run(config: dict, data, max_epochs: int, patience: int, runs: Path, monitor: str = TaggerSettings.monitor) -> dict:
+    """Train `config` on `data` (train, valid, test), stopping early on `monitor`, and score it on
+    test; the result keeps the
     predicted spans of its test notes (`stored_predictions`) for paired comparisons and the
     cross-validated report."""
     train, valid, test = data
@@ -179,7 +182,7 @@ def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
     started = time.perf_counter()
     settings = TaggerSettings(embeddings=spec, casing=config["casing"], chars=config.get("chars", False),
                               keep_originals=config.get("keep_originals", False), max_epochs=max_epochs,
-                              patience=patience, seed=config["seed"])
+                              patience=patience, monitor=monitor, seed=config["seed"])
     metrics = train_tagger_run(train, valid, run_dir, settings,
                                pseudonymizer=config.get("neighbours") and Pseudonymizer(vectors, config["neighbours"],
                                                                                         config["scheme"]),
@@ -191,7 +194,7 @@ def run(config: dict, data, max_epochs: int, patience: int, runs: Path) -> dict:
     predict_seconds = time.perf_counter() - started
     scores = evaluate_corpus(test, predicted)
     history = json.loads((run_dir / "history.json").read_text())
-    return {**config, "commit": git_commit(), "max_epochs": max_epochs, "patience": patience,
+    return {**config, "commit": git_commit(), "max_epochs": max_epochs, "patience": patience, "monitor": monitor,
             "epochs": metrics["epochs"], "best_epoch": metrics["best_epoch"],
             "train_seconds": round(train_seconds, 1),
             "epoch_seconds": round(statistics.median(h["seconds"] for h in history), 1),
@@ -215,7 +218,9 @@ def fold_predictions(result: dict, gold: dict[str, Document]) -> list[Document]:
 def provenance(results: list[dict]) -> str:
     """"Commits <hashes>; <epoch budgets>" of the results."""
     commits = sorted({r.get("commit", "unknown") for r in results})
-    budgets = sorted({f"{r['max_epochs']} epochs max, patience {r['patience']}" for r in results if "patience" in r})
+    budgets = sorted({f"{r['max_epochs']} epochs max, patience {r['patience']}"
+                      + (f", stopping on {r['monitor']}" if "monitor" in r else "")
+                      for r in results if "patience" in r})
     return f"Commits {', '.join(commits)}; {'; '.join(budgets) or 'budget not recorded'}"
 
 
@@ -244,6 +249,42 @@ def table(results: list[dict]) -> str:
             lines.append(f"| {corpus} | {name} + patterns | {len(rows)} | "
                          + " | ".join(over_seeds(merged, c) for c in SCORE_COLUMNS) + training + " | - |")
     return "\n".join(lines)
+
+
+AGAINST_MEASURES = ("entity_strict", "token_hipaa")
+
+
+def against_lines(results: list[dict], other: list[dict], other_name: str,
+                  gold: dict[str, dict[str, Document]]) -> list[str]:
+    """Each configuration of `results` against the same configuration and seeds of `other` (another
+    results name, e.g. the same taggers stopping on another monitor), alone and with the pattern
+    layer: the difference of the seeds' mean F1 with its paired bootstrap interval over the test
+    notes (`gold`: {corpus: {note id: gold note}}) and each seed's difference."""
+    theirs = {(r["corpus"], r["name"], r["seed"]): r for r in other}
+    groups: dict[tuple, list[tuple[dict, dict]]] = {}
+    for ours in results:
+        if (ours["corpus"], ours["name"], ours["seed"]) in theirs:
+            groups.setdefault((ours["corpus"], ours["name"]), []).append(
+                (ours, theirs[ours["corpus"], ours["name"], ours["seed"]]))
+    if not groups:
+        return []
+    lines = ["", f"## Against {other_name} (the same configurations, seeds and test notes)", "",
+             "| corpus | configuration | tagger | measure | seeds | difference | 95% paired bootstrap CI over notes "
+             "| by seed |", "|---|---|---|---|---:|---:|---:|---|"]
+    for (corpus, name), pairs in groups.items():
+        notes = gold[corpus]
+        patterns = patterns_for(LANGUAGES[corpus])
+        for title, layer in (("alone", lambda d: d), ("+ pattern layer", lambda d: with_patterns(d, patterns))):
+            sides = [[[layer(d) for d in fold_predictions(row, notes)] for row in pair] for pair in pairs]
+            for measure in AGAINST_MEASURES:
+                counts = [tuple(document_counts([notes[d.id] for d in side], side, measure) for side in pair)
+                          for pair in sides]
+                by_seed = [micro_f1(ours) - micro_f1(theirs) for ours, theirs in counts]
+                interval = format_score(list(f1_difference_interval(counts)))
+                lines.append(f"| {corpus} | {name} | {title} | {COLUMN_TITLES[f'{measure}_f1']} | {len(pairs)} | "
+                             f"{statistics.mean(by_seed):+.4f} | {interval} | "
+                             + " ".join(f"{pair[0]['seed']}: {gain:+.4f}" for pair, gain in zip(pairs, by_seed)) + " |")
+    return lines
 
 
 def cv_summary(rows: list[dict], gold: dict[str, Document]) -> dict:
@@ -416,9 +457,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-epochs", type=int, default=15)
     parser.add_argument("--patience", type=int, default=3)
+    parser.add_argument("--monitor", choices=MONITORS, default=TaggerSettings.monitor,
+                        help="what early stopping and the kept epoch go by (recorded in each row)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--only", help="run only the configurations whose key contains this text")
     parser.add_argument("--report-only", action="store_true", help="rewrite the table and plot from the JSON results")
+    parser.add_argument("--against", metavar="NAME",
+                        help="with --report-only: each configuration against the same one and seeds of results NAME")
     parser.add_argument("--rescore-patterns", action="store_true",
                         help="score every saved tagger merged with its corpus's current pattern layer again (after "
                              "the patterns changed), rewrite the table and plot, train nothing")
@@ -433,6 +478,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.limit and not args.cv:
         parser.error("--limit needs --cv")
+    if args.against and not args.report_only:
+        parser.error("--against needs --report-only")
     if args.cv and args.rescore_patterns:
         parser.error("the cross-validated report scores the pattern layer afresh each time: use --report-only")
     if not DATA.exists():
@@ -448,7 +495,12 @@ def main() -> None:
     data = {}
     done = {r["key"] for r in results}
     if args.report_only:
-        table_file.write_text(table(results) + "\n")
+        text = table(results)
+        if args.against:
+            other = json.loads(results_file(args.against, ".json").read_text())
+            gold = {corpus: {d.id: d for d in load_data(corpus)[2]} for corpus in {r["corpus"] for r in results}}
+            text += "\n" + "\n".join(against_lines(results, other, args.against, gold))
+        table_file.write_text(text + "\n")
         plot(results, plot_file)
         return
     for index, result in enumerate(results):
@@ -469,7 +521,7 @@ def main() -> None:
             continue
         data.setdefault(config["corpus"], load_data(config["corpus"]))
         print(f"== {config['key']}", flush=True)
-        results.append(run(config, data[config["corpus"]], args.max_epochs, args.patience, RUNS / name))
+        results.append(run(config, data[config["corpus"]], args.max_epochs, args.patience, RUNS / name, args.monitor))
         stored.write_text(json_text(results))
         table_file.write_text(table(results) + "\n")
         plot(results, plot_file)
@@ -498,7 +550,8 @@ def cross_validate(args: argparse.Namespace, name: str, results: list[dict]) -> 
             continue
         print(f"== {config['key']}", flush=True)
         config = {**config, **({"limit": args.limit} if args.limit else {})}
-        result = run(config, cv_data(documents, config["fold"], args.cv), args.max_epochs, args.patience, RUNS / name)
+        result = run(config, cv_data(documents, config["fold"], args.cv), args.max_epochs, args.patience, RUNS / name,
+                     args.monitor)
         # Re-read before writing: another process may have added its own folds (--only fold2 beside --only fold3).
         results[:] = [r for r in json.loads(stored.read_text()) if r["key"] != result["key"]] if stored.exists() else []
         results.append(result)
