@@ -29,10 +29,11 @@ GROUPS = {
     "speed": ("speed", "client_speed", "corpus_speed", "demo", "distributed_training", "pooled_memory"),
     "server": ("load_uploads",),
 }
-# Results names a newer result replaced (results/archive/README.md says which): kept in archive/.
+# Results names a newer result replaced (results/archive/README.md says which): kept in archive/;
+# <group>_answers_until_2026-11-29 is a group README's long answer table, replaced by its short one.
 ARCHIVED = frozenset({"adversarial_smoke", "adversarial_all_splits", "adversarial_export",
                       "adversarial_N100_audit_passes15", "baselines_official", "federation",
-                      "federation_meddocan_smoke"})
+                      "federation_meddocan_smoke"}) | {f"{group}_answers_until_2026-11-29" for group in GROUPS}
 # The score columns of the experiments' tables (keys of corpus.metrics.score_row): the official
 # i2b2 2014 token HIPAA P/R/F1 and the F1's bootstrap interval, the project tokenizer's F1, entity strict P/R/F1.
 SCORE_COLUMNS = ("token_official_hipaa_precision", "token_official_hipaa_recall", "token_official_hipaa_f1",

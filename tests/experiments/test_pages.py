@@ -1,9 +1,13 @@
 """The results pages are what their records render (experiments/pages.py): a generated page edited
 by hand, a record changed without its page, or a folder index out of step fails here, naming the
-page; `python experiments/pages.py` writes them again."""
+page; `python experiments/pages.py` writes them again. Each group README's hand-written answer table
+stays short (issue #64: at most `MAX_ROWS` rows, question and answer at most `MAX_WORDS` words), and
+every relative .md link of the group READMEs and the archived answer tables resolves."""
 
 import json
+import re
 import shutil
+from pathlib import Path
 
 import pages
 import results_files
@@ -36,3 +40,69 @@ def test_a_hand_edited_page_is_named_and_an_archived_name_leaves_its_group(tmp_p
     monkeypatch.setattr(pages, "ARCHIVED", frozenset({"reidentification_bound"}))
     assert set(pages.archive_moves()) == {page, page.with_suffix(".json")}
     assert json.loads(page.with_suffix(".json").read_text())
+
+
+MAX_ROWS = 10
+MAX_WORDS = 40  # the question and answer cells of a row together; the page cell is not counted
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+HEADER = "| question | current answer | page |"
+
+
+def answer_table_problems(readme: str) -> list[str]:
+    """One line per way the answer table (`HEADER`, then its rows) of a README's hand-written part
+    is missing or too long."""
+    lines = readme.split(pages.INDEX_START)[0].splitlines()
+    if HEADER not in lines:
+        return [f"no answer table ({HEADER})"]
+    rows = []
+    for line in lines[lines.index(HEADER) + 2:]:  # past the header's rule
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    problems = [f"{len(rows)} rows (at most {MAX_ROWS})"] * (len(rows) > MAX_ROWS) or ["no rows"] * (not rows)
+    for row in rows:
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", row.strip().strip("|"))]
+        words = len(" ".join(cells[:2]).split())
+        if words > MAX_WORDS:
+            problems.append(f"{words} words (at most {MAX_WORDS}): {cells[0]}")
+    return problems
+
+
+def broken_md_links(page: Path) -> list[str]:
+    """The relative links to .md files in `page` that name no file."""
+    return [target for target in LINK.findall(page.read_text(encoding="utf-8"))
+            if not re.match(r"[a-z]+:", target) and target.partition("#")[0].endswith(".md")
+            and not (page.parent / target.partition("#")[0]).exists()]
+
+
+def test_every_group_readme_opens_with_a_short_answer_table():
+    problems = [f"{group}/README.md: {problem}" for group in GROUPS
+                for problem in answer_table_problems((RESULTS / group / "README.md").read_text(encoding="utf-8"))]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_group_readmes_and_archived_answer_tables_link_existing_pages():
+    archived = sorted((RESULTS / "archive").glob("*_answers_until_*.md"))
+    assert len(archived) == len(GROUPS)
+    broken = {str(page.relative_to(RESULTS)): links for page in (*(RESULTS / group / "README.md" for group in GROUPS),
+                                                                  *archived) if (links := broken_md_links(page))}
+    assert not broken, f"broken links: {broken}"
+
+
+def test_a_long_answer_table_and_a_broken_link_are_named(tmp_path):
+    row = "| a question? | an answer of five words | [x.md](x.md) |"
+    table = ["# Group", "", "| question | current answer | page |", "|---|---|---|"]
+    short = "\n".join([*table, row, "", pages.INDEX_START, "", "| not | counted | here |", ""])
+    assert answer_table_problems(short) == []
+    long_row = f"| why? | {'word ' * MAX_WORDS}| [x.md](x.md) |"
+    long = "\n".join([*table, *[row] * MAX_ROWS, long_row, "", pages.INDEX_START, ""])
+    assert answer_table_problems(long) == [f"{MAX_ROWS + 1} rows (at most {MAX_ROWS})",
+                                           f"{MAX_WORDS + 1} words (at most {MAX_WORDS}): why?"]
+    assert answer_table_problems("# Group\n\nprose only\n") == [f"no answer table ({HEADER})"]
+    assert answer_table_problems("\n".join([*table, "", "prose"])) == ["no rows"]
+    page = tmp_path / "README.md"
+    (tmp_path / "x.md").write_text("# x\n")
+    page.write_text("[x](x.md) [y](y.md#part) [web](https://example.org/z.md) [png](p.png)\n")
+    assert broken_md_links(page) == ["y.md#part"]
