@@ -71,6 +71,7 @@ RENDERERS = (
     Renderer("simulated_misses", r"simulated_misses.*", table_page),
     Renderer("spanish_patterns", r"spanish_patterns.*", table_page),
     Renderer("reidentification_bound", r"reidentification_bound.*", table_page),
+    Renderer("surrogate_coverage", r"surrogate_coverage_.+", table_page),
     Renderer("bench_distributed", r"distributed_training", report_page),
     Renderer("bench_pooled_memory", r"pooled_memory", report_page),
     Renderer("load_uploads", r"load_uploads", lambda module, data, stem: module.report(data)),  # written as is
@@ -96,7 +97,7 @@ NOT_GENERATED = {
         "pages written by older versions of their table functions or by hand (e.g. baselines.md lacks the "
         "official-metric columns the table now prints), or JSON that lacks the table's arguments "
         "(export_schemes' and whitebox_lookup's parsed options, noise_lookup's run): rerun, or store them",
-    "type_breakdown.py, novelty_breakdown.py, phi_memory.py, representation_diagnosis.py, surrogate_coverage.py, "
+    "type_breakdown.py, novelty_breakdown.py, phi_memory.py, representation_diagnosis.py, "
     "input_noise_confusion.py, federation_paired.py, memory_cv.py, recall_bias.py, tagger_ensemble.py, "
     "tagger_layers.py": "their report text stamps today's date and commit (or reads runs/ and the data) instead of "
                         "taking them from the stored JSON: next to refactor as federation's report_text",
