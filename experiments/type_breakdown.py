@@ -18,10 +18,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-from datetime import date
 
 import federation
-from results_files import git_commit, record, results_file, write_results
+from results_files import record, write_results
 
 REPO = federation.REPO
 COUNTS = ("tp", "fp", "fn")
@@ -133,14 +132,6 @@ def test_notes(corpus: federation.Corpus) -> list:
 
     path, fmt, split = corpus.test
     return read_corpus(REPO.parent / path, fmt, split=split)
-
-
-def write_report(name: str, text: str, numbers: dict, seeds: list[int]) -> None:
-    """Print the table `text` and write it and its `numbers` to the results files `name`."""
-    print(text)
-    results_file(name, ".md").write_text(text)
-    results_file(name, ".json").write_text(json.dumps(
-        {"date": str(date.today()), "commit": git_commit(), "seeds": seeds, **numbers}, indent=1) + "\n")
 
 
 def main() -> None:
