@@ -60,6 +60,11 @@ def report_page(module, data, stem: str) -> str:
     return module.report(data) + "\n"
 
 
+def written_page(module, data, stem: str) -> str:
+    """A page the experiment wrote as its page(JSON) returns it."""
+    return module.page(data)
+
+
 RENDERERS = (
     Renderer("federation", r"federation_(meddocan|physionet)_.+", federation_page,
              lambda data: isinstance(data, dict) and {"machine", "corpus", "seeds"} <= set(data)),
@@ -78,6 +83,7 @@ RENDERERS = (
     Renderer("novelty_breakdown", r"novelty_breakdown_.+", report_page),
     Renderer("phi_memory", r"phi_memory_.+", report_page),
     Renderer("federation_paired", r"federation_.+_paired", report_page),
+    Renderer("representation_diagnosis", r"federation_.+_diagnosis.*", written_page),
     Renderer("type_breakdown", r"type_breakdown_.+", report_page),
     Renderer("input_noise_confusion", r"federation_input_noise", report_page),
     Renderer("load_uploads", r"load_uploads", lambda module, data, stem: module.report(data)),  # written as is
@@ -103,7 +109,7 @@ NOT_GENERATED = {
         "pages written by older versions of their table functions or by hand (e.g. baselines.md lacks the "
         "official-metric columns the table now prints), or JSON that lacks the table's arguments "
         "(export_schemes' and whitebox_lookup's parsed options, noise_lookup's run): rerun, or store them",
-    "representation_diagnosis.py, recall_bias.py, tagger_ensemble.py, tagger_layers.py":
+    "recall_bias.py, tagger_ensemble.py, tagger_layers.py":
         "their report text stamps today's date and commit (or reads runs/ and the data) instead of taking "
         "them from the stored JSON: next to refactor as federation's report_text",
     "bench_speed.py, bench_client.py, bench_corpus_speed.py, bench_demo.py, span_boundaries.py, "
