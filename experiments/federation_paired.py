@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-from datetime import date
 
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, document_counts
 from federation import CORPORA, PATTERNS, REPO, f1, paired_rows, paired_table, predictions
-from results_files import results_file
+from results_files import record, seeds_as_numbers, write_results
 
 COMPARISONS = (("pooled", "provider-only", "pooled - provider-only", "target >= +3 in every seed"),
                ("raw", "pooled", "non-private - pooled", "target <= +1.5"),
@@ -40,6 +38,20 @@ def comparisons(baseline: str | None) -> list[tuple[str, str, str, str]]:
     against = [(name, f"{name} ({baseline})", f"{name} - {name} ({baseline})", "-")
                for name in REPRESENTATION_TAGGERS] if baseline else []
     return [*COMPARISONS, *against]
+
+
+def report(data: dict) -> str:
+    """The page of results JSON `data` (its paired rows, the number of test notes and the run's
+    record: date, commit, command, seeds, results name and baseline)."""
+    run = data["record"]
+    recorded_in = " and ".join(f"{name}.json" for name in (run["results_name"], run["baseline"]) if name)
+    lines = [f"# Federation experiment: paired differences on PhysioNet `test` ({run['results_name']})\n",
+             f"{run['date']}, commit {run['commit']}; {data['notes']} test notes. Command: `{run['command']}`. Each "
+             "cell: the F1 difference in points [paired 95% percentile bootstrap interval over the notes, 1000 "
+             "resamples]; the mean over seeds resamples the notes once for all seeds (the notes' sampling error, not "
+             f"the spread between seeds). Every rescored F1 equals the one in {recorded_in}.\n",
+             *paired_table(seeds_as_numbers(data["rows"]), run["seeds"], COLUMN_TITLES[PRIMARY])]
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -78,23 +90,9 @@ def main() -> None:
                         raise SystemExit(f"seed {seed}, {key}{suffix}: rescored F1 "
                                          f"{f1(counts[seed, key, suffix]):.6f} differs from the recorded {stored:.6f}")
                 print(f"seed {seed}: {key} rescored", flush=True)
-    rows = paired_rows(counts, args.seeds, compared)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                            text=True).stdout.strip()
-    command = (f"python experiments/federation_paired.py --seeds {' '.join(map(str, args.seeds))} --results-name "
-               f"{args.results_name}" + (f" --baseline {args.baseline}" if args.baseline else ""))
-    recorded_in = " and ".join(f"{name}.json" for name in (args.results_name, args.baseline) if name)
-    lines = [f"# Federation experiment: paired differences on PhysioNet `test` ({args.results_name})\n",
-             f"{date.today()}, commit {commit}; {len(test)} test notes. Command: `{command}`. Each cell: the F1 "
-             "difference in points [paired 95% percentile bootstrap interval over the notes, 1000 resamples]; the "
-             "mean over seeds resamples the notes once for all seeds (the notes' sampling error, not the spread "
-             f"between seeds). Every rescored F1 equals the one in {recorded_in}.\n",
-             *paired_table(rows, args.seeds, COLUMN_TITLES[PRIMARY])]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    results_file(args.results_name, "_paired.md").write_text(text)
-    results_file(args.results_name, "_paired.json").write_text(
-        json.dumps({"date": str(date.today()), "commit": commit, "notes": len(test), "rows": rows}, indent=2) + "\n")
+    data = {"notes": len(test), "rows": paired_rows(counts, args.seeds, compared),
+            "record": record(seeds=args.seeds, results_name=args.results_name, baseline=args.baseline)}
+    write_results(f"{args.results_name}_paired", report(data), data)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,11 @@ results/federation/federation_input_noise.md and .json.
 from __future__ import annotations
 
 import argparse
-import json
-from datetime import date
 
 import numpy as np
 
 import federation
-from results_files import git_commit, results_file
+from results_files import record, write_results
 
 CHUNK = 256  # noisy vectors compared with the word matrix at a time
 
@@ -93,6 +91,19 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def report(data: dict) -> str:
+    """The page of results JSON `data`: its rows and the run's record (date, commit, command)."""
+    run = data["record"]
+    lines = ["# How much of a word's identity the representer's input noise leaves", "",
+             f"{run['date']}, commit {run['commit']}; command `{run['command']}`. "
+             "The provider's notes of each federation; tokens drawn as often as they occur, N(0, s) added to each "
+             "dimension of their embedding as the representer's input noise does; the last column: the share "
+             "whose noisy vector still lies nearest their own word among the notes' distinct words "
+             "(out-of-vocabulary zero vectors left out). The representer starts at s = 0.1 whatever the embedding.",
+             "", *table(data["rows"])]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--noise", type=float, nargs="+", default=[0.1, 0.035, 0.01])
@@ -111,19 +122,8 @@ def main() -> None:
         words, counts = corpus_words(provider, vectors)
         rows += corpus_rows(name, spec.split(":")[0], words, counts, args.noise, args.draws, args.seed)
         federation.progress(f"{name}: {len(words):,} distinct words scored")
-    lines = ["# How much of a word's identity the representer's input noise leaves", "",
-             f"{date.today()}, commit {git_commit()}; command `python experiments/input_noise_confusion.py --noise "
-             f"{' '.join(f'{level:g}' for level in args.noise)} --draws {args.draws} --federation {args.federation}`. "
-             "The provider's notes of each federation; tokens drawn as often as they occur, N(0, s) added to each "
-             "dimension of their embedding as the representer's input noise does; the last column: the share "
-             "whose noisy vector still lies nearest their own word among the notes' distinct words "
-             "(out-of-vocabulary zero vectors left out). The representer starts at s = 0.1 whatever the embedding.",
-             "", *table(rows)]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    results_file("federation_input_noise", ".md").write_text(text)
-    results_file("federation_input_noise", ".json").write_text(json.dumps(
-        {"date": str(date.today()), "commit": git_commit(), "rows": rows}, indent=1) + "\n")
+    data = {"rows": rows, "record": record(seed=args.seed)}
+    write_results("federation_input_noise", report(data), data)
 
 
 if __name__ == "__main__":

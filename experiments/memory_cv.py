@@ -16,9 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import warnings
-from datetime import date
 
-from results_files import git_commit, results_file, write_results
+from results_files import record, results_file, write_results
 
 MEASURE = "token_official_hipaa"
 BASELINE = results_file("baselines_cv5", ".json")
@@ -47,30 +46,39 @@ def fold_notes(rows: list[dict], bars: list[float]) -> tuple[list, dict[str, lis
     return tested, systems
 
 
-def report(tested: list, systems: dict[str, list], source: str) -> tuple[str, dict]:
-    """The table (precision, recall, F1 of each system; each memory's F1 difference to the layer
-    alone with its paired interval) and its numbers."""
+def scores(tested: list, systems: dict[str, list]) -> dict:
+    """The numbers of the table: precision, recall, F1 of each system, and each memory's F1
+    difference to the layer alone with its paired interval ([difference, low, high])."""
     from deidpool.corpus.metrics import document_counts, evaluate_corpus, f1_difference_interval
 
-    scores = {name: evaluate_corpus(tested, found)[MEASURE] for name, found in systems.items()}
+    measured = {name: evaluate_corpus(tested, found)[MEASURE] for name, found in systems.items()}
     counts = {name: document_counts(tested, found) for name, found in systems.items()}
-    lines = ["# The PHI memory on unseen patients (PhysioNet, 5 folds by patient)\n",
-             f"{date.today()}, commit {git_commit()}; command `python experiments/memory_cv.py`; fold predictions "
-             f"of `{source}` (the tagger alone, GloVe + casing); each fold's memory from the gold labels of the "
-             f"other folds; {len(tested)} notes. Token HIPAA, official i2b2 2014 tokenization; differences in "
-             "points with their paired 95% bootstrap interval over the notes.\n",
-             "| system | precision | recall | F1 | F1 - patterns |", "|---|---:|---:|---:|---:|"]
     numbers = {"notes": len(tested), "scores": {}, "differences": {}}
-    for name, score in scores.items():
-        cell = "-"
+    for name, score in measured.items():
         if name != "patterns":
             low, high = f1_difference_interval([(counts[name], counts["patterns"])])
-            difference = score["f1"] - scores["patterns"]["f1"]
-            numbers["differences"][name] = [difference, low, high]
-            cell = f"{100 * difference:+.2f} [{100 * low:+.2f}, {100 * high:+.2f}]"
+            numbers["differences"][name] = [score["f1"] - measured["patterns"]["f1"], low, high]
         numbers["scores"][name] = {key: score[key] for key in ("precision", "recall", "f1")}
+    return numbers
+
+
+def report(data: dict) -> str:
+    """The page of results JSON `data`: its `scores` and the run's record (date, commit, command,
+    the file of the fold predictions)."""
+    run = data["record"]
+    lines = ["# The PHI memory on unseen patients (PhysioNet, 5 folds by patient)\n",
+             f"{run['date']}, commit {run['commit']}; command `{run['command']}`; fold predictions "
+             f"of `{run['predictions']}` (the tagger alone, GloVe + casing); each fold's memory from the gold labels "
+             f"of the other folds; {data['notes']} notes. Token HIPAA, official i2b2 2014 tokenization; differences "
+             "in points with their paired 95% bootstrap interval over the notes.\n",
+             "| system | precision | recall | F1 | F1 - patterns |", "|---|---:|---:|---:|---:|"]
+    for name, score in data["scores"].items():
+        cell = "-"
+        if name in data["differences"]:
+            difference, low, high = data["differences"][name]
+            cell = f"{100 * difference:+.2f} [{100 * low:+.2f}, {100 * high:+.2f}]"
         lines.append(f"| {name} | {score['precision']:.4f} | {score['recall']:.4f} | {score['f1']:.4f} | {cell} |")
-    return "\n".join(lines) + "\n", numbers
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -81,9 +89,8 @@ def main() -> None:
     warnings.simplefilter("ignore")  # the corpus reader's notes on merged phrases
     rows = json.loads(BASELINE.read_text())
     tested, systems = fold_notes(rows, args.bars)
-    text, numbers = report(tested, systems, BASELINE.name)
-    write_results("memory_cv5", text, {"date": str(date.today()), "commit": git_commit(), "bars": args.bars,
-                                       **numbers})
+    data = {"bars": args.bars, **scores(tested, systems), "record": record(predictions=BASELINE.name)}
+    write_results("memory_cv5", report(data), data)
 
 
 if __name__ == "__main__":

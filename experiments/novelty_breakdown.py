@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from datetime import date
 
 import federation
-from results_files import git_commit
-from type_breakdown import found_documents, tagger_arguments, test_notes, write_report
+from results_files import record, write_results
+from type_breakdown import found_documents, tagger_arguments, test_notes
 
 CLASSES = ("PHI in the provider's notes", "PHI in a site's notes only", "in no training span")
 
@@ -55,11 +54,11 @@ def recall_counts(gold: list, found: list, entity_key: str, provider: set[str],
     return {name: dict(row) for name, row in counts.items()}
 
 
-def report_text(counts: dict[str, list[dict]], seeds: list[int], corpus_name: str,
-                results_name: str) -> tuple[str, dict]:
-    """The Markdown table (a row per class and one for all spans; each tagger's recall, the
-    others' difference to the reference in points) and its numbers."""
-    reference, *others = counts
+def recall_table(counts: dict[str, list[dict]]) -> dict:
+    """The numbers of the table of `counts` ({tagger: [per seed `recall_counts`]}, the reference
+    first): {"gold": {class, and "all": the reference's gold spans over the seeds}, "recall":
+    {class, and "all": {tagger: recall with the counts summed over the seeds}}}."""
+    reference = next(iter(counts))
 
     def summed(spec: str, name: str | None) -> tuple[int, int]:
         rows = [row for seed in counts[spec] for key, row in seed.items() if name in (None, key)]
@@ -67,22 +66,29 @@ def report_text(counts: dict[str, list[dict]], seeds: list[int], corpus_name: st
 
     recall = {name or "all": {spec: (found / gold if gold else 0.0) for spec in counts
                               for gold, found in [summed(spec, name)]} for name in (*CLASSES, None)}
-    gold = {name or "all": summed(reference, name)[0] for name in (*CLASSES, None)}
-    corpus = federation.CORPORA[corpus_name]
-    lines = [f"# Recall of the test notes' PHI by where the training notes had it ({corpus.title})\n",
-             f"{date.today()}, commit {git_commit()}; seeds {seeds}; test notes `{corpus.test[0]}`. Command: "
-             f"`python experiments/novelty_breakdown.py --corpus {corpus_name} --seeds {' '.join(map(str, seeds))} "
-             f"--taggers {' '.join(counts)} --results-name {results_name}`. A gold span's text (case-folded) was PHI "
+    return {"gold": {name or "all": summed(reference, name)[0] for name in (*CLASSES, None)}, "recall": recall}
+
+
+def report(data: dict) -> str:
+    """The page of results JSON `data` (`recall_table`'s numbers, the seeds and the run's record:
+    date, commit, command, corpus, test notes): a row per class and one for all spans, each
+    tagger's recall and the others' difference to the reference in points."""
+    run, recall = data["record"], data["recall"]
+    reference, *others = recall["all"]
+    lines = [f"# Recall of the test notes' PHI by where the training notes had it "
+             f"({federation.CORPORA[run['corpus']].title})\n",
+             f"{run['date']}, commit {run['commit']}; seeds {data['seeds']}; test notes `{run['test_notes']}`. "
+             f"Command: `{run['command']}`. A gold span's text (case-folded) was PHI "
              "in the provider's training notes, only in a site's, or in none; each cell: the share of those spans "
              f"found exactly (offsets and label), counts summed over the seeds, and in parentheses the difference to "
              f"`{reference}` in points.\n",
-             "| gold span's text | gold spans | " + " | ".join(f"`{spec}`" for spec in counts) + " |",
-             "|---|---:|" + "---:|" * len(counts)]
+             "| gold span's text | gold spans | " + " | ".join(f"`{spec}`" for spec in recall["all"]) + " |",
+             "|---|---:|" + "---:|" * len(recall["all"])]
     for name, row in recall.items():
         cells = [f"{row[reference]:.3f}", *(f"{row[spec]:.3f} ({100 * (row[spec] - row[reference]):+.1f})"
                                             for spec in others)]
-        lines.append(f"| {'**all**' if name == 'all' else name} | {gold[name]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n", {"gold": gold, "recall": recall}
+        lines.append(f"| {'**all**' if name == 'all' else name} | {data['gold'][name]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -95,7 +101,9 @@ def main() -> None:
     sites = set().union(*(seen_texts(read_corpus(corpus.notes, corpus.fmt, split=site)) for site in federation.SITES))
     counts = {spec: [recall_counts(test, found_documents(corpus, spec, seed, test), corpus.entity_key, provider, sites)
                      for seed in args.seeds] for spec in args.taggers}
-    write_report(args.results_name, *report_text(counts, args.seeds, args.corpus, args.results_name), args.seeds)
+    data = {"seeds": args.seeds, **recall_table(counts),
+            "record": record(corpus=args.corpus, test_notes=corpus.test[0])}
+    write_results(args.results_name, report(data), data)
 
 
 if __name__ == "__main__":

@@ -19,11 +19,10 @@ experiments/results/federation/<name>.md and .json.
 from __future__ import annotations
 
 import argparse
-from datetime import date
 
 import federation
-from results_files import git_commit
-from type_breakdown import REPO, found_documents, test_notes, write_report
+from results_files import record, seeds_as_numbers, write_results
+from type_breakdown import REPO, found_documents, test_notes
 
 LAYERS = ("", "+patterns", "+patterns+memory")
 LAYER_TITLES = {"": "alone", "+patterns": "+ patterns", "+patterns+memory": "+ patterns + memory of all parties"}
@@ -81,28 +80,36 @@ def seed_counts(corpus: federation.Corpus, run: str, pooled: str, seed: int, tes
                       for name, notes in scored.items()} for measure in federation.MEASURES.values()}
 
 
-def report_text(per_seed: dict[int, dict], seeds: list[int], args, sites: list[str],
-                memory_sizes: dict[str, int]) -> tuple[str, dict]:
-    """The Markdown tables (one per measure) and their rows."""
-    corpus = federation.CORPORA[args.corpus]
-    lines = [f"# What an institution's PHI memory adds ({corpus.title})\n",
-             f"{date.today()}, commit {git_commit()}; seeds {seeds}; test notes `{corpus.test[0]}`. Command: "
-             f"`python experiments/phi_memory.py --corpus {args.corpus} --federation {args.federation} --pooled "
-             f"{args.pooled} --seeds {' '.join(map(str, seeds))} --results-name {args.results_name}`. The pooled "
-             f"pipeline is `{args.federation}:{args.pooled}`. PHI strings in the memories (`client remember` at its "
-             "default precision): " + ", ".join(f"{'all parties' if name == 'all' else name} {size}"
-                                                for name, size in memory_sizes.items())
-             + ". Cells: F1 difference in points [paired 95% bootstrap interval over the notes].\n"]
+def paired(per_seed: dict[int, dict], seeds: list[int], sites: list[str]) -> dict[str, list[dict]]:
+    """{measure: the paired rows of `comparisons(sites)`, each with the "layer" it compares}."""
     rows = {}
-    for key, measure in federation.MEASURES.items():
+    for measure in federation.MEASURES.values():
         counts = {(seed, name, ""): notes for seed in seeds for name, notes in per_seed[seed][measure].items()}
         compared = comparisons(sites)
         rows[measure] = federation.paired_rows(counts, seeds, [row[:4] for row in compared])
         for row, (*_, layers) in zip(rows[measure], compared, strict=True):
             row["layer"] = layers
+    return rows
+
+
+def report(data: dict) -> str:
+    """The page of results JSON `data` (its `paired` rows, the seeds and the run's record: date,
+    commit, command, corpus, test notes, federation, pooled pipeline, the memories' sizes): a
+    table per measure."""
+    run, seeds = data["record"], data["seeds"]
+    corpus = federation.CORPORA[run["corpus"]]
+    lines = [f"# What an institution's PHI memory adds ({corpus.title})\n",
+             f"{run['date']}, commit {run['commit']}; seeds {seeds}; test notes `{run['test_notes']}`. Command: "
+             f"`{run['command']}`. The pooled pipeline is `{run['federation']}:{run['pooled']}`. PHI strings in the "
+             "memories (`client remember` at its default precision): "
+             + ", ".join(f"{'all parties' if name == 'all' else name} {size}"
+                         for name, size in run["memory_sizes"].items())
+             + ". Cells: F1 difference in points [paired 95% bootstrap interval over the notes].\n"]
+    for key, measure in federation.MEASURES.items():
         title = federation.titled(corpus, federation.COLUMN_TITLES[key])
-        lines += ["", f"## {title}", "", *federation.paired_table(rows[measure], seeds, title)]
-    return "\n".join(lines) + "\n", rows
+        lines += ["", f"## {title}", "", *federation.paired_table(seeds_as_numbers(data["paired"][measure]), seeds,
+                                                                  title)]
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -127,8 +134,10 @@ def main() -> None:
                     for seed in args.seeds)]
     per_seed = {seed: seed_counts(corpus, args.federation, args.pooled, seed, test, memories, sites)
                 for seed in args.seeds}
-    text, rows = report_text(per_seed, args.seeds, args, sites, {name: len(m) for name, m in memories.items()})
-    write_report(args.results_name, text, {"paired": rows}, args.seeds)
+    run = record(corpus=args.corpus, test_notes=corpus.test[0], federation=args.federation, pooled=args.pooled,
+                 memory_sizes={name: len(memory) for name, memory in memories.items()})
+    data = {"seeds": args.seeds, "paired": paired(per_seed, args.seeds, sites), "record": run}
+    write_results(args.results_name, report(data), data)
 
 
 if __name__ == "__main__":

@@ -73,13 +73,12 @@ import json
 import shlex
 import shutil
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 
 import federation
 from deidpool.client.export import DEFAULT_NEIGHBOURS
 from deidpool.corpus.metrics import COLUMN_TITLES
-from results_files import git_commit, results_file
+from results_files import record, results_file, seeds_as_numbers
 
 REPO = federation.REPO
 
@@ -303,7 +302,6 @@ def like_for_like(names: list[str]) -> list[tuple[str, str]]:
 def report(per_seed: dict[int, dict], args, write: bool = True) -> str:
     """Each of `args.variants` that every seed has against the raw-text tagger (or `args.baseline`)
     and against the default, on both measures; written to the results files when `write`."""
-    corpus = federation.CORPORA[args.corpus]
     seeds = sorted(per_seed)
     names = [DEFAULT, *(name for name in VARIANTS
                         if name in args.variants and all(f"{name}@test" in per_seed[s] for s in seeds))]
@@ -315,35 +313,45 @@ def report(per_seed: dict[int, dict], args, write: bool = True) -> str:
     compared = [(name, args.baseline, f"{name} - {baseline}", ("> 0" if site_view else "> -1.0") if name == DEFAULT
                  else "-") for name in names if name != args.baseline]
     compared += [(name, DEFAULT, f"{name} - default", "-") for name in names[1:] if not VARIANTS[name].text]
-    compared += [(name, text, f"{name} - {text}", "-") for name, text in like_for_like(names)
-                 if text != args.baseline]
-    lines = [f"# Where the representation loses ({corpus.title}, federation `{args.federation}`)\n",
-             f"{date.today()}, commit {git_commit()}; seeds {seeds}. Command: `python experiments/"
-             f"representation_diagnosis.py --corpus {args.corpus} --federation {args.federation} --seeds "
-             f"{' '.join(map(str, seeds))} --report-only"
-             + (f" --variants {' '.join(shlex.quote(name) for name in names[1:])}"
-                if set(names[1:]) != set(VARIANTS) else "")
-             + (f" --baseline {shlex.quote(args.baseline)}" if args.baseline != "raw" else "")
-             + (f" --results-name {args.results_name}" if args.results_name else "") + "`. Each row: the "
-             "server's tagger trained on every party's exports under one change, scored on the test notes, minus the "
-             f"{baseline} tagger on the same notes (or minus the default, or minus the raw-text tagger trained as "
-             "the row's own: the same units and epochs); cells: the F1 difference in points [paired 95% bootstrap "
-             "interval over the notes].\n"]
-    paired = {}
-    for key, measure in federation.MEASURES.items():
-        counts = federation.note_counts(per_seed, seeds, measure)
-        paired[measure] = federation.paired_rows(counts, seeds, compared)
-        title = federation.titled(corpus, COLUMN_TITLES[key])
-        lines += ["", f"## {title}", "", *federation.paired_table(paired[measure], seeds, title)]
-    text = "\n".join(lines) + "\n"
+    like = [(name, text, f"{name} - {text}", "-") for name, text in like_for_like(names) if text != args.baseline]
+    compared += like
+    command = (f"python experiments/representation_diagnosis.py --corpus {args.corpus} --federation "
+               f"{args.federation} --seeds {' '.join(map(str, seeds))} --report-only"
+               + (f" --variants {' '.join(shlex.quote(name) for name in names[1:])}"
+                  if set(names[1:]) != set(VARIANTS) else "")
+               + (f" --baseline {shlex.quote(args.baseline)}" if args.baseline != "raw" else "")
+               + (f" --results-name {args.results_name}" if args.results_name else ""))
+    paired = {measure: federation.paired_rows(federation.note_counts(per_seed, seeds, measure), seeds, compared)
+              for measure in federation.MEASURES.values()}
+    data = {"paired": paired, "record": record(command=command, corpus=args.corpus, federation=args.federation,
+                                               seeds=seeds, baseline=baseline, like_for_like=bool(like))}
+    text = page(data)
     if not write:
         return text
     name = args.results_name or f"{args.federation}_diagnosis"
     results_file(name, ".md").parent.mkdir(parents=True, exist_ok=True)
     results_file(name, ".md").write_text(text)
-    results_file(name, ".json").write_text(json.dumps(
-        {"date": str(date.today()), "commit": git_commit(), "paired": paired}, indent=1) + "\n")
+    results_file(name, ".json").write_text(json.dumps(data, indent=1) + "\n")
     return text
+
+
+def page(data: dict) -> str:
+    """The page of results JSON `data`: its paired rows and the run's record (date, commit, command,
+    corpus, federation, seeds, the baseline's title and whether rows compare like for like)."""
+    run, seeds = data["record"], data["record"]["seeds"]
+    corpus = federation.CORPORA[run["corpus"]]
+    lines = [f"# Where the representation loses ({corpus.title}, federation `{run['federation']}`)\n",
+             f"{run['date']}, commit {run['commit']}; seeds {seeds}. Command: `{run['command']}`. Each row: the "
+             "server's tagger trained on every party's exports under one change, scored on the test notes, minus the "
+             f"{run['baseline']} tagger on the same notes (or minus the default"
+             + (", or minus the raw-text tagger trained as the row's own: the same units and epochs"
+                if run["like_for_like"] else "")
+             + "); cells: the F1 difference in points [paired 95% bootstrap interval over the notes].\n"]
+    for key, measure in federation.MEASURES.items():
+        title = federation.titled(corpus, COLUMN_TITLES[key])
+        lines += ["", f"## {title}", "", *federation.paired_table(seeds_as_numbers(data["paired"][measure]), seeds,
+                                                                  title)]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:

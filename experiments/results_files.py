@@ -80,6 +80,12 @@ def spread(values: list[float], digits: int = 3) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
+def seeds_as_numbers(rows: list[dict]) -> list[dict]:
+    """Paired rows (federation.paired_rows) as a results JSON keeps them, their "seeds" keyed by
+    strings, keyed by the seed numbers again (as federation.paired_table reads them)."""
+    return [{**row, "seeds": {int(seed): cell for seed, cell in row["seeds"].items()}} for row in rows]
+
+
 def configuration_folder(name: str) -> str:
     """The folder name of a configuration's run under runs/<results name>/: "three-phase N=100,
     seed 1" -> "three-phase_N100_seed_1"."""

@@ -17,12 +17,10 @@ Nothing is trained (about a minute). The table goes to results/federation/<name>
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter, defaultdict
-from datetime import date
 
 import federation
-from results_files import git_commit, results_file
+from results_files import record, write_results
 
 TOP = 5  # the most frequent test words listed per type
 
@@ -68,22 +66,25 @@ def coverage_rows(train: dict[str, Counter], test: dict[str, Counter], language:
     return rows
 
 
-def table(rows: list[dict], corpus: str, command: str) -> str:
-    lines = [f"# Surrogates against the test notes' PHI ({corpus})", "",
-             f"{date.today()}, commit {git_commit()}. Command: `{command}`. Words: gold PHI tokens of two letters or "
-             "more, case-folded, less the words a surrogate span keeps (function and structure words). Shares count "
+def table(data: dict) -> str:
+    """The page of results JSON `data` (its corpus, rows and the run's record)."""
+    run = data["record"]
+    lines = [f"# Surrogates against the test notes' PHI ({federation.CORPORA[data['corpus']].title})", "",
+             f"{run['date']}, commit {run['commit']}. Command: `{run['command']}`. Words: gold PHI tokens of two "
+             "letters or more, case-folded, less the words a surrogate span keeps (function and structure words). "
+             "Shares count "
              "occurrences in the test notes. Top words: share of the type's test words / probability that a one-word "
              "surrogate of the type is that word (- where the kind has no one-word draw).", "",
              "| type | surrogate kind | test words | in training spans (raw text) | in surrogate pool | "
              "top test words |",
              "|---|---|---:|---:|---:|---|"]
-    for row in rows:
+    for row in data["rows"]:
         top = ", ".join(f"{t['word']} {t['test_share']:.3f} / "
                         + ("-" if t["draw_probability"] is None else f"{t['draw_probability']:.4f}")
                         for t in row["top"])
         lines.append(f"| {row['type']} | {row['kind']} | {row['test_words']} | {row['in_training_spans']:.3f} | "
                      f"{row['in_surrogate_pool']:.3f} | {top} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -100,12 +101,8 @@ def main() -> None:
     path, fmt, split = corpus.test
     test = read_corpus(federation.REPO.parent / path, fmt, split=split)
     rows = coverage_rows(span_words(train, corpus.language), span_words(test, corpus.language), corpus.language)
-    name = args.results_name or f"surrogate_coverage_{args.corpus}"
-    text = table(rows, corpus.title, f"python experiments/surrogate_coverage.py --corpus {args.corpus}")
-    results_file(name, ".md").write_text(text)
-    results_file(name, ".json").write_text(json.dumps({"date": str(date.today()), "commit": git_commit(),
-                                                         "corpus": args.corpus, "rows": rows}, indent=1) + "\n")
-    print(text)
+    data = {"corpus": args.corpus, "rows": rows, "record": record()}
+    write_results(args.results_name or f"surrogate_coverage_{args.corpus}", table(data), data)
 
 
 if __name__ == "__main__":

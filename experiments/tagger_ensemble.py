@@ -19,7 +19,7 @@ from deidpool.corpus.metrics import evaluate_corpus, format_score, score_row
 from deidpool.representer.ensemble import TaggerEnsemble
 from deidpool.representer.tagger_runs import load_tagger_run, predict_documents
 from pattern_layer import scores as category_scores
-from results_files import SCORE_COLUMNS, git_commit, over_seeds, results_file, score_header, write_results
+from results_files import SCORE_COLUMNS, over_seeds, record, results_file, score_header, write_results
 from tagger_baselines import DATA, RUNS, SCORED, load_data, run_folder, stored_predictions
 
 
@@ -55,13 +55,16 @@ def main() -> None:
                                             "ensemble + patterns": category_scores(test, merged)["per_category"]}})
         results.append(result)
         print(f"{corpus} {name}: ensemble of {len(seeds)} seeds done", flush=True)
-    write_results(f"{args.results_name}_ensemble", table(results, args.results_name),
-                  {"commit": git_commit(), "results": results})
+    data = {"results": results, "record": record(results_name=args.results_name)}
+    write_results(f"{args.results_name}_ensemble", table(data), data)
 
 
-def table(results: list[dict], results_name: str) -> str:
-    lines = [f"Seed ensembles of the taggers of {results_name}.md (commit {git_commit()}; command "
-             "`python experiments/tagger_ensemble.py`): mean unary scores of the seeds' taggers under their mean CRF "
+def table(data: dict) -> str:
+    """The page of results JSON `data`: its results and the run's record (commit, command, the
+    results name of the ensembled taggers)."""
+    results, run = data["results"], data["record"]
+    lines = [f"Seed ensembles of the taggers of {run['results_name']}.md (commit {run['commit']}; command "
+             f"`{run['command']}`): mean unary scores of the seeds' taggers under their mean CRF "
              "transitions, on PhysioNet `test` and MEDDOCAN dev; the single seeds as mean ± sd. '+ patterns' "
              "(PhysioNet): merged with the pattern layer as `client deidentify --patterns` does.", "",
              "| corpus | configuration | decoding | " + score_header(), "|---|---|---|" + "---:|" * len(SCORE_COLUMNS)]

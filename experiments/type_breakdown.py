@@ -18,10 +18,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-from datetime import date
 
 import federation
-from results_files import git_commit, results_file
+from results_files import record, write_results
 
 REPO = federation.REPO
 COUNTS = ("tp", "fp", "fn")
@@ -76,36 +75,41 @@ def pooled_f1(per_seed: list[dict[str, dict[str, int]]], kind: str | None = None
     return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
-def report_text(counts: dict[str, list[dict]], seeds: list[int], corpus_name: str,
-                results_name: str) -> tuple[str, dict]:
-    """The Markdown table (types by gold spans, most first; each tagger's F1 and its difference to
-    the reference in points) and its numbers."""
-    reference, *others = counts
+def breakdown(counts: dict[str, list[dict]]) -> dict:
+    """The numbers of the table of `counts` ({tagger: [per seed {type: tp, fp, fn}]}, the reference
+    first): {"gold": {type: gold spans over all seeds}, types by gold spans, most first; "f1":
+    {type, and "all": {tagger: F1 with the counts summed over the seeds}}}."""
+    reference = next(iter(counts))
     gold: dict[str, int] = {}
     for seed in counts[reference]:
         for kind, row in seed.items():
             gold[kind] = gold.get(kind, 0) + row["tp"] + row["fn"]
     kinds = sorted({kind for per_seed in counts.values() for seed in per_seed for kind in seed},
                    key=lambda kind: (-gold.get(kind, 0), kind))
-    gold = {kind: gold.get(kind, 0) for kind in kinds}
-    table = {kind: {spec: pooled_f1(per_seed, kind) for spec, per_seed in counts.items()} for kind in [*kinds, None]}
-    corpus = federation.CORPORA[corpus_name]
-    lines = [f"# Entity strict F1 per type ({corpus.title})\n",
-             f"{date.today()}, commit {git_commit()}; seeds {seeds}; test notes `{corpus.test[0]}`. "
-             f"Command: `python experiments/type_breakdown.py --corpus {corpus_name} --seeds "
-             f"{' '.join(map(str, seeds))} --taggers {' '.join(counts)} --results-name {results_name}`. Each cell: "
-             f"F1 with the type's counts summed over the seeds, and in parentheses its difference to `{reference}` in "
-             "points. Gold: the type's spans over all seeds' scorings.\n",
-             "| type | gold spans | " + " | ".join(f"`{spec}`" for spec in counts) + " |",
-             "|---|---:|" + "---:|" * len(counts)]
-    for kind in [*kinds, None]:
-        cells = [f"{table[kind][reference]:.3f}"]
-        cells += [f"{table[kind][spec]:.3f} ({100 * (table[kind][spec] - table[kind][reference]):+.1f})"
-                  for spec in others]
-        name = "**all types**" if kind is None else kind
-        spans = sum(gold.values()) if kind is None else gold[kind]
+    return {"gold": {kind: gold.get(kind, 0) for kind in kinds},
+            "f1": {kind or "all": {spec: pooled_f1(per_seed, kind) for spec, per_seed in counts.items()}
+                   for kind in [*kinds, None]}}
+
+
+def report(data: dict) -> str:
+    """The page of results JSON `data` (`breakdown`'s numbers, the seeds and the run's record:
+    date, commit, command, corpus, test notes): a row per type and one for all types, each
+    tagger's F1 and the others' difference to the reference in points."""
+    run, f1 = data["record"], data["f1"]
+    reference, *others = f1["all"]
+    lines = [f"# Entity strict F1 per type ({federation.CORPORA[run['corpus']].title})\n",
+             f"{run['date']}, commit {run['commit']}; seeds {data['seeds']}; test notes `{run['test_notes']}`. "
+             f"Command: `{run['command']}`. Each cell: F1 with the type's counts summed over the seeds, and in "
+             f"parentheses its difference to `{reference}` in points. Gold: the type's spans over all seeds' "
+             "scorings.\n",
+             "| type | gold spans | " + " | ".join(f"`{spec}`" for spec in f1["all"]) + " |",
+             "|---|---:|" + "---:|" * len(f1["all"])]
+    for kind in [*data["gold"], "all"]:
+        cells = [f"{f1[kind][reference]:.3f}"]
+        cells += [f"{f1[kind][spec]:.3f} ({100 * (f1[kind][spec] - f1[kind][reference]):+.1f})" for spec in others]
+        name, spans = ("**all types**", sum(data["gold"].values())) if kind == "all" else (kind, data["gold"][kind])
         lines.append(f"| {name} | {spans} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n", {"gold": gold, "f1": {kind or "all": row for kind, row in table.items()}}
+    return "\n".join(lines)
 
 
 def tagger_arguments(description: str, stem: str) -> argparse.Namespace:
@@ -130,20 +134,13 @@ def test_notes(corpus: federation.Corpus) -> list:
     return read_corpus(REPO.parent / path, fmt, split=split)
 
 
-def write_report(name: str, text: str, numbers: dict, seeds: list[int]) -> None:
-    """Print the table `text` and write it and its `numbers` to the results files `name`."""
-    print(text)
-    results_file(name, ".md").write_text(text)
-    results_file(name, ".json").write_text(json.dumps(
-        {"date": str(date.today()), "commit": git_commit(), "seeds": seeds, **numbers}, indent=1) + "\n")
-
-
 def main() -> None:
     args = tagger_arguments(__doc__.splitlines()[0], "type_breakdown")
     corpus = federation.CORPORA[args.corpus]
     test = test_notes(corpus)
     counts = {spec: [tagger_counts(corpus, spec, seed, test) for seed in args.seeds] for spec in args.taggers}
-    write_report(args.results_name, *report_text(counts, args.seeds, args.corpus, args.results_name), args.seeds)
+    data = {"seeds": args.seeds, **breakdown(counts), "record": record(corpus=args.corpus, test_notes=corpus.test[0])}
+    write_results(args.results_name, report(data), data)
 
 
 if __name__ == "__main__":

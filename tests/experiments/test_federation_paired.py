@@ -59,3 +59,17 @@ def test_a_baseline_experiment_adds_each_representation_tagger_against_its_names
     assert against["provider-only - provider-only (federation_reference)"]["seeds"][0] == {
         "difference": 0.0, "interval": [0.0, 0.0]}
     assert federation_paired.comparisons(None) == list(federation_paired.COMPARISONS)
+
+
+def test_the_page_states_the_records_date_commit_command_and_baseline():
+    made = {(0, name, suffix): counts(9, 1, 0) for name in ("raw", "raw-provider", "pooled", "provider-only",
+                                                            "pooled (base)", "provider-only (base)")
+            for suffix in ("", PATTERNS)}
+    rows = federation_paired.paired_rows(made, [0], federation_paired.comparisons("base"))
+    run = {"command": "python experiments/federation_paired.py --seeds 0 --results-name fed --baseline base",
+           "commit": "abc1234", "date": "2020-01-02", "seeds": [0], "results_name": "fed", "baseline": "base"}
+    page = federation_paired.report({"notes": NOTES, "rows": rows, "record": run}).splitlines()
+    assert page[0] == "# Federation experiment: paired differences on PhysioNet `test` (fed)"
+    assert page[2].startswith(f"2020-01-02, commit abc1234; {NOTES} test notes. Command: `{run['command']}`. ")
+    assert page[2].endswith("Every rescored F1 equals the one in fed.json and base.json.")
+    assert page[4].endswith("| seed 0 | mean over seeds | target |")

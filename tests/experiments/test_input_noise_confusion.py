@@ -25,3 +25,14 @@ def test_corpus_words_counts_tokens_per_distinct_vector_and_leaves_unknown_words
     words, counts = input_noise_confusion.corpus_words(
         [Document("n", "Bill paid bill. Zzyzx paid.", ())], embeddings)
     assert sorted(zip(map(tuple, words.tolist()), counts.tolist())) == [((0.0, 1.0), 2), ((1.0, 0.0), 2)]
+
+
+def test_the_page_states_the_records_date_commit_and_command_not_todays():
+    row = {"corpus": "physionet", "embedding": "glove", "dim": 50, "words": 5599, "tokens": 158890,
+           "per_dimension_std": 0.622, "neighbour_distance": 3.02, "stddev": 0.1, "noise_norm": 0.71, "kept": 1.0}
+    run = {"command": "python experiments/input_noise_confusion.py --noise 0.1", "commit": "abc1234",
+           "date": "2020-01-02"}
+    page = input_noise_confusion.report({"rows": [row], "record": run})
+    assert page.splitlines()[2].startswith(f"2020-01-02, commit abc1234; command `{run['command']}`. ")
+    assert page.splitlines()[-1] == ("| physionet | glove | 50 | 5,599 (158,890) | 0.622 | 3.02 | 0.1 | 0.71 "
+                                     "| **1.000** |")

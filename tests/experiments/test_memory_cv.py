@@ -34,9 +34,15 @@ def test_a_folds_memory_comes_from_the_other_folds_only(monkeypatch):
     assert found == {"p1-a": ["Kowalczyk"], "p1-b": ["Kowalczyk"], "p2-a": ["Kowalczyk", "Abernathy"],
                      "p3-a": ["Abernathy"], "p4-a": []}  # Zyskowski: labeled in its own fold only
     assert all(d.spans == () for d in systems["patterns"])
-    text, numbers = memory_cv.report(tested, systems, "baselines_cv5.json")
+    numbers = memory_cv.scores(tested, systems)
     assert numbers["scores"]["patterns"]["recall"] == 0.0
     assert numbers["scores"]["patterns + memory (0.9)"]["recall"] == 5 / 6
     difference, low, high = numbers["differences"]["patterns + memory (0.9)"]
     assert difference > 0 and low <= difference <= high
-    assert "| patterns + memory (0.9) |" in text and "baselines_cv5.json" in text
+    run = {"command": "python experiments/memory_cv.py", "commit": "abc1234", "date": "2020-01-02",
+           "predictions": "baselines_cv5.json"}
+    text = memory_cv.report({"bars": [0.9], **numbers, "record": run})
+    assert "2020-01-02, commit abc1234; command `python experiments/memory_cv.py`; fold predictions of " \
+           "`baselines_cv5.json`" in text and "; 5 notes." in text
+    assert "| patterns | 0.0000 | 0.0000 | 0.0000 | - |" in text
+    assert f"| patterns + memory (0.9) | 1.0000 | 0.8333 | 0.9091 | {100 * difference:+.2f} [" in text

@@ -36,10 +36,12 @@ def test_recall_sums_the_seeds_counts_and_compares_with_the_reference():
     raw = [{provider: {"gold": 4, "found": 4}, site: {"gold": 2, "found": 1}, new: {"gold": 2, "found": 1}}] * 2
     pooled = [{provider: {"gold": 4, "found": 3}, site: {"gold": 2, "found": 0}, new: {"gold": 2, "found": 1}},
               {provider: {"gold": 4, "found": 4}, site: {"gold": 2, "found": 1}, new: {"gold": 2, "found": 2}}]
-    text, numbers = novelty_breakdown.report_text({"run:raw": raw, "run:pooled": pooled}, [0, 1], "meddocan",
-                                                  "novelty_breakdown_x")
+    numbers = novelty_breakdown.recall_table({"run:raw": raw, "run:pooled": pooled})
+    run = {"command": "python experiments/novelty_breakdown.py --taggers run:raw run:pooled", "commit": "abc1234",
+           "date": "2020-01-02", "corpus": "meddocan", "test_notes": "notes/test"}
+    text = novelty_breakdown.report({"seeds": [0, 1], **numbers, "record": run})
     assert numbers["gold"] == {provider: 8, site: 4, new: 4, "all": 16}
     assert numbers["recall"][provider] == {"run:raw": 1.0, "run:pooled": 7 / 8}
     assert numbers["recall"]["all"] == {"run:raw": 12 / 16, "run:pooled": 11 / 16}
     assert f"| {site} | 4 | 0.500 | 0.250 (-25.0) |" in text
-    assert "--taggers run:raw run:pooled --results-name novelty_breakdown_x" in text
+    assert f"2020-01-02, commit abc1234; seeds [0, 1]; test notes `notes/test`. Command: `{run['command']}`." in text

@@ -1,10 +1,9 @@
 """experiments/phi_memory.py's layers and report on hand-made notes and counts (nothing is tagged)."""
 
-import argparse
+import json
 
 import federation
 import phi_memory
-import results_files
 from deidpool.corpus import Document, Span
 
 
@@ -19,20 +18,24 @@ def test_each_layer_merges_more_spans_into_the_tagger_s():
     assert spans["+patterns+memory"] == [*spans["+patterns"][:1], "Cretas", *spans["+patterns"][1:]]
 
 
-def test_the_report_pairs_each_comparison_on_the_same_notes(tmp_path, monkeypatch):
-    monkeypatch.setattr(results_files, "RESULTS", tmp_path)
+def test_the_report_pairs_each_comparison_on_the_same_notes():
     good, worse = [[9, 1, 1]] * 20, [[8, 1, 2]] * 20
     names = {name for first, second, *_ in phi_memory.comparisons(["site_a"]) for name in (first, second)}
     per_seed = {0: {measure: {name: worse if name.startswith("pooled") and "memory" not in name else good
                               for name in names} for measure in federation.MEASURES.values()}}
-    args = argparse.Namespace(corpus="meddocan", federation="fed", pooled="pooled", results_name="phi_memory_x")
-    text, rows = phi_memory.report_text(per_seed, [0], args, ["site_a"], {"all": 7, "site_a": 2})
+    rows = phi_memory.paired(per_seed, [0], ["site_a"])
+    run = {"command": "python experiments/phi_memory.py --federation fed", "commit": "abc1234", "date": "2020-01-02",
+           "corpus": "meddocan", "test_notes": "notes/test", "federation": "fed", "pooled": "pooled",
+           "memory_sizes": {"site_a": 2, "all": 7}}
+    text = phi_memory.report(json.loads(json.dumps({"seeds": [0], "paired": rows, "record": run})))  # as stored
+    assert f"2020-01-02, commit abc1234; seeds [0]; test notes `notes/test`. Command: `{run['command']}`. " \
+           "The pooled pipeline is `fed:pooled`." in text
     gap = 100 * (federation.f1(worse) - federation.f1(good))
     assert f"| representation gap: pooled pipeline - raw text (all notes) | alone | {gap:+.1f} [" in text
     assert "| + patterns + memory of all parties | +0.0 [+0.0, +0.0]" in text
     assert f"| site_a's memory's gain: pooled pipeline | + patterns + site_a's memory against + patterns | " \
            f"{-gap:+.1f} [" in text
-    assert "all parties 7, site_a 2" in text
+    assert "site_a 2, all parties 7" in text
     assert len(rows["entity_strict"]) == len(phi_memory.comparisons(["site_a"]))
 
 

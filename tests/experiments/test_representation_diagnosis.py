@@ -40,6 +40,12 @@ def test_variants_are_compared_with_raw_text_and_with_the_default(tmp_path, monk
     stored = json.loads((tmp_path / "federation" / "federation_meddocan_diagnosis.json").read_text())
     titles = {row["comparison"] for row in stored["paired"]["entity_strict"]}
     assert titles == {f"{diagnosis.DEFAULT} - raw text", "3 export draws - raw text", "3 export draws - default"}
+    # the page is what its record renders: another day's record states that day's date and commit
+    assert diagnosis.page(stored) == (tmp_path / "federation" / "federation_meddocan_diagnosis.md").read_text()
+    earlier = diagnosis.page({**stored, "record": {**stored["record"], "date": "2020-01-02", "commit": "abc1234"}})
+    assert "2020-01-02, commit abc1234; seeds [0, 1]. Command: `python experiments/representation_diagnosis.py " \
+           "--corpus meddocan --federation federation_meddocan --seeds 0 1 --report-only --variants" in earlier
+    assert "or minus the raw-text tagger trained as the row's own" not in earlier  # no like-for-like rows
     diagnosis.report({0: seed}, argparse.Namespace(**{**vars(args), "results_name": "federation_meddocan_seed0"}))
     assert (tmp_path / "federation" / "federation_meddocan_seed0.md").exists()
     # a process training seed 0 alone prints its table and leaves the three-seed page as it is

@@ -96,9 +96,13 @@ def test_tagger_ensemble_table_sets_the_ensemble_beside_its_seeds():
              baseline_row(1, 0.9, 0.6, patterns=scores(0.95, 0.9))]
     date = {"precision": 0.9, "recall": 0.5, "f1": 0.6429, "f1_interval": [0.5, 0.7], "tp": 5, "fp": 1, "fn": 5,
             "found_recall": 0.6}
-    text = tagger_ensemble.table([{"name": "GloVe + casing", "alone": alone, "ensemble": scores(0.88, 0.7),
-                                   "patterns": scores(0.96, 0.9), "per_category": {"ensemble": {"DATE": date}}}],
-                                 "baselines")
+    run = {"command": "python experiments/tagger_ensemble.py --results-name baselines", "commit": "abc1234",
+           "date": "2020-01-02", "results_name": "baselines"}
+    text = tagger_ensemble.table({"results": [{"name": "GloVe + casing", "alone": alone, "ensemble": scores(0.88, 0.7),
+                                               "patterns": scores(0.96, 0.9),
+                                               "per_category": {"ensemble": {"DATE": date}}}], "record": run})
+    assert text.startswith("Seed ensembles of the taggers of baselines.md (commit abc1234; command "
+                           "`python experiments/tagger_ensemble.py --results-name baselines`): ")
     lines = table_lines(text)
     assert column(lines, "decoding") == ["seeds alone", "ensemble of 2", "seeds alone + patterns",
                                          "ensemble of 2 + patterns"]
@@ -111,8 +115,10 @@ def test_tagger_ensemble_table_sets_the_ensemble_beside_its_seeds():
 def test_tagger_ensemble_table_has_no_pattern_rows_for_meddocan():
     alone = [baseline_row(0, 0.8, 0.5), baseline_row(1, 0.9, 0.6)]
     fechas = {"precision": 0.99, "recall": 0.5, "f1": 0.6644, "tp": 10, "fp": 0, "fn": 10}
-    text = tagger_ensemble.table([{"corpus": "meddocan", "name": "FastText + casing", "alone": alone,
-                                   "ensemble": scores(0.88, 0.7), "per_type": {"FECHAS": fechas}}], "baselines")
+    run = {"command": "python experiments/tagger_ensemble.py", "commit": "abc1234", "results_name": "baselines"}
+    text = tagger_ensemble.table({"results": [{"corpus": "meddocan", "name": "FastText + casing", "alone": alone,
+                                               "ensemble": scores(0.88, 0.7), "per_type": {"FECHAS": fechas}}],
+                                  "record": run})
     lines = table_lines(text)
     assert column(lines, "corpus") == ["meddocan", "meddocan"]
     assert column(lines, "decoding") == ["seeds alone", "ensemble of 2"]

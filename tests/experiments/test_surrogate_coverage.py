@@ -26,3 +26,13 @@ def test_the_shares_count_test_words_seen_in_training_spans_and_in_the_pool():
     # "de la" are kept function words of a street span; "calle" (a place word, drawn) and "princesa" count
     assert (rows["CALLE"]["test_words"], rows["CALLE"]["in_training_spans"]) == (2, 0.0)
     assert rows["PAIS"]["in_training_spans"] == 1.0
+
+
+def test_the_page_states_the_records_date_commit_and_command_not_todays():
+    row = {"type": "PAIS", "kind": "COUNTRY", "test_words": 2, "in_training_spans": 1.0, "in_surrogate_pool": 0.5,
+           "top": [{"word": "españa", "test_share": 1.0, "draw_probability": None}]}
+    run = {"command": "python experiments/surrogate_coverage.py --corpus meddocan", "commit": "abc1234",
+           "date": "2020-01-02"}
+    page = surrogate_coverage.table({"corpus": "meddocan", "rows": [row], "record": run})
+    assert f"2020-01-02, commit abc1234. Command: `{run['command']}`." in page
+    assert "| PAIS | COUNTRY | 2 | 1.000 | 0.500 | españa 1.000 / - |" in page

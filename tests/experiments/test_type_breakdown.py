@@ -9,17 +9,20 @@ def test_types_pool_their_counts_over_seeds_and_compare_with_the_reference():
                  {"CITY": {"tp": 8, "fp": 0, "fn": 2}, "HOSPITAL": {"tp": 2, "fp": 0, "fn": 0}}]
     other = [{"CITY": {"tp": 5, "fp": 5, "fn": 5}, "HOSPITAL": {"tp": 0, "fp": 2, "fn": 2}},
              {"CITY": {"tp": 5, "fp": 0, "fn": 5}}]  # no HOSPITAL predicted or missed in seed 1
-    text, numbers = type_breakdown.report_text({"run:raw": reference, "run:pooled": other}, [0, 1], "meddocan",
-                                               "type_breakdown_x")
+    numbers = type_breakdown.breakdown({"run:raw": reference, "run:pooled": other})
     assert numbers["gold"] == {"CITY": 20, "HOSPITAL": 4}
     assert numbers["f1"]["CITY"]["run:raw"] == 2 * 17 / (2 * 17 + 1 + 3)
     assert numbers["f1"]["HOSPITAL"]["run:pooled"] == 0.0
     assert numbers["f1"]["all"]["run:pooled"] == 2 * 10 / (2 * 10 + 7 + 12)
+    run = {"command": "python experiments/type_breakdown.py --taggers run:raw run:pooled --results-name x",
+           "commit": "abc1234", "date": "2020-01-02", "corpus": "meddocan", "test_notes": "notes/test"}
+    text = type_breakdown.report({"seeds": [0, 1], **numbers, "record": run})
+    assert f"2020-01-02, commit abc1234; seeds [0, 1]; test notes `notes/test`. Command: `{run['command']}`." in text
     lines = [line for line in text.splitlines() if line.startswith("| ")]
     assert [line.split(" | ")[0] for line in lines[1:]] == ["| CITY", "| HOSPITAL", "| **all types**"]
     city = 100 * (20 / 35 - 34 / 38)
     assert lines[1].endswith(f"| 0.895 | 0.571 ({city:+.1f}) |")
-    assert "--taggers run:raw run:pooled --results-name type_breakdown_x" in text
+    assert lines[0] == "| type | gold spans | `run:raw` | `run:pooled` |"
 
 
 def test_a_taggers_found_spans_are_kept_until_the_tagger_or_the_test_notes_change(tmp_path, monkeypatch):
