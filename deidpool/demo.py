@@ -28,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from deidpool.adversary.runs import AdversarialSettings
+from deidpool.adversary.runs import AdversarialSettings, AuditSettings
 from deidpool.cli.http import ServerConnection
 from deidpool.corpus.categories import PHI_TYPES
 from deidpool.corpus.document import Document
@@ -64,10 +64,9 @@ class DemoSettings:
     # demo's data); an attack on a positive control stops after the first epoch that breaks it (see
     # docs/privacy.md). The inversions train 12 epochs, not 24: a lighter attack than the reference
     # audits' (the target inverter still gains after 12 epochs), so the demo's inversion scores are a
-    # floor of what a patient inverter reads back.
-    audit_epochs: int = 6
-    audit_passes: int = 4
-    inversion_epochs: int = 12
+    # floor of what a patient inverter reads back. Its neighbours and seed are the representer's and
+    # the demo's own.
+    audit: AuditSettings = AuditSettings(epochs=6, passes=4, inversion_epochs=12)
     # two processes share the audit's parts (adversary.runs.audit_run): on the 2-core machine the
     # second core otherwise idles, as TensorFlow gains little from two threads on these small models
     audit_workers: int = 2
@@ -83,7 +82,7 @@ class DemoSettings:
                    representer=AdversarialSettings(pretrain_epochs=1, pretrain_patience=1, max_epochs=1, patience=1,
                                                    representer_units=4, tagger_units=4, adversary_units=4,
                                                    repr_size=8),
-                   audit_epochs=1, audit_passes=1, inversion_epochs=1, audit_workers=1, pooled_max_epochs=2,
+                   audit=AuditSettings(epochs=1, passes=1, inversion_epochs=1), audit_workers=1, pooled_max_epochs=2,
                    pooled_patience=1, pooled_units=4)
 
 
@@ -231,7 +230,7 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
     """Run every stage into the empty (or new) folder `out`; returns the summary (also in
     out/summary.json) and writes out/report.html; with `progress`, the long stages show their
     progress (`deidpool.representer.progress`)."""
-    from deidpool.adversary.runs import AuditSettings, audit_run
+    from deidpool.adversary.runs import audit_run
     from deidpool.adversary.verdicts import CHANCE
     from deidpool.client.deidentify import find_phi
     from deidpool.client.transport import upload_contribution
@@ -272,9 +271,8 @@ def run_demo(out: Path, data: Path | None = None, fmt: str | None = None,
 
     with stages.stage("provider: privacy audit of the frozen representer") as facts:
         report = audit_run(provider / "run", train_docs, documents["audit"], provider / "audit",
-                           AuditSettings(neighbours=settings.representer.neighbours, epochs=settings.audit_epochs,
-                                         passes=settings.audit_passes, inversion_epochs=settings.inversion_epochs,
-                                         seed=settings.seed),
+                           dataclasses.replace(settings.audit, neighbours=settings.representer.neighbours,
+                                               seed=settings.seed),
                            loaded_embeddings=vectors, progress=progress, workers=settings.audit_workers)
         facts.update({"verdict": report["verdict"], "held-out pairs": report["held_out_pairs"],
                       "fresh adversary accuracy": round(report["attacks"]["target/fresh"]["accuracy"], 3),

@@ -89,7 +89,7 @@ def test_the_audit_judges_on_the_auditors_held_out_notes(demo):
     report = json.loads((out / "provider" / "audit" / "metrics.json").read_text())
     assert 0 < report["held_out_sentences"] == len(PairSource(sentences(audit_notes), pseudonymizer))
     assert config["held_out_pairs"] == facts["held-out pairs"] == HELD_OUT_DRAWS * report["held_out_sentences"]
-    assert config["inversion_epochs"] == report["inversion_epochs"] == DemoSettings.tiny().inversion_epochs
+    assert config["inversion_epochs"] == report["inversion_epochs"] == DemoSettings.tiny().audit.inversion_epochs
     assert set(facts["positive controls"]) == {"raw/fresh", "p1/fresh"}
 
 
