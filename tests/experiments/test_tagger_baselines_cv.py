@@ -117,13 +117,14 @@ def test_a_fold_finished_by_another_process_stays_in_the_results(tmp_path, monke
     monkeypatch.setattr(tagger_baselines, "cv_documents", lambda limit: (GOLD, UNSEEN))
     monkeypatch.setattr(tagger_baselines, "cv_data", lambda documents, fold, k: None)
 
-    def run(config, data, max_epochs, patience, runs):  # the other process lands fold 0 while this one trains
+    def run(config, data, max_epochs, patience, runs, monitor):  # the other process lands fold 0 while this one trains
+        assert monitor == "val_loss"
         stored.write_text(tagger_baselines.json.dumps([fold_row(0)]))
         return fold_row(config["fold"])
 
     monkeypatch.setattr(tagger_baselines, "run", run)
     args = tagger_baselines.argparse.Namespace(report_only=False, seeds=[0], cv=2, limit=None, max_epochs=1,
-                                               patience=1, only="GloVe + casing/seed0/fold1")
+                                               patience=1, monitor="val_loss", only="GloVe + casing/seed0/fold1")
     tagger_baselines.cross_validate(args, "cv", [])
     keys = [r["key"] for r in tagger_baselines.json.loads(stored.read_text())]
     assert keys == ["physionet/GloVe + casing/seed0/fold0", "physionet/GloVe + casing/seed0/fold1"]
