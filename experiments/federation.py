@@ -72,6 +72,7 @@ from results_files import (
     SCORE_COLUMNS,
     json_text,
     over_seeds,
+    points_cell,
     record,
     results_file,
     save_figure,
@@ -558,8 +559,7 @@ def paired_rows(counts: dict[tuple[int, str, str], list], seeds: list[int], comp
 
 
 def _cell(value: dict) -> str:
-    low, high = value["interval"]
-    return f"{value['difference']:+.1f} [{low:+.1f}, {high:+.1f}]"
+    return points_cell(value["difference"], value["interval"])
 
 
 def paired_table(rows: list[dict], seeds: list[int], title: str) -> list[str]:

@@ -54,6 +54,12 @@ def results_file(stem: str, ending: str) -> Path:
     return results_folder(stem) / f"{stem}{ending}"
 
 
+def points_cell(difference: float, interval) -> str:
+    """A difference of F1 scores and its (low, high) interval, all in points: "+1.3 [+0.9, +1.7]"."""
+    low, high = interval
+    return f"{difference:+.1f} [{low:+.1f}, {high:+.1f}]"
+
+
 def score_header(columns=SCORE_COLUMNS) -> str:
     """The titles of `columns` (score_row keys) as Markdown header cells, "a | b | c"."""
     return " | ".join(COLUMN_TITLES[key] for key in columns)

@@ -66,6 +66,7 @@ from results_files import (  # noqa: E402
     git_commit,
     json_text,
     over_seeds,
+    points_cell,
     results_file,
     save_figure,
     score_header,
@@ -269,8 +270,8 @@ def against_lines(results: list[dict], other: list[dict], other_name: str,
     if not groups:
         return []
     lines = ["", f"## Against {other_name} (the same configurations, seeds and test notes)", "",
-             "| corpus | configuration | tagger | measure | seeds | difference | 95% paired bootstrap CI over notes "
-             "| by seed |", "|---|---|---|---|---:|---:|---:|---|"]
+             "| corpus | configuration | tagger | measure | seeds | difference, points [95% paired bootstrap CI over "
+             "notes] | by seed |", "|---|---|---|---|---:|---:|---|"]
     for (corpus, name), pairs in groups.items():
         notes = gold[corpus]
         patterns = patterns_for(LANGUAGES[corpus])
@@ -279,11 +280,12 @@ def against_lines(results: list[dict], other: list[dict], other_name: str,
             for measure in AGAINST_MEASURES:
                 counts = [tuple(document_counts([notes[d.id] for d in side], side, measure) for side in pair)
                           for pair in sides]
-                by_seed = [micro_f1(ours) - micro_f1(theirs) for ours, theirs in counts]
-                interval = format_score(list(f1_difference_interval(counts)))
+                by_seed = [100 * (micro_f1(ours) - micro_f1(theirs)) for ours, theirs in counts]
+                cell = points_cell(statistics.mean(by_seed),
+                                                 [100 * bound for bound in f1_difference_interval(counts)])
                 lines.append(f"| {corpus} | {name} | {title} | {COLUMN_TITLES[f'{measure}_f1']} | {len(pairs)} | "
-                             f"{statistics.mean(by_seed):+.4f} | {interval} | "
-                             + " ".join(f"{pair[0]['seed']}: {gain:+.4f}" for pair, gain in zip(pairs, by_seed)) + " |")
+                             f"{cell} | " + " ".join(f"{pair[0]['seed']}: {gain:+.1f}"
+                                                     for pair, gain in zip(pairs, by_seed)) + " |")
     return lines
 
 

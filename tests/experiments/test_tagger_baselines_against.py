@@ -2,6 +2,8 @@
 configuration and seeds of another results name (e.g. another stopping monitor), paired on the
 same test notes (nothing is trained)."""
 
+import re
+
 import tagger_baselines
 from deidpool.corpus.document import Document, Span
 from tests.experiments.test_result_tables import table_lines
@@ -27,7 +29,10 @@ def test_a_configuration_that_finds_more_is_ahead_on_every_seed_and_unpaired_row
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         assert cells[1] == "GloVe + casing" and cells[4] == "2"
         if cells[2] == "alone":  # (the layer finds the doctor after "Dr" for both sides)
-            assert float(cells[5]) > 0 and cells[7].startswith("0: +0.") and " 1: +0." in cells[7]
+            difference, interval = cells[5].split(" ", 1)  # points: "+16.7 [+8.3, +25.0]"
+            assert float(difference) > 0 and interval.startswith("[+")
+            gains = dict(re.findall(r"(\d+): ([+-]\d+\.\d)", cells[6]))  # "0: +16.7 1: +8.3"
+            assert set(gains) == {"0", "1"} and all(gain.startswith("+") for gain in gains.values())
     assert sum(line.count("| alone |") for line in lines) == 2
 
 
