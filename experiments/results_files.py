@@ -126,16 +126,18 @@ def invocation() -> dict:
 def write_run_record(folder: Path, **config) -> None:
     """Keep in `folder`'s RUN_RECORD what trains it: the `invocation` that started it and `config`
     (e.g. seed, budget, data), written once; a resume at a commit the record does not name yet
-    appends its invocation to the record's "resumed" list."""
+    appends its invocation to the record's "resumed" list. A folder that holds files but no run
+    record was started before run records were kept: its start is recorded as "unknown"."""
     path = folder / RUN_RECORD
     now = invocation()
-    if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        path.write_text(json_text({**now, **config}))
-        return
-    kept = json.loads(path.read_text())
+    stored = json.loads(path.read_text()) if path.exists() else None
+    started_unrecorded = stored is None and folder.exists() and any(folder.iterdir())
+    kept = stored or {**(dict.fromkeys(now, "unknown") if started_unrecorded else now), **config}
     if now["commit"] not in run_commits(kept):
-        path.write_text(json_text({**kept, "resumed": [*kept.get("resumed", []), now]}))
+        kept = {**kept, "resumed": [*kept.get("resumed", []), now]}
+    if kept != stored:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(json_text(kept))
 
 
 def run_commits(run: dict) -> list[str]:

@@ -107,13 +107,13 @@ def test_a_meddocan_report_names_source_types_and_writes_its_tables(tmp_path, mo
     counts = {"raw": per_note(10, 0, 0), "raw-provider": per_note(8, 0, 2), "pseudo": per_note(9, 0, 1),
               "provider-only": per_note(8, 0, 2), "pooled-2": per_note(9, 0, 1), "pooled-no-c": per_note(9, 0, 1),
               "pooled": per_note(10, 0, 0, every=4), **SITE_RAW}
+    monkeypatch.setattr(results_files, "git_commit", lambda: "03684e7")
+    results_files.write_run_record(tmp_path / "runs" / "federation_meddocan" / "seed-1", seed=1)  # seed 0 has none
     for seed in (0, 1):
         made = rows(counts, {name: 1000 for name in federation.POOLS})
         made["budget"]["test"] = list(federation.CORPORA["meddocan"].test)
-        (tmp_path / "runs" / "federation_meddocan" / f"seed-{seed}").mkdir(parents=True)
+        (tmp_path / "runs" / "federation_meddocan" / f"seed-{seed}").mkdir(parents=True, exist_ok=True)
         (tmp_path / "runs" / "federation_meddocan" / f"seed-{seed}" / "rows.json").write_text(json.dumps(made))
-    monkeypatch.setattr(results_files, "git_commit", lambda: "03684e7")
-    results_files.write_run_record(tmp_path / "runs" / "federation_meddocan" / "seed-1", seed=1)
     monkeypatch.setattr(results_files, "git_commit", lambda: "abbea32")
     federation.report([0, 1], "federation_meddocan", "meddocan")
     text = (tmp_path / "results" / "federation" / "federation_meddocan.md").read_text()

@@ -93,14 +93,14 @@ def test_a_seed_folder_records_what_trains_it_before_training(tmp_path, monkeypa
 def test_the_report_names_the_commits_its_seeds_and_those_of_before_were_trained_at(tmp_path, monkeypatch):
     monkeypatch.setattr(utility, "REPO", tmp_path)
     monkeypatch.setattr(results_files, "RESULTS", tmp_path / "results")
-    for name, counts in (("today", {"raw": per_note(10, 0), "surrogates": per_note(9, 1)}),
-                         ("earlier", {"surrogates": per_note(8, 2)})):
-        for seed in (0, 1):
-            (tmp_path / "runs" / name / f"seed-{seed}").mkdir(parents=True)
-            (tmp_path / "runs" / name / f"seed-{seed}" / "rows.json").write_text(json.dumps(rows(counts)))
     for commit, folder in (("0aaaaaa", "earlier/seed-0"), ("1bbbbbb", "today/seed-1")):
         monkeypatch.setattr(results_files, "git_commit", lambda commit=commit: commit)
         results_files.write_run_record(tmp_path / "runs" / folder)
+    for name, counts in (("today", {"raw": per_note(10, 0), "surrogates": per_note(9, 1)}),
+                         ("earlier", {"surrogates": per_note(8, 2)})):
+        for seed in (0, 1):
+            (tmp_path / "runs" / name / f"seed-{seed}").mkdir(parents=True, exist_ok=True)
+            (tmp_path / "runs" / name / f"seed-{seed}" / "rows.json").write_text(json.dumps(rows(counts)))
     monkeypatch.setattr(utility, "git_commit", lambda: "2cccccc")
     utility.report([0, 1], "today", "meddocan", "earlier")
     stored = json.loads(results_files.results_file("today", ".json").read_text())

@@ -42,6 +42,18 @@ def test_a_run_record_is_written_once_and_a_resume_at_another_commit_appends_onc
     assert set(resumed["resumed"][0]) == {"command", "commit", "date"}
 
 
+def test_a_run_started_before_run_records_were_kept_is_recorded_as_started_at_an_unknown_commit(tmp_path, at_commit):
+    folder = tmp_path / "seed-0"
+    folder.mkdir()
+    (folder / "rows.json").write_text("{}")
+    at_commit("bbb2222")
+    write_run_record(folder, seed=0)
+    run = run_record(folder)
+    assert (run["command"], run["commit"], run["date"], run["seed"]) == ("unknown", "unknown", "unknown", 0)
+    assert [entry["commit"] for entry in run["resumed"]] == ["bbb2222"]
+    assert record([folder])["trained_at"] == ["bbb2222", "unknown"]
+
+
 def test_a_record_names_the_commits_its_run_folders_were_trained_at(tmp_path, at_commit):
     first, second, untracked = (tmp_path / name for name in ("seed-0", "seed-1", "seed-2"))
     at_commit("ccc3333")
