@@ -70,6 +70,7 @@ from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_differenc
 from deidpool.representer.training import MONITORS, RESUMABLE_EXIT_STATUS, TimeBudgetExhausted, time_budget
 from results_files import (
     SCORE_COLUMNS,
+    commit_text,
     json_text,
     over_seeds,
     points_cell,
@@ -78,6 +79,7 @@ from results_files import (
     save_figure,
     score_header,
     spread,
+    write_run_record,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -217,7 +219,7 @@ def run_seed(seed: int, args) -> dict:
     path, fmt, split = args.test
     documents["test"] = read_corpus(REPO.parent / path, fmt, split=split)
     provider_split = split_documents(documents["provider"], 0.1, seed)
-    folder.mkdir(parents=True, exist_ok=True)
+    write_run_record(folder, seed=seed, budget=rows["budget"], data=args.corpus)
     embeddings = provider_embeddings(corpus, folder, documents["provider"], seed)
     vectors = embeddings[1]
     # the raw-text tagger on all notes, then the exports' pools (the full pool first): a seed's
@@ -735,11 +737,12 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
     if len(budgets) > 1:
         raise SystemExit(f"seeds {done} were run with different budgets ({sorted(budgets)}); report them apart")
     other = against_seeds(against, done) if against else None
-    run = record(machine=f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU",
+    run = record(run_folders=[runs / f"seed-{seed}" for seed in done],
+                 machine=f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}, no GPU",
                  seeds=done, budget=per_seed[done[0]]["budget"], data=corpus_name,
                  # a diagnosis variant's rows live under runs/ only: kept, so the page renders from this file
                  against=against and {"name": against, **({"seeds": other} if ":" in against else {})})
-    stamp = {key: run[key] for key in ("date", "commit", "machine")}
+    stamp = {key: run[key] for key in ("date", "commit", "machine", "trained_at") if key in run}
     text, paired, growth = report_text(per_seed, results_name, corpus_name, stamp, against, other)
     print(text)
     stored.parent.mkdir(parents=True, exist_ok=True)
@@ -754,14 +757,14 @@ def report(seeds: list[int], results_name: str, corpus_name: str, against: str |
 def report_text(per_seed: dict[int, dict], results_name: str, corpus_name: str, stamp: dict,
                 against: str | None = None, other: dict | None = None) -> tuple[str, dict, list]:
     """The page <results_name>.md of the finished seeds `per_seed` run at `stamp` (date, commit,
-    machine), with `other` the seeds of the run `against`; its paired rows by measure and its
-    growth curve's headline means (empty when a pool is missing)."""
+    machine; "trained_at" where their run folders recorded it), with `other` the seeds of the run
+    `against`; its paired rows by measure and its growth curve's headline means (empty when a pool
+    is missing)."""
     corpus = CORPORA[corpus_name]
     done = sorted(per_seed)
     budget = {"p1_patience": per_seed[done[0]]["budget"]["p1"],  # runs before patience was set
               "p3_patience": per_seed[done[0]]["budget"]["p3"], **per_seed[done[0]]["budget"]}
     test_path, test_format, test_split = budget["test"]
-    commit, machine = stamp["commit"], stamp["machine"]
     headline = titled(corpus, COLUMN_TITLES[corpus.headline])
     recorded = {key: budget.get(key, default) for key, default in RECORDED_IF_CHANGED.items()}
     representation = {key: recorded[key] for key in REPRESENTATION}
@@ -775,9 +778,9 @@ def report_text(per_seed: dict[int, dict], results_name: str, corpus_name: str, 
              + (f", representer reading {reads}" if (reads := representation["representer_input"])
                 != REPRESENTATION["representer_input"] else "")
              + ")\n",
-             f"{stamp['date']}, commit {commit}, {machine}; seeds {done} (mean ± sd over seeds where more than one; "
-             f"each 95% bootstrap interval over the scored notes is listed per seed). Test notes: `{test_path}` "
-             f"({test_format}{f', split {test_split}' if test_split else ''}). Headline: {headline}.",
+             f"{stamp['date']}, {commit_text(stamp)}, {stamp['machine']}; seeds {done} (mean ± sd over seeds where "
+             "more than one; each 95% bootstrap interval over the scored notes is listed per seed). Test notes: "
+             f"`{test_path}` ({test_format}{f', split {test_split}' if test_split else ''}). Headline: {headline}.",
              f"Command: `python experiments/federation.py --corpus {corpus_name} --seeds {' '.join(map(str, done))} "
              f"--p1 {budget['p1']} --p1-patience {budget['p1_patience']} --p3 {budget['p3']} --p3-patience "
              f"{budget['p3_patience']} --tagger-epochs {budget['tagger_epochs']} --patience {budget['patience']} "

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import federation
 from deidpool.corpus.metrics import COLUMN_TITLES
-from results_files import git_commit, json_text, over_seeds, record, results_file, spread
+from results_files import commit_text, git_commit, json_text, over_seeds, record, results_file, spread, write_run_record
 
 REPO = federation.REPO
 # name: (pseudonymization scheme, N) of its training notes, None for raw text
@@ -71,7 +71,7 @@ def run_seed(seed: int, args) -> dict:
     documents = {party: read_corpus(corpus.notes, corpus.fmt, split=party)[:args.limit] for party in federation.PARTIES}
     path, fmt, split = corpus.test
     test = read_corpus(REPO.parent / path, fmt, split=split)[:args.limit]
-    folder.mkdir(parents=True, exist_ok=True)
+    write_run_record(folder, seed=seed, budget=rows["budget"], data=args.corpus, taggers=args.taggers)
     spec, vectors = federation.provider_embeddings(corpus, folder, documents["provider"], seed)
     train, valid = split_documents([d for party in federation.PARTIES for d in documents[party]], 0.1, seed)
     for name in args.taggers:
@@ -115,9 +115,10 @@ def before_rows(cache: Path) -> dict[str, dict]:
 
 def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str,
                 stamp: dict | None = None, before: str | None = None) -> tuple[str, dict]:
-    """The report of the seeds `per_seed` (their rows.json) run at `stamp` (date, commit, machine;
-    by default now, here) as Markdown, and the paired rows by measure: the taggers every seed has
-    (a comparison with one missing is left out); `before`: the results name --before paired."""
+    """The report of the seeds `per_seed` (their rows.json) run at `stamp` (date, commit, machine, and
+    "trained_at" where their run folders recorded it; by default now, here) as Markdown, and the
+    paired rows by measure: the taggers every seed has (a comparison with one missing is left out);
+    `before`: the results name --before paired."""
     stamp = stamp or run_stamp()
     corpus = federation.CORPORA[corpus_name]
     done = sorted(per_seed)
@@ -127,7 +128,7 @@ def report_text(per_seed: dict[int, dict], corpus_name: str, results_name: str,
     titles = [federation.titled(corpus, COLUMN_TITLES[key]) for key in keys]
     limit = f" --limit {budget['limit']}" if budget["limit"] else ""
     lines = [f"# Pseudonymization's cost in utility ({corpus.title})\n",
-             f"{stamp['date']}, commit {stamp['commit']}, {stamp['machine']}; seeds {done}. Text taggers "
+             f"{stamp['date']}, {commit_text(stamp)}, {stamp['machine']}; seeds {done}. Text taggers "
              "(federation.py's configuration) on all parties' notes, "
              f"{'the first ' + str(budget['limit']) + ' of each party and of the test notes, ' if limit else ''}"
              f"scored on the raw test notes `{corpus.test[0]}`. Headline: {headline}.",
@@ -160,8 +161,10 @@ def report(seeds: list[int], results_name: str, corpus_name: str, before: str | 
     if not per_seed:
         raise SystemExit(f"no finished seed under runs/{results_name} or in {stored}")
     done = sorted(per_seed)
-    run = record(**run_stamp(), seeds=done, budget=per_seed[done[0]]["budget"], data=corpus_name, before=before)
-    stamp = {key: run[key] for key in ("date", "commit", "machine")}
+    folders = [REPO / "runs" / name / f"seed-{seed}" for name in (results_name, before) if name for seed in done]
+    run = record(folders, **run_stamp(), seeds=done, budget=per_seed[done[0]]["budget"], data=corpus_name,
+                 before=before)
+    stamp = {key: run[key] for key in ("date", "commit", "machine", "trained_at") if key in run}
     text, paired = report_text(per_seed, corpus_name, results_name, stamp, before)
     print(text)
     stored.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,9 @@
 as <stem>.md (the Markdown table) and <stem>.json (the numbers behind it), the group being the
 question the results answer; how a score is shown in those tables; and the commit a result was
 produced at; the record of the run each results file keeps beside its numbers (`record`), from which
-experiments/pages.py renders the pages again."""
+experiments/pages.py renders the pages again; and the run record each run folder under runs/ keeps
+of what trained it (`write_run_record`), from which a record learns the commits its results were
+trained at."""
 
 from __future__ import annotations
 
@@ -12,12 +14,14 @@ import shlex
 import statistics
 import subprocess
 import sys
+from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
 
 from deidpool.corpus.metrics import COLUMN_TITLES, format_score
 
 RESULTS = Path(__file__).resolve().parent / "results"
+RUN_RECORD = "run.json"  # in a run folder under runs/: what started training it (`write_run_record`)
 # The folder under RESULTS of each question, with the prefixes of the results names that answer it.
 GROUPS = {
     "quality": ("baselines", "classic_baselines", "pattern_layer", "spanish_patterns", "presidio_comparison",
@@ -120,10 +124,54 @@ def json_text(data) -> str:
     return _LISTS_OF_SCALARS.sub(lambda m: one_line(m[1]), text) + "\n"
 
 
-def record(**config) -> dict:
-    """The record of the run that writes results now, kept under "record" in its results JSON: the
-    command line, the commit, the date, and `config` (e.g. seeds, budget, data, machine)."""
-    return {"command": shlex.join(["python", *sys.argv]), "commit": git_commit(), "date": str(date.today()), **config}
+def invocation() -> dict:
+    """The command line, the commit and the date of this process."""
+    return {"command": shlex.join(["python", *sys.argv]), "commit": git_commit(), "date": str(date.today())}
+
+
+def write_run_record(folder: Path, **config) -> None:
+    """Keep in `folder`'s RUN_RECORD what trains it: the `invocation` that started it and `config`
+    (e.g. seed, budget, data), written once; a resume at a commit the record does not name yet
+    appends its invocation to the record's "resumed" list. A folder that holds files but no run
+    record was started before run records were kept: its start is recorded as "unknown"."""
+    path = folder / RUN_RECORD
+    now = invocation()
+    stored = json.loads(path.read_text()) if path.exists() else None
+    started_unrecorded = stored is None and folder.exists() and any(folder.iterdir())
+    kept = stored or {**(dict.fromkeys(now, "unknown") if started_unrecorded else now), **config}
+    if now["commit"] not in run_commits(kept):
+        kept = {**kept, "resumed": [*kept.get("resumed", []), now]}
+    if kept != stored:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(json_text(kept))
+
+
+def run_commits(run: dict) -> list[str]:
+    """The commits that trained the run of the run record `run`: the one that started it, then each resume's."""
+    return [run["commit"], *(resumed["commit"] for resumed in run.get("resumed", []))]
+
+
+def trained_at(folders: Iterable[Path]) -> list[str] | None:
+    """The sorted distinct commits the run records of the run folders `folders` name; None where none has one."""
+    records = [json.loads((folder / RUN_RECORD).read_text()) for folder in folders if (folder / RUN_RECORD).is_file()]
+    return sorted({commit for run in records for commit in run_commits(run)}) or None
+
+
+def record(run_folders: Iterable[Path] = (), **config) -> dict:
+    """The record of the run that writes results now, kept under "record" in its results JSON: its
+    `invocation`, "trained_at" (`trained_at` of the run folders `run_folders` the results read, where
+    any has a run record), and `config` (e.g. seeds, budget, data, machine)."""
+    commits = trained_at(run_folders)
+    return {**invocation(), **({"trained_at": commits} if commits else {}), **config}
+
+
+def commit_text(run: dict) -> str:
+    """"commit X" of the record `run` (X: the commit that reported its results), or "trained at A,
+    B; reported at X" where its "trained_at" names other commits."""
+    trained = run.get("trained_at")
+    if trained and trained != [run["commit"]]:
+        return f"trained at {', '.join(trained)}; reported at {run['commit']}"
+    return f"commit {run['commit']}"
 
 
 def write_results(stem: str, table: str, data, **config) -> None:

@@ -71,6 +71,7 @@ from results_files import (  # noqa: E402
     save_figure,
     score_header,
     spread,
+    write_run_record,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -180,6 +181,7 @@ def run(config: dict, data, max_epochs: int, patience: int, runs: Path, monitor:
     spec = "glove" if config["embeddings"] == "glove" else f"fasttext:{fasttext_for(corpus, train, folder)}"
     vectors = load_embeddings(spec)
     run_dir = run_folder(runs, config)
+    write_run_record(run_dir, **config, max_epochs=max_epochs, patience=patience, monitor=monitor)
     started = time.perf_counter()
     settings = TaggerSettings(embeddings=spec, casing=config["casing"], chars=config.get("chars", False),
                               keep_originals=config.get("keep_originals", False), max_epochs=max_epochs,

@@ -107,19 +107,24 @@ def test_a_meddocan_report_names_source_types_and_writes_its_tables(tmp_path, mo
     counts = {"raw": per_note(10, 0, 0), "raw-provider": per_note(8, 0, 2), "pseudo": per_note(9, 0, 1),
               "provider-only": per_note(8, 0, 2), "pooled-2": per_note(9, 0, 1), "pooled-no-c": per_note(9, 0, 1),
               "pooled": per_note(10, 0, 0, every=4), **SITE_RAW}
+    monkeypatch.setattr(results_files, "git_commit", lambda: "03684e7")
+    results_files.write_run_record(tmp_path / "runs" / "federation_meddocan" / "seed-1", seed=1)  # seed 0 has none
     for seed in (0, 1):
         made = rows(counts, {name: 1000 for name in federation.POOLS})
         made["budget"]["test"] = list(federation.CORPORA["meddocan"].test)
-        (tmp_path / "runs" / "federation_meddocan" / f"seed-{seed}").mkdir(parents=True)
+        (tmp_path / "runs" / "federation_meddocan" / f"seed-{seed}").mkdir(parents=True, exist_ok=True)
         (tmp_path / "runs" / "federation_meddocan" / f"seed-{seed}" / "rows.json").write_text(json.dumps(made))
+    monkeypatch.setattr(results_files, "git_commit", lambda: "abbea32")
     federation.report([0, 1], "federation_meddocan", "meddocan")
     text = (tmp_path / "results" / "federation" / "federation_meddocan.md").read_text()
+    assert "trained at 03684e7; reported at abbea32, Python" in text
     assert "entity strict F1 (source types)" in text and "(i2b2 types)" not in text
     assert "Test notes: `shared/data/meddocan/dev/xml` (meddocan)" in text
     assert "| non-private, site_b's own notes only (raw text) | test |" in text
     assert "- Site's view (with the pattern layer): " in text
     stored = json.loads((tmp_path / "results" / "federation" / "federation_meddocan.json").read_text())
     assert stored["corpus"] == "meddocan" and set(stored["paired"]) == {"token_official_hipaa", "entity_strict"}
+    assert stored["record"]["trained_at"] == stored["trained_at"] == ["03684e7"]
     assert (tmp_path / "results" / "federation" / "federation_meddocan_growth.png").exists()
 
 
@@ -250,6 +255,8 @@ def test_a_shorter_run_skips_the_stages_named_and_passes_the_monitor_to_every_ta
                               monitor="val_loss", skip=["pseudo", "raw-site_a", "raw-site_b", "raw-site_c", "audit"],
                               results_name="x", **federation.REPRESENTATION, pooled_units=128)
     rows = federation.run_seed(0, args)
+    run = json.loads((tmp_path / "repo" / "runs" / "x" / "seed-0" / results_files.RUN_RECORD).read_text())
+    assert run["seed"] == 0 and run["data"] == "meddocan" and run["budget"] == rows["budget"]
     assert trained == {"raw": "val_loss", "pools": "val_loss", "raw-provider": "val_loss",
                        "stacks": ["site_a", "site_b", "site_c", "provider"], "pooled predicted": [1]}
     assert federation.run_seed(0, args) == rows and len(trained["stacks"]) == 4  # nothing twice

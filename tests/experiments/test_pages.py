@@ -1,13 +1,17 @@
 """The results pages are what their records render (experiments/pages.py): a generated page edited
 by hand, a record changed without its page, or a folder index out of step fails here, naming the
-page; `python experiments/pages.py` writes them again. Each group README's hand-written answer table
+page; `python experiments/pages.py` writes them again. A page whose runs were trained at other
+commits than the one reporting them names those commits. Each group README's hand-written answer table
 stays short (issue #64: at most `MAX_ROWS` rows, question and answer at most `MAX_WORDS` words), and
 every relative .md link of the group READMEs and the archived answer tables resolves."""
 
+import importlib
 import json
 import re
 import shutil
 from pathlib import Path
+
+import pytest
 
 import pages
 import results_files
@@ -40,6 +44,22 @@ def test_a_hand_edited_page_is_named_and_an_archived_name_leaves_its_group(tmp_p
     monkeypatch.setattr(pages, "ARCHIVED", frozenset({"reidentification_bound"}))
     assert set(pages.archive_moves()) == {page, page.with_suffix(".json")}
     assert json.loads(page.with_suffix(".json").read_text())
+
+
+
+@pytest.mark.parametrize("stem", ["federation_meddocan_stack", "pseudonymization_utility_physionet"])
+def test_a_page_whose_runs_were_trained_at_other_commits_says_so_and_one_without_renders_as_before(stem):
+    stored = results_files.results_file(stem, ".json")
+    data = json.loads(stored.read_text())
+    found = pages.renderer(stem, data)
+    module = importlib.import_module(found.module)
+    as_committed = stored.with_suffix(".md").read_text(encoding="utf-8")
+    assert found.render(module, data, stem) == as_committed
+    trained = found.render(module, {**data, "trained_at": ["03684e7", "13d302d"]}, stem)
+    commit = f"commit {data['commit']}"
+    assert trained == as_committed.replace(commit, f"trained at 03684e7, 13d302d; reported at {data['commit']}", 1)
+    assert trained != as_committed
+    assert found.render(module, {**data, "trained_at": [data["commit"]]}, stem) == as_committed
 
 
 MAX_ROWS = 10

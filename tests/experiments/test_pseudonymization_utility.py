@@ -3,8 +3,11 @@ scheme's F1, and the paired differences scheme - raw and surrogates - groups N =
 
 import json
 
+import pytest
+
 import federation
 import pseudonymization_utility as utility
+import results_files
 from deidpool.corpus.metrics import PRIMARY
 
 NOTES = 40
@@ -60,3 +63,47 @@ def test_before_pairs_today_s_surrogates_with_those_of_an_earlier_run(tmp_path, 
     (row,) = [row for row in paired["entity_strict"] if not row["patterns"]]
     assert row["comparison"] == "surrogates today - surrogates of --before"
     assert round(row["mean"]["difference"], 2) == round(100 * (18 / 19 - 16 / 18), 2)
+
+
+class TrainingStarts(Exception):
+    """Raised by a stand-in where training would start, carrying the seed folder's run record."""
+
+
+def test_a_seed_folder_records_what_trains_it_before_training(tmp_path, monkeypatch):
+    import argparse
+
+    import deidpool.corpus.formats
+
+    monkeypatch.setattr(utility, "REPO", tmp_path)
+    monkeypatch.setattr(deidpool.corpus.formats, "read_corpus", lambda *a, **k: [])
+
+    def embeddings(corpus, folder, notes, seed):
+        raise TrainingStarts(json.loads((folder / results_files.RUN_RECORD).read_text()))
+
+    monkeypatch.setattr(federation, "provider_embeddings", embeddings)
+    args = argparse.Namespace(corpus="meddocan", results_name="x", tagger_epochs=1, patience=1, limit=5,
+                              taggers=["raw"])
+    with pytest.raises(TrainingStarts) as stopped:
+        utility.run_seed(2, args)
+    run = stopped.value.args[0]
+    assert run["seed"] == 2 and run["data"] == "meddocan" and run["taggers"] == ["raw"]
+    assert run["budget"] == {"tagger_epochs": 1, "patience": 1, "limit": 5}
+
+
+def test_the_report_names_the_commits_its_seeds_and_those_of_before_were_trained_at(tmp_path, monkeypatch):
+    monkeypatch.setattr(utility, "REPO", tmp_path)
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path / "results")
+    for commit, folder in (("0aaaaaa", "earlier/seed-0"), ("1bbbbbb", "today/seed-1")):
+        monkeypatch.setattr(results_files, "git_commit", lambda commit=commit: commit)
+        results_files.write_run_record(tmp_path / "runs" / folder)
+    for name, counts in (("today", {"raw": per_note(10, 0), "surrogates": per_note(9, 1)}),
+                         ("earlier", {"surrogates": per_note(8, 2)})):
+        for seed in (0, 1):
+            (tmp_path / "runs" / name / f"seed-{seed}").mkdir(parents=True, exist_ok=True)
+            (tmp_path / "runs" / name / f"seed-{seed}" / "rows.json").write_text(json.dumps(rows(counts)))
+    monkeypatch.setattr(utility, "git_commit", lambda: "2cccccc")
+    utility.report([0, 1], "today", "meddocan", "earlier")
+    stored = json.loads(results_files.results_file("today", ".json").read_text())
+    assert stored["record"]["trained_at"] == ["0aaaaaa", "1bbbbbb"]
+    assert ", trained at 0aaaaaa, 1bbbbbb; reported at 2cccccc, Python" in \
+        results_files.results_file("today", ".md").read_text()
