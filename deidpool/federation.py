@@ -1,10 +1,11 @@
 """A whole federation on one machine, step by step, for the programs that run one (`deidpool
-demo`, the federation benchmark): the provider trains its representer and publishes it as a
-signed bundle (`train_provider`, `Provider.bundle`), each institution makes its keys and exports
-its notes as a contribution (`party_keys`, `export_party`), and an in-process pooling server
-(`pooling_server_key`) trains the pooled tagger on contributions and publishes it as a pipeline
-(`train_pooled_round`). Every step keeps what an earlier run left (keys, the representer's run,
-the bundle, the pooled tagger's run, the pipeline), so an interrupted federation resumes.
+demo`, the federation benchmark and its diagnosis): the provider trains its representer and
+publishes it as a signed bundle (`train_provider`, `Provider.bundle`; `provider_at` reads one
+trained before), each institution makes its keys and exports its notes as a contribution
+(`party_keys`, `export_party`), and an in-process pooling server (`pooling_server_key`) trains
+the pooled tagger on contributions and publishes it as a pipeline (`train_pooled_round`). Every
+step keeps what an earlier run left (keys, the representer's run, the bundle, the pooled tagger's
+run, the pipeline), so an interrupted federation resumes.
 
 A provider's folder holds keys/ (provider.key, provider.pub), the representer's run (run/ unless
 named) and bundle.tar; an institution's key folder institution.key, .pub and .json. TensorFlow is
@@ -59,12 +60,12 @@ class SigningKeys:
 @dataclasses.dataclass(frozen=True)
 class Provider:
     """The provider's trained representer: its run folder, its signing keys and where its bundle
-    goes; `metrics`, the run's final metrics (`train_adversarial_run`)."""
+    goes; `metrics`, the run's final metrics where this process trained it (`train_provider`)."""
 
     run: Path
     keys: SigningKeys
     bundle_path: Path
-    metrics: dict
+    metrics: dict = dataclasses.field(default_factory=dict)
 
     def bundle(self, audit: Path | None = None) -> Bundle:
         """The signed representer bundle: published from the run (with the audit summary in
@@ -84,14 +85,20 @@ def train_provider(train_documents: Sequence[Document], valid_documents: Sequenc
     by the three-phase procedure in `run` (`train_adversarial_run`, which resumes a run it finds)."""
     from deidpool.adversary.runs import train_adversarial_run
 
-    folder = Path(folder)
-    signing = SigningKeys(folder / "keys", PROVIDER)
-    if not signing.private_file.exists():
-        keys.create_provider_keys(signing.folder)
-    metrics = train_adversarial_run("three-phase", train_documents, valid_documents, folder / run, settings,
+    provider = provider_at(folder, run)
+    if not provider.keys.private_file.exists():
+        keys.create_provider_keys(provider.keys.folder)
+    metrics = train_adversarial_run("three-phase", train_documents, valid_documents, provider.run, settings,
                                     embeddings=embeddings, tags=tags, loaded_embeddings=loaded_embeddings, data=data,
                                     language=language, progress=progress)
-    return Provider(folder / run, signing, folder / "bundle.tar", metrics)
+    return dataclasses.replace(provider, metrics=metrics)
+
+
+def provider_at(folder: Path, run: str = "run") -> Provider:
+    """The provider whose folder is `folder` and representer run `run`, as `train_provider` lays
+    them out, for a program that reads a provider trained before (no metrics)."""
+    folder = Path(folder)
+    return Provider(folder / run, SigningKeys(folder / "keys", PROVIDER), folder / "bundle.tar")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,12 +108,12 @@ class Party:
     institution: str
     keys: SigningKeys
 
-    def contribution(self, path: Path) -> PooledContribution:
-        """Its contribution at `path` as the in-process server pools it, named by the institution
-        (its one contribution) where the real server names it by its SHA-256."""
+    def contribution(self, path: Path, name: str | None = None) -> PooledContribution:
+        """Its contribution at `path` as the in-process server pools it, named `name` (default: the
+        institution, for its one contribution) where the real server names it by its SHA-256."""
         from deidpool.server.pooled import PooledContribution
 
-        return PooledContribution(sha256=self.institution, path=Path(path), institution=self.institution,
+        return PooledContribution(sha256=name or self.institution, path=Path(path), institution=self.institution,
                                   public_key=self.keys.public())
 
 
@@ -152,6 +159,7 @@ class PooledSettings:
     monitor: str
     seed: int = 0
     valid_fraction: float = 0.1
+    word_dropout: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,7 +187,8 @@ def train_pooled_round(contributions: Sequence[PooledContribution], key: X25519P
     training = train_pooled(data, run_dir, tags=tags, representer_id=bundle.representer_id,
                             contributions=[contribution.sha256 for contribution in contributions],
                             max_epochs=settings.max_epochs, patience=settings.patience, seed=settings.seed,
-                            lstm_units=settings.lstm_units, monitor=settings.monitor)
+                            lstm_units=settings.lstm_units, word_dropout=settings.word_dropout,
+                            monitor=settings.monitor)
     if not pipeline.exists():
         publish_pipeline(bundle, run_dir / "models" / "tagger.keras", signing_key, pipeline, training)
     return PooledRound(training, len(data.train), run_dir, pipeline)

@@ -362,9 +362,8 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
         path = folder / "contributions" / f"{institution}.dpc"
         if not path.exists():
             progress(f"seed {seed}: {institution} exports its notes")
-            notes = [*provider_split[0], *provider_split[1]] if institution == "provider" else documents[institution]
-            export_party(notes, bundle, vectors, path, party, ExportSettings(language=corpus.language),
-                         server_key=server_key.public_key())
+            export_party(party_notes(documents, provider_split, institution), bundle, vectors, path, party,
+                         ExportSettings(language=corpus.language), server_key=server_key.public_key())
         contributions[institution] = party.contribution(path)
     pooled_settings = PooledSettings(max_epochs=args.tagger_epochs, patience=args.patience,
                                      lstm_units=args.pooled_units, monitor=args.monitor, seed=seed)
@@ -389,6 +388,12 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
             rows[f"{name}{suffix}@site_c"] = {
                 **score_row(evaluate_corpus(documents["site_c"], predicted, corpus.entity_key)), **trained}
     return rows
+
+
+def party_notes(documents: dict, provider_split: tuple, party: str) -> list:
+    """The notes `party` exports: its own, the provider's in the representer's split's order
+    (`provider_split`: train, then valid)."""
+    return [*provider_split[0], *provider_split[1]] if party == "provider" else documents[party]
 
 
 def pooled_test_predictions(folder: Path, test: list, vectors) -> list:

@@ -72,12 +72,21 @@ import argparse
 import json
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import federation
 from deidpool.client.export import DEFAULT_NEIGHBOURS
 from deidpool.corpus.metrics import COLUMN_TITLES
+from deidpool.federation import (
+    PooledSettings,
+    Provider,
+    export_party,
+    party_keys,
+    pooling_server_key,
+    provider_at,
+    train_pooled_round,
+)
 from results_files import record, results_file, seeds_as_numbers
 
 REPO = federation.REPO
@@ -134,22 +143,19 @@ def folder_name(variant: str) -> str:
     return variant.replace(" ", "-")
 
 
-def variant_bundle(seed_dir: Path, variant: Variant, out: Path) -> Path:
-    """The signed representer bundle the variant exports with: the federation's own, or one
-    published from a copy of the representer run that carries another of its model files."""
-    from deidpool.representer import keys
-    from deidpool.representer.bundle import publish_run
-
+def variant_provider(seed_dir: Path, variant: Variant, out: Path) -> Provider:
+    """The provider whose signed bundle the variant exports with: the federation seed's own, or
+    one whose run is a copy of the seed's representer run carrying another of its model files
+    (its bundle published in `out`)."""
+    provider = provider_at(seed_dir, "representer")
     if variant.representer == "representer.keras":
-        return seed_dir / "bundle.tar"
-    bundle = out / "bundle.tar"
-    if not bundle.exists():
-        run = out / "representer"
+        return provider
+    run = out / "representer"
+    if not (out / "bundle.tar").exists():
         (run / "models").mkdir(parents=True, exist_ok=True)
-        shutil.copy(seed_dir / "representer" / "config.json", run / "config.json")
-        shutil.copy(seed_dir / "representer" / "models" / variant.representer, run / "models" / "representer.keras")
-        publish_run(run, keys.load_private_key(seed_dir / "keys" / "provider.key", keys.SIGNING), bundle)
-    return bundle
+        shutil.copy(provider.run / "config.json", run / "config.json")
+        shutil.copy(provider.run / "models" / variant.representer, run / "models" / "representer.keras")
+    return replace(provider, run=run, bundle_path=out / "bundle.tar")
 
 
 def seed_scheme(seed_dir: Path) -> str:
@@ -192,8 +198,9 @@ def tagger_settings(variant: Variant, budget: dict) -> tuple[str, int]:
 def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str, variant: Variant, documents: dict,
                  embeddings: tuple, args, budget: dict) -> dict:
     """Export every party's notes as `variant` says, train the server's tagger on all of them
-    and return its rows on the test notes (alone and with the pattern layer); a `text` variant
-    trains the raw-text tagger instead, on the federation seed's `budget` (`tagger_settings`)."""
+    (both through `deidpool.federation`, as the federation does) and return its rows on the test
+    notes (alone and with the pattern layer); a `text` variant trains the raw-text tagger instead,
+    on the federation seed's `budget` (`tagger_settings`)."""
     monitor, units = tagger_settings(variant, budget)
     out = seed_dir / "diagnosis" / folder_name(name)
     carry_on(seed_dir, variant, out)
@@ -204,54 +211,41 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
                                            kind=variant.kind,
                                            run_dir=out / "tagger", monitor=monitor, chars=variant.chars,
                                            lstm_units=variant.units or federation.TEXT_TAGGER_UNITS)
-    from deidpool.client.export import ExportSettings, export_contribution
-    from deidpool.representer import keys
-    from deidpool.representer.bundle import open_bundle, publish_pipeline
+    from deidpool.client.export import ExportSettings
     from deidpool.representer.tagger_runs import split_documents
-    from deidpool.server.pooled import PooledContribution, open_pooled_data, train_pooled
 
     _, vectors = embeddings
     epochs = variant.epochs or args.tagger_epochs
     key_dir = seed_dir / "keys"
-    bundle = open_bundle(variant_bundle(seed_dir, variant, out),
-                         keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
-    server_key = keys.load_private_key(key_dir / "server-encryption.key", keys.ENCRYPTION)
-    tags = list(bundle.tags)
+    provider = variant_provider(seed_dir, variant, out)
+    bundle = provider.bundle()
+    server_key = pooling_server_key(key_dir)
     provider_split = split_documents(documents["provider"], 0.1, seed)
     contributions, scheme = [], variant.scheme or seed_scheme(seed_dir)
-    for party in federation.PARTIES:
-        notes = [*provider_split[0], *provider_split[1]] if party == "provider" else documents[party]
-        exports = 1 if variant.one_export else variant.draws
-        for draw in range(exports):
-            path, sha256 = out / "contributions" / f"{party}-{draw}.dpc", f"{party}-{draw}"
-            if same_exports(variant):  # the federation's own contributions, named as it named them
-                path, sha256 = seed_dir / "contributions" / f"{party}.dpc", party
-            elif not path.exists():
-                federation.progress(f"seed {seed}, {name}: {party} exports its notes (export {draw + 1})")
+    for institution in federation.PARTIES:
+        party = party_keys(key_dir / institution, institution)
+        if same_exports(variant):  # the federation's own contribution, named as it named it
+            contributions.append(party.contribution(seed_dir / "contributions" / f"{institution}.dpc"))
+            continue
+        for draw in range(1 if variant.one_export else variant.draws):
+            path = out / "contributions" / f"{institution}-{draw}.dpc"
+            if not path.exists():
+                federation.progress(f"seed {seed}, {name}: {institution} exports its notes (export {draw + 1})")
                 settings = ExportSettings(neighbours=variant.neighbours, scheme=scheme, language=corpus.language,
                                           draws=variant.draws if variant.one_export else 1, noise=variant.noise)
-                export_contribution(notes, bundle, vectors, path, settings, institution=party,
-                                    server_key=server_key.public_key(), progress=False,
-                                    signing_key=keys.load_private_key(key_dir / party / "institution.key",
-                                                                      keys.SIGNING))
-            contributions.append(PooledContribution(
-                sha256=sha256, path=path, institution=party,
-                public_key=keys.load_public_key(key_dir / party / "institution.pub", keys.SIGNING)))
-    data = open_pooled_data(contributions, server_key, representer_id=bundle.representer_id, num_tags=len(tags),
-                            valid_fraction=0.1, seed=seed)
-    federation.progress(f"seed {seed}, {name}: the server trains the pooled tagger on {len(data.train):,} sentences")
-    training = train_pooled(data, out / "tagger", tags=tags, representer_id=bundle.representer_id,
-                            contributions=[c.sha256 for c in contributions], max_epochs=epochs,
-                            patience=args.patience if variant.early_stopping else epochs, seed=seed,
-                            lstm_units=units, word_dropout=variant.word_dropout, monitor=monitor)
-    pipeline = out / "pipeline.tar"
-    if not pipeline.exists():
-        publish_pipeline(bundle, out / "tagger" / "models" / "tagger.keras",
-                         keys.load_private_key(key_dir / "provider.key", keys.SIGNING), pipeline, training)
-    found = federation.pipeline_predictions(pipeline, key_dir, {"test": documents["test"]}, vectors)["test"]
-    rows = federation.test_rows(corpus, documents["test"], found, {"epochs": training["epochs"],
-                                                                   "best_epoch": training["best_epoch"],
-                                                                   "sentences": len(data.train)})
+                export_party(federation.party_notes(documents, provider_split, institution), bundle, vectors, path,
+                             party, settings, server_key=server_key.public_key(), progress=False)
+            contributions.append(party.contribution(path, f"{institution}-{draw}"))
+    federation.progress(f"seed {seed}, {name}: the server trains the pooled tagger")
+    pooled = train_pooled_round(contributions, server_key, bundle, out / "tagger", out / "pipeline.tar",
+                                tags=list(bundle.tags), signing_key=provider.keys.private(),
+                                settings=PooledSettings(max_epochs=epochs, lstm_units=units, monitor=monitor,
+                                                        patience=args.patience if variant.early_stopping else epochs,
+                                                        seed=seed, word_dropout=variant.word_dropout))
+    found = federation.pipeline_predictions(pooled.pipeline, key_dir, {"test": documents["test"]}, vectors)["test"]
+    rows = federation.test_rows(corpus, documents["test"], found, {"epochs": pooled.training["epochs"],
+                                                                   "best_epoch": pooled.training["best_epoch"],
+                                                                   "sentences": pooled.sentences})
     return {f"{name}{suffix}@test": row for suffix, row in rows.items()}
 
 

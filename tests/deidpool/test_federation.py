@@ -1,8 +1,10 @@
 """deidpool.federation on the demo's tiny notes: a whole federation (provider, two institutions, an
 in-process pooling server) leaves the benchmark's layout, and run again it reuses every file."""
 
+import dataclasses
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -80,6 +82,27 @@ def test_a_second_round_reuses_every_file(federation):
     assert second["bundle"].representer_id == first["bundle"].representer_id
     assert second["pooled"].training == first["pooled"].training
     assert second["pooled"].sentences == first["pooled"].sentences
+
+
+def test_a_provider_trained_before_is_read_from_its_folder(federation):
+    folder, first, _, _ = federation
+    assert api.provider_at(folder, "representer") == dataclasses.replace(first["provider"], metrics={})
+
+
+def test_a_round_names_each_contribution_and_trains_as_its_settings_say(tmp_path, monkeypatch):
+    """A party with several contributions names each; the settings reach the server's trainer."""
+    from deidpool.server import pooled
+
+    trained = {}
+    monkeypatch.setattr(pooled, "open_pooled_data", lambda contributions, key, **options: SimpleNamespace(train=[1]))
+    monkeypatch.setattr(pooled, "train_pooled", lambda data, run_dir, **options: trained.update(options) or {})
+    (tmp_path / "pipeline.tar").write_text("published before")
+    party = api.party_keys(tmp_path / "site_a", "site_a")
+    contributions = [party.contribution(tmp_path / "site_a.dpc"), party.contribution(tmp_path / "b.dpc", "site_a-1")]
+    api.train_pooled_round(contributions, None, SimpleNamespace(representer_id="r"), tmp_path / "run",
+                           tmp_path / "pipeline.tar", tags=["O"], signing_key=None,
+                           settings=dataclasses.replace(POOLED, word_dropout=0.2))
+    assert trained["contributions"] == ["site_a", "site_a-1"] and trained["word_dropout"] == 0.2
 
 
 def test_importing_the_api_imports_no_heavy_framework():

@@ -5,6 +5,7 @@ variants every seed has."""
 import argparse
 import dataclasses
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -109,21 +110,85 @@ def test_variants_that_change_only_the_tagger_train_on_the_federation_s_own_expo
     assert diagnosis.VARIANTS["tagger word dropout 0.2"].word_dropout == 0.2
 
 
-def test_the_default_variant_exports_under_the_federation_seed_s_own_scheme(tmp_path):
-    """A federation seed exported under groups is diagnosed under groups, whatever the export default."""
+def write_provider_contribution(seed_dir, scheme: str) -> None:
+    """A federation seed's provider contribution (one sentence) exported under `scheme`."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
     from deidpool.contribution.container import write_contribution
     from deidpool.contribution.records import encode_sentence
 
-    (tmp_path / "contributions").mkdir()
-    write_contribution(tmp_path / "contributions" / "provider.dpc",
+    (seed_dir / "contributions").mkdir(parents=True, exist_ok=True)
+    write_contribution(seed_dir / "contributions" / "provider.dpc",
                        [encode_sentence(np.zeros((2, 4)), np.zeros(2, int), np.zeros(2, int))],
                        institution="provider", representer_id="rep-test", dim=4, neighbours=100,
-                       pseudonymization="groups", signing_key=Ed25519PrivateKey.generate(),
+                       pseudonymization=scheme, signing_key=Ed25519PrivateKey.generate(),
                        server_key=X25519PrivateKey.generate().public_key())
+
+
+def test_the_default_variant_exports_under_the_federation_seed_s_own_scheme(tmp_path):
+    """A federation seed exported under groups is diagnosed under groups, whatever the export default."""
+    write_provider_contribution(tmp_path, "groups")
     assert diagnosis.Variant().scheme is None and diagnosis.seed_scheme(tmp_path) == "groups"
+
+
+def test_an_export_variant_runs_the_federation_s_chain_through_the_product_api(tmp_path, monkeypatch):
+    """Keys, bundle, exports and the server's round come from deidpool.federation, as the
+    federation's: a variant that exports gets one contribution per party and draw, named by both;
+    one that changes only the tagger pools the seed's own contributions, named by party."""
+    from deidpool import federation as api
+    from deidpool.representer import keys
+
+    keys.create_provider_keys(tmp_path / "keys")
+    write_provider_contribution(tmp_path, "groups")
+    exported, rounds, bundles = [], [], []
+    monkeypatch.setattr(api.Provider, "bundle",
+                        lambda provider, audit=None: bundles.append(provider.bundle_path) or SimpleNamespace(
+                            tags=("O", "B-NAME")))
+
+    def export(notes, bundle, vectors, path, party, settings, *, server_key, progress):
+        exported.append((path.name, party.institution, len(notes), settings.scheme))
+
+    def pooled_round(contributions, key, bundle, run_dir, pipeline, *, tags, signing_key, settings):
+        rounds.append(([(c.sha256, c.path.name, c.institution) for c in contributions], run_dir, pipeline, settings))
+        return api.PooledRound({"epochs": 4, "best_epoch": 2}, 7, run_dir, pipeline)
+
+    monkeypatch.setattr(diagnosis, "export_party", export)
+    monkeypatch.setattr(diagnosis, "train_pooled_round", pooled_round)
+    monkeypatch.setattr(federation, "pipeline_predictions", lambda pipeline, key_dir, splits, vectors: {"test": []})
+    monkeypatch.setattr(federation, "test_rows", lambda corpus, gold, found, extra: {"": extra})
+    documents = {party: [SimpleNamespace(id=f"{party}-{i}") for i in range(10)] for party in federation.PARTIES}
+    documents["test"] = []
+    args = argparse.Namespace(tagger_epochs=10, patience=3)
+    for name in ("3 export draws", "tagger word dropout 0.2"):
+        rows = diagnosis.variant_rows(federation.CORPORA["meddocan"], tmp_path, 0, name, diagnosis.VARIANTS[name],
+                                      documents, ("glove", None), args, {"monitor": "val_loss"})
+        assert rows == {f"{name}@test": {"epochs": 4, "best_epoch": 2, "sentences": 7}}
+    assert exported == [(f"{party}-{draw}.dpc", party, 10, "groups") for party in federation.PARTIES
+                        for draw in range(3)]
+    assert bundles == [tmp_path / "bundle.tar"] * 2
+    (draws, out, pipeline, settings), (own, _, _, tagger_only) = rounds
+    assert draws == [(f"{party}-{draw}", f"{party}-{draw}.dpc", party) for party in federation.PARTIES
+                     for draw in range(3)]
+    assert out == tmp_path / "diagnosis" / "3-export-draws" / "tagger" and pipeline == out.parent / "pipeline.tar"
+    assert settings == api.PooledSettings(max_epochs=10, patience=3, lstm_units=128, monitor="val_loss", seed=0)
+    assert own == [(party, f"{party}.dpc", party) for party in federation.PARTIES]
+    assert tagger_only.word_dropout == 0.2
+    assert all((tmp_path / "keys" / party / "institution.pub").exists() for party in federation.PARTIES)
+
+
+def test_the_p1_variant_publishes_the_seed_s_first_representer_with_the_provider_s_key(tmp_path):
+    from deidpool import federation as api
+
+    (tmp_path / "representer" / "models").mkdir(parents=True)
+    (tmp_path / "representer" / "config.json").write_text("{}")
+    (tmp_path / "representer" / "models" / "representer_p1.keras").write_text("p1")
+    out = tmp_path / "diagnosis" / "representer-after-P1"
+    provider = diagnosis.variant_provider(tmp_path, diagnosis.VARIANTS["representer after P1"], out)
+    assert provider == api.Provider(out / "representer", api.SigningKeys(tmp_path / "keys", api.PROVIDER),
+                                    out / "bundle.tar")
+    assert (provider.run / "models" / "representer.keras").read_text() == "p1"
+    assert diagnosis.variant_provider(tmp_path, diagnosis.Variant(), out) == api.provider_at(tmp_path, "representer")
 
 
 def test_a_variant_s_tagger_watches_its_own_monitor_else_the_federation_s(tmp_path, monkeypatch):
