@@ -529,6 +529,7 @@ COMPARISONS = (("pooled", "raw", "representation gap: pooled exports - raw text 
                     ">= +1.0 HIPAA, >= +2.0 strict, > 0 every seed" if party in SITES else "-"),
                    (f"stack-{party}", "raw", f"{party}'s stack - raw text (all notes)",
                     "> -0.5 strict" if party == "provider" else "-"),
+                   ("raw", f"local-{party}", f"headroom: raw text (all notes) - {party} alone", "-"),
                    (f"stack-{party}", "pooled", f"{party}'s stack - pooled pipeline", "-"),
                    (f"pooled-memory-{party}", "pooled", f"{party}'s PHI memory on the pooled pipeline", "-"))))
 
@@ -655,6 +656,11 @@ def stack_lines(per_seed: dict, done: list[int], paired: dict[str, list[dict]]) 
         lines.append(f"- {site}'s stack - its best alone: token HIPAA {_cell(hipaa['mean'])}, entity strict "
                      f"{_cell(strict['mean'])} (target >= +1.0 and >= +2.0, every seed's interval above 0: "
                      f"{'met' if met else 'MISSED'}).")
+        headroom = f"headroom: raw text (all notes) - {site} alone"
+        if any(r["comparison"] == headroom for r in paired["entity_strict"]):
+            lines.append(f"  The non-private upper bound (the raw-text tagger on all parties' notes, with the layer) is "
+                         f"{_cell(row('token_official_hipaa', headroom)['mean'])} token HIPAA and "
+                         f"{_cell(row('entity_strict', headroom)['mean'])} entity strict above {site} alone.")
     if "provider" in parties:
         gap = row("entity_strict", "provider's stack - raw text (all notes)")
         met = gap["mean"]["difference"] > -0.5
