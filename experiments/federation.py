@@ -658,8 +658,8 @@ def stack_lines(per_seed: dict, done: list[int], paired: dict[str, list[dict]]) 
                      f"{'met' if met else 'MISSED'}).")
         headroom = f"headroom: raw text (all notes) - {site} alone"
         if any(r["comparison"] == headroom for r in paired["entity_strict"]):
-            lines.append(f"  The non-private upper bound (the raw-text tagger on all parties' notes, with the layer) is "
-                         f"{_cell(row('token_official_hipaa', headroom)['mean'])} token HIPAA and "
+            lines.append(f"  The non-private upper bound (the raw-text tagger on all parties' notes, with the layer) "
+                         f"is {_cell(row('token_official_hipaa', headroom)['mean'])} token HIPAA and "
                          f"{_cell(row('entity_strict', headroom)['mean'])} entity strict above {site} alone.")
     if "provider" in parties:
         gap = row("entity_strict", "provider's stack - raw text (all notes)")
