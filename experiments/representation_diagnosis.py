@@ -86,7 +86,6 @@ from deidpool.federation import (
     export_party,
     party_keys,
     pooling_server_key,
-    provider_at,
     train_pooled_round,
 )
 from results_files import RUN_RECORD, commit_text, record, results_file, seeds_as_numbers, write_run_record
@@ -149,7 +148,7 @@ def variant_provider(seed_dir: Path, variant: Variant, out: Path) -> Provider:
     """The provider whose signed bundle the variant exports with: the federation seed's own, or
     one whose run is a copy of the seed's representer run carrying another of its model files
     (its bundle published in `out`)."""
-    provider = provider_at(seed_dir, "representer")
+    provider = federation.seed_provider(seed_dir)
     if variant.representer == "representer.keras":
         return provider
     run = out / "representer"
@@ -254,7 +253,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
                                 settings=PooledSettings(max_epochs=epochs, lstm_units=units, monitor=monitor,
                                                         patience=args.patience if variant.early_stopping else epochs,
                                                         seed=seed, word_dropout=variant.word_dropout))
-    found = federation.pipeline_predictions(pooled.pipeline, key_dir, {"test": documents["test"]}, vectors)["test"]
+    found = federation.pipeline_predictions(pooled.pipeline, provider, {"test": documents["test"]}, vectors)["test"]
     rows = federation.test_rows(corpus, documents["test"], found, {"epochs": pooled.training["epochs"],
                                                                    "best_epoch": pooled.training["best_epoch"],
                                                                    "sentences": pooled.sentences})

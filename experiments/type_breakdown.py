@@ -63,7 +63,8 @@ def found_documents(corpus: federation.Corpus, spec: str, seed: int, test: list)
     _, vectors = federation.provider_embeddings(corpus, folder, [], seed)
     federation.progress(f"seed {seed}: {spec} tags the test notes")
     if name.startswith("diagnosis/"):
-        found = federation.pipeline_predictions(source, folder / "keys", {"test": test}, vectors)["test"]
+        provider = federation.seed_provider(folder)
+        found = federation.pipeline_predictions(source, provider, {"test": test}, vectors)["test"]
     else:
         found = federation.predictions(folder, name, {"test": test}, vectors)["test"]
     write_corpus(found, kept, "json", replace=True)

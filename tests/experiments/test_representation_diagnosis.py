@@ -155,7 +155,7 @@ def test_an_export_variant_runs_the_federation_s_chain_through_the_product_api(t
 
     monkeypatch.setattr(diagnosis, "export_party", export)
     monkeypatch.setattr(diagnosis, "train_pooled_round", pooled_round)
-    monkeypatch.setattr(federation, "pipeline_predictions", lambda pipeline, key_dir, splits, vectors: {"test": []})
+    monkeypatch.setattr(federation, "pipeline_predictions", lambda pipeline, provider, splits, vectors: {"test": []})
     monkeypatch.setattr(federation, "test_rows", lambda corpus, gold, found, extra: {"": extra})
     documents = {party: [SimpleNamespace(id=f"{party}-{i}") for i in range(10)] for party in federation.PARTIES}
     documents["test"] = []
