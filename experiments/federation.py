@@ -64,6 +64,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deidpool.adversary.procedures import SELECTIONS
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, Counts, f1_difference_interval, micro_f1
@@ -82,10 +83,14 @@ from results_files import (
     write_run_record,
 )
 
+if TYPE_CHECKING:
+    from deidpool.federation import Provider
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 SITES = ("site_a", "site_b", "site_c")
 PARTIES = ("provider", *SITES)
+REPRESENTER_RUN = "representer"  # the provider's representer run in a seed folder (deidpool.federation.provider_at)
 POOLS = {"provider-only": ("provider",), "pooled-2": ("provider", "site_a"),
          "pooled-no-c": ("provider", "site_a", "site_b"), "pooled": PARTIES}
 GROWTH = tuple(POOLS)  # 1 to 4 institutions
@@ -243,7 +248,7 @@ def run_seed(seed: int, args) -> dict:
         from deidpool.adversary.runs import AuditSettings, audit_run
 
         progress(f"seed {seed}: auditing the representer")
-        report = audit_run(folder / "representer", *provider_split, folder / "audit",
+        report = audit_run(folder / REPRESENTER_RUN, *provider_split, folder / "audit",
                            AuditSettings(epochs=args.audit_epochs, seed=seed), loaded_embeddings=vectors)
         keep({"audit": {"verdict": report["verdict"], "fresh_accuracy": report["attacks"]["target/fresh"]["accuracy"],
                         "continued_accuracy": report["attacks"].get("target/continued", {}).get("accuracy"),
@@ -351,7 +356,7 @@ def pooled_rows(corpus: Corpus, folder: Path, seed: int, documents: dict, provid
                                    pseudonymized_copy=args.representer_data == "provider+copy",
                                    representer_chars=args.representer_input == "embeddings+chars")
     progress(f"seed {seed}: the provider's representer (three-phase, d = {args.repr_size})")
-    provider = train_provider(*provider_split, folder, settings, run="representer", tags=tags, embeddings=spec,
+    provider = train_provider(*provider_split, folder, settings, run=REPRESENTER_RUN, tags=tags, embeddings=spec,
                               loaded_embeddings=vectors, data={"path": str(corpus.notes), "split": "provider"},
                               language=corpus.language)
     bundle = provider.bundle()
@@ -421,13 +426,11 @@ def stack_rows(corpus: Corpus, folder: Path, seed: int, party: str, documents: d
     from deidpool.client.patterns import with_patterns
     from deidpool.client.stack import STACK_FILE, TAGGER_RUN, build_stack, open_stack
     from deidpool.demo import unlabeled
-    from deidpool.representer import keys
     from deidpool.representer.bundle import open_bundle
     from deidpool.representer.tagger_runs import split_documents
 
     train, valid = provider_split if party == "provider" else split_documents(documents[party], 0.1, seed)
-    pipeline = open_bundle(folder / "pipelines" / "pooled.tar", keys.load_public_key(folder / "keys" / "provider.pub",
-                                                                                      keys.SIGNING))
+    pipeline = open_bundle(folder / "pipelines" / "pooled.tar", seed_provider(folder).keys.public())
     out = folder / STACK / party
     if not (out / STACK_FILE).exists():
         shutil.rmtree(out, ignore_errors=True)  # a build the time budget stopped: from the start
@@ -490,7 +493,7 @@ def predictions(folder: Path, name: str, splits: dict[str, list], vectors) -> di
     (their PHI spans hidden), the tagger opened once: a published pipeline (a pool of `POOLS`,
     its signature checked) or a text tagger of `TEXT_TAGGERS`."""
     if name in POOLS:
-        return pipeline_predictions(folder / "pipelines" / f"{name}.tar", folder / "keys", splits, vectors)
+        return pipeline_predictions(folder / "pipelines" / f"{name}.tar", seed_provider(folder), splits, vectors)
     return tagger_predictions(folder / "taggers" / name, splits, vectors)
 
 
@@ -504,14 +507,20 @@ def tagger_predictions(run_dir: Path, splits: dict[str, list], vectors) -> dict[
             for split, documents in splits.items()}
 
 
-def pipeline_predictions(pipeline: Path, key_dir: Path, splits: dict[str, list], vectors) -> dict[str, list]:
-    """What the published `pipeline` (signed by the provider key in `key_dir`) finds in each split."""
+def seed_provider(folder: Path) -> Provider:
+    """The provider trained in the seed folder `folder`: its keys and its representer run."""
+    from deidpool.federation import provider_at
+
+    return provider_at(folder, REPRESENTER_RUN)
+
+
+def pipeline_predictions(pipeline: Path, provider: Provider, splits: dict[str, list], vectors) -> dict[str, list]:
+    """What the published `pipeline` (signed by `provider`'s key) finds in each split."""
     from deidpool.client.deidentify import find_phi
     from deidpool.demo import unlabeled
-    from deidpool.representer import keys
     from deidpool.representer.bundle import open_bundle
 
-    opened = open_bundle(pipeline, keys.load_public_key(key_dir / "provider.pub", keys.SIGNING))
+    opened = open_bundle(pipeline, provider.keys.public())
     return {split: list(find_phi(unlabeled(documents), opened, vectors)) for split, documents in splits.items()}
 
 

@@ -23,7 +23,7 @@ import json
 
 from deidpool.corpus.metrics import COLUMN_TITLES, PRIMARY, document_counts
 from federation import CORPORA, PATTERNS, REPO, f1, paired_rows, paired_table, predictions
-from results_files import record, seeds_as_numbers, write_results
+from results_files import commit_text, record, seeds_as_numbers, write_results
 
 COMPARISONS = (("pooled", "provider-only", "pooled - provider-only", "target >= +3 in every seed"),
                ("raw", "pooled", "non-private - pooled", "target <= +1.5"),
@@ -42,11 +42,12 @@ def comparisons(baseline: str | None) -> list[tuple[str, str, str, str]]:
 
 def report(data: dict) -> str:
     """The page of results JSON `data` (its paired rows, the number of test notes and the run's
-    record: date, commit, command, seeds, results name and baseline)."""
+    record: date, commit, "trained_at" where its run folders recorded it, command, seeds, results
+    name and baseline)."""
     run = data["record"]
     recorded_in = " and ".join(f"{name}.json" for name in (run["results_name"], run["baseline"]) if name)
     lines = [f"# Federation experiment: paired differences on PhysioNet `test` ({run['results_name']})\n",
-             f"{run['date']}, commit {run['commit']}; {data['notes']} test notes. Command: `{run['command']}`. Each "
+             f"{run['date']}, {commit_text(run)}; {data['notes']} test notes. Command: `{run['command']}`. Each "
              "cell: the F1 difference in points [paired 95% percentile bootstrap interval over the notes, 1000 "
              "resamples]; the mean over seeds resamples the notes once for all seeds (the notes' sampling error, not "
              f"the spread between seeds). Every rescored F1 equals the one in {recorded_in}.\n",
@@ -74,10 +75,11 @@ def main() -> None:
     taggers = [(args.results_name, [(name, name) for name in sorted({name for c in COMPARISONS for name in c[:2]})])]
     if args.baseline:
         taggers.append((args.baseline, [(name, f"{name} ({args.baseline})") for name in REPRESENTATION_TAGGERS]))
-    counts = {}
+    counts, folders = {}, []
     for seed in args.seeds:
         for results_name, named in taggers:
             folder = REPO / "runs" / results_name / f"seed-{seed}"
+            folders.append(folder)
             if not (folder / "rows.json").exists():
                 raise SystemExit(f"seed {seed} has not finished: {folder / 'rows.json'} is missing")
             recorded = json.loads((folder / "rows.json").read_text())
@@ -91,7 +93,8 @@ def main() -> None:
                                          f"{f1(counts[seed, key, suffix]):.6f} differs from the recorded {stored:.6f}")
                 print(f"seed {seed}: {key} rescored", flush=True)
     data = {"notes": len(test), "rows": paired_rows(counts, args.seeds, compared),
-            "record": record(seeds=args.seeds, results_name=args.results_name, baseline=args.baseline)}
+            "record": record(run_folders=folders, seeds=args.seeds, results_name=args.results_name,
+                             baseline=args.baseline)}
     write_results(f"{args.results_name}_paired", report(data), data)
 
 

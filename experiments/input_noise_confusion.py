@@ -24,7 +24,7 @@ import argparse
 import numpy as np
 
 import federation
-from results_files import record, write_results
+from results_files import commit_text, record, write_results
 
 CHUNK = 256  # noisy vectors compared with the word matrix at a time
 
@@ -92,10 +92,11 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def report(data: dict) -> str:
-    """The page of results JSON `data`: its rows and the run's record (date, commit, command)."""
+    """The page of results JSON `data`: its rows and the run's record (date, commit, "trained_at"
+    where the federation's seed folder recorded it, command)."""
     run = data["record"]
     lines = ["# How much of a word's identity the representer's input noise leaves", "",
-             f"{run['date']}, commit {run['commit']}; command `{run['command']}`. "
+             f"{run['date']}, {commit_text(run)}; command `{run['command']}`. "
              "The provider's notes of each federation; tokens drawn as often as they occur, N(0, s) added to each "
              "dimension of their embedding as the representer's input noise does; the last column: the share "
              "whose noisy vector still lies nearest their own word among the notes' distinct words "
@@ -114,15 +115,14 @@ def main() -> None:
     args = parser.parse_args()
     from deidpool.corpus.formats import read_corpus
 
-    rows = []
+    rows, folder = [], federation.REPO / "runs" / args.federation / "seed-0"
     for name, corpus in (("physionet", federation.CORPORA["physionet"]), ("meddocan", federation.CORPORA["meddocan"])):
         provider = read_corpus(corpus.notes, corpus.fmt, split="provider")
-        folder = federation.REPO / "runs" / args.federation / "seed-0"
         spec, vectors = federation.provider_embeddings(corpus, folder, provider, 0)
         words, counts = corpus_words(provider, vectors)
         rows += corpus_rows(name, spec.split(":")[0], words, counts, args.noise, args.draws, args.seed)
         federation.progress(f"{name}: {len(words):,} distinct words scored")
-    data = {"rows": rows, "record": record(seed=args.seed)}
+    data = {"rows": rows, "record": record(run_folders=[folder], seed=args.seed)}
     write_results("federation_input_noise", report(data), data)
 
 

@@ -19,8 +19,8 @@ from collections import Counter
 from collections.abc import Iterable
 
 import federation
-from results_files import record, write_results
-from type_breakdown import found_documents, tagger_arguments, test_notes
+from results_files import commit_text, record, write_results
+from type_breakdown import found_documents, tagger_arguments, tagger_folders, test_notes
 
 CLASSES = ("PHI in the provider's notes", "PHI in a site's notes only", "in no training span")
 
@@ -71,13 +71,14 @@ def recall_table(counts: dict[str, list[dict]]) -> dict:
 
 def report(data: dict) -> str:
     """The page of results JSON `data` (`recall_table`'s numbers, the seeds and the run's record:
-    date, commit, command, corpus, test notes): a row per class and one for all spans, each
-    tagger's recall and the others' difference to the reference in points."""
+    date, commit, "trained_at" where its run folders recorded it, command, corpus, test notes): a
+    row per class and one for all spans, each tagger's recall and the others' difference to the
+    reference in points."""
     run, recall = data["record"], data["recall"]
     reference, *others = recall["all"]
     lines = [f"# Recall of the test notes' PHI by where the training notes had it "
              f"({federation.CORPORA[run['corpus']].title})\n",
-             f"{run['date']}, commit {run['commit']}; seeds {data['seeds']}; test notes `{run['test_notes']}`. "
+             f"{run['date']}, {commit_text(run)}; seeds {data['seeds']}; test notes `{run['test_notes']}`. "
              f"Command: `{run['command']}`. A gold span's text (case-folded) was PHI "
              "in the provider's training notes, only in a site's, or in none; each cell: the share of those spans "
              f"found exactly (offsets and label), counts summed over the seeds, and in parentheses the difference to "
@@ -102,7 +103,8 @@ def main() -> None:
     counts = {spec: [recall_counts(test, found_documents(corpus, spec, seed, test), corpus.entity_key, provider, sites)
                      for seed in args.seeds] for spec in args.taggers}
     data = {"seeds": args.seeds, **recall_table(counts),
-            "record": record(corpus=args.corpus, test_notes=corpus.test[0])}
+            "record": record(run_folders=tagger_folders(args.taggers, args.seeds), corpus=args.corpus,
+                             test_notes=corpus.test[0])}
     write_results(args.results_name, report(data), data)
 
 

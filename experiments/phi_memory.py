@@ -21,8 +21,8 @@ from __future__ import annotations
 import argparse
 
 import federation
-from results_files import record, seeds_as_numbers, write_results
-from type_breakdown import REPO, found_documents, test_notes
+from results_files import commit_text, record, seeds_as_numbers, write_results
+from type_breakdown import REPO, found_documents, tagger_folders, test_notes
 
 LAYERS = ("", "+patterns", "+patterns+memory")
 LAYER_TITLES = {"": "alone", "+patterns": "+ patterns", "+patterns+memory": "+ patterns + memory of all parties"}
@@ -58,14 +58,19 @@ def comparisons(sites: list[str]) -> list[tuple[str, str, str, str, str]]:
     return rows
 
 
+def taggers(run: str, pooled: str, sites: list[str]) -> dict[str, str]:
+    """{name in the report: RUN:NAME (type_breakdown.py's)} of the taggers the federation `run`
+    lends the report: its raw-text tagger on all notes, the pooled pipeline `pooled` and each of
+    `sites`' own raw-text tagger."""
+    return {"raw": f"{run}:raw", "pooled": f"{run}:{pooled}", **{f"raw-{site}": f"{run}:raw-{site}" for site in sites}}
+
+
 def seed_counts(corpus: federation.Corpus, run: str, pooled: str, seed: int, test: list, memories: dict,
                 sites: list[str]) -> dict[str, dict[str, list]]:
     """{measure: {TAGGER+LAYER[@MEMORY]: per-note [tp, fp, fn]}} of one seed."""
     from deidpool.corpus.metrics import document_counts
 
-    found = {"raw": found_documents(corpus, f"{run}:raw", seed, test),
-             "pooled": found_documents(corpus, f"{run}:{pooled}", seed, test)}
-    found.update({f"raw-{site}": found_documents(corpus, f"{run}:raw-{site}", seed, test) for site in sites})
+    found = {name: found_documents(corpus, spec, seed, test) for name, spec in taggers(run, pooled, sites).items()}
     scored = {}
     for tagger in ("raw", "pooled"):
         for layer, notes in layered(found[tagger], corpus.language, memories["all"]).items():
@@ -94,12 +99,12 @@ def paired(per_seed: dict[int, dict], seeds: list[int], sites: list[str]) -> dic
 
 def report(data: dict) -> str:
     """The page of results JSON `data` (its `paired` rows, the seeds and the run's record: date,
-    commit, command, corpus, test notes, federation, pooled pipeline, the memories' sizes): a
-    table per measure."""
+    commit, "trained_at" where its run folders recorded it, command, corpus, test notes, federation,
+    pooled pipeline, the memories' sizes): a table per measure."""
     run, seeds = data["record"], data["seeds"]
     corpus = federation.CORPORA[run["corpus"]]
     lines = [f"# What an institution's PHI memory adds ({corpus.title})\n",
-             f"{run['date']}, commit {run['commit']}; seeds {seeds}; test notes `{run['test_notes']}`. Command: "
+             f"{run['date']}, {commit_text(run)}; seeds {seeds}; test notes `{run['test_notes']}`. Command: "
              f"`{run['command']}`. The pooled pipeline is `{run['federation']}:{run['pooled']}`. PHI strings in the "
              "memories (`client remember` at its default precision): "
              + ", ".join(f"{'all parties' if name == 'all' else name} {size}"
@@ -134,7 +139,9 @@ def main() -> None:
                     for seed in args.seeds)]
     per_seed = {seed: seed_counts(corpus, args.federation, args.pooled, seed, test, memories, sites)
                 for seed in args.seeds}
-    run = record(corpus=args.corpus, test_notes=corpus.test[0], federation=args.federation, pooled=args.pooled,
+    read = list(taggers(args.federation, args.pooled, sites).values())
+    run = record(run_folders=tagger_folders(read, args.seeds), corpus=args.corpus, test_notes=corpus.test[0],
+                 federation=args.federation, pooled=args.pooled,
                  memory_sizes={name: len(memory) for name, memory in memories.items()})
     data = {"seeds": args.seeds, "paired": paired(per_seed, args.seeds, sites), "record": run}
     write_results(args.results_name, report(data), data)

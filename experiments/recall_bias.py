@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import date
 
 import tensorflow as tf
 
@@ -39,7 +38,7 @@ from deidpool.corpus.prepare import prepare_text
 from deidpool.representer.dataset import SentenceData, inference_batches, predicted_documents
 from deidpool.representer.onnx_inference import viterbi
 from deidpool.representer.tagger_runs import load_tagger_run
-from results_files import git_commit, results_file, write_results
+from results_files import commit_text, record, results_file, write_results
 from tagger_baselines import RUNS, cv_data, cv_documents, fold_predictions, run_folder
 
 BIASES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
@@ -114,23 +113,27 @@ def run(args) -> tuple[str, dict]:
             decoded[key][""] += found
             decoded[key]["+patterns"] += [with_patterns(d) for d in found]
         print(f"[recall bias] fold {row['fold']}: chosen b = {bias} on {len(valid)} validation notes", flush=True)
-    return report(args, rows, per_fold, test_notes, decoded)
+    run = record(run_folders=[run_folder(RUNS / args.results_name, row) for row in rows])
+    return report(args, rows, per_fold, test_notes, decoded, run)
 
 
-def report(args, rows, per_fold, test_notes, decoded) -> tuple[str, dict]:
+def report(args, rows, per_fold, test_notes, decoded, run: dict) -> tuple[str, dict]:
+    """The page and its numbers; `run` the record of this run (results_files.record), whose
+    "trained_at" (the folds' run records) replaces the commit the folds' rows name."""
     counts = {(b, layer): document_counts(test_notes, notes) for b, layers in decoded.items()
               for layer, notes in layers.items()}
+    trained = "" if "trained_at" in run else f", trained at {rows[0]['commit']}"  # runs without run records
     lines = [f"# A recall bias on the CRF's O score: cross-validated PhysioNet ({args.configuration})", "",
-             f"{date.today()}, commit {git_commit()}; the taggers of `{args.results_name}` (5 folds by patient, seed "
-             f"{rows[0]['seed']}, trained at {rows[0]['commit']}), nothing retrained. Command: `python "
+             f"{run['date']}, {commit_text(run)}; the taggers of `{args.results_name}` (5 folds by patient, seed "
+             f"{rows[0]['seed']}{trained}), nothing retrained. Command: `python "
              f"experiments/recall_bias.py --results-name {args.results_name} --configuration "
              f"{json.dumps(args.configuration)} --biases {' '.join(map(str, args.biases))} --slack {args.slack}`. "
              f"Score: {COLUMN_TITLES[PRIMARY].replace(' F1', '')}, pooled over every fold's test notes "
              f"({len(test_notes)} notes); intervals: 95% bootstrap over notes, differences paired against b = 0.",
              "", "| O bias b | layer | P | R | F1 | F1 95% CI | F1 - (b = 0) | paired 95% CI |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
-    data = {"date": str(date.today()), "commit": git_commit(), "configuration": args.configuration,
-            "folds": per_fold, "pooled": {}}
+    data = {"date": run["date"], "commit": run["commit"], "configuration": args.configuration,
+            "folds": per_fold, "pooled": {}, "record": run}
     for b in decoded:
         for layer, title in (("", "alone"), ("+patterns", "+ pattern layer")):
             ours, base = counts[b, layer], counts[0.0, layer]

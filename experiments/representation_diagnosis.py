@@ -63,7 +63,9 @@ Variants that retrain the representer (epoch selection by validation F1, other r
 are federation runs of their own (`federation.py --selection f1 --results-name ...`), compared
 with --baseline in this report. Variants that change only the pooled tagger train on the
 federation seed's own contributions (`same_exports`). Runs live in the federation seed folder under
-diagnosis/; the table goes to results/federation/<federation>_diagnosis.{md,json}.
+diagnosis/<variant>, each with its run record (results_files.write_run_record); the table goes to
+results/federation/<federation>_diagnosis.{md,json}, its record naming the commits that trained the
+seed folders and the variants' folders it reports.
 """
 
 from __future__ import annotations
@@ -84,10 +86,9 @@ from deidpool.federation import (
     export_party,
     party_keys,
     pooling_server_key,
-    provider_at,
     train_pooled_round,
 )
-from results_files import record, results_file, seeds_as_numbers
+from results_files import RUN_RECORD, commit_text, record, results_file, seeds_as_numbers, write_run_record
 
 REPO = federation.REPO
 
@@ -147,7 +148,7 @@ def variant_provider(seed_dir: Path, variant: Variant, out: Path) -> Provider:
     """The provider whose signed bundle the variant exports with: the federation seed's own, or
     one whose run is a copy of the seed's representer run carrying another of its model files
     (its bundle published in `out`)."""
-    provider = provider_at(seed_dir, "representer")
+    provider = federation.seed_provider(seed_dir)
     if variant.representer == "representer.keras":
         return provider
     run = out / "representer"
@@ -167,16 +168,25 @@ def seed_scheme(seed_dir: Path) -> str:
     return next(name for name, value in PSEUDONYMIZATION_SCHEMES.items() if value == recorded)
 
 
+def variant_folders(seed_dir: Path, name: str) -> list[Path]:
+    """The run folders the variant `name`'s rows were trained in: its own under the federation
+    seed folder `seed_dir`, and the variant's it `continues` (the seed folder's own raw-text
+    tagger is the seed folder's)."""
+    continues = VARIANTS[name].continues if name in VARIANTS else None
+    return [seed_dir / "diagnosis" / folder_name(other) for other in (name, continues) if other not in (None, "raw")]
+
+
 def carry_on(seed_dir: Path, variant: Variant, out: Path) -> None:
     """Start the variant's folder `out` as a copy of the run it `continues` (its exports and
-    tagger run, not its published pipeline), unless it is started already."""
-    if variant.continues is None or out.exists():
+    tagger run, not its published pipeline nor its run record), unless its tagger is started
+    already."""
+    if variant.continues is None or (out / "tagger").exists():
         return
     if variant.continues == "raw":
         shutil.copytree(seed_dir / "taggers" / "raw", out / "tagger")
     else:
         shutil.copytree(seed_dir / "diagnosis" / folder_name(variant.continues), out,
-                        ignore=shutil.ignore_patterns("pipeline.tar"))
+                        ignore=shutil.ignore_patterns("pipeline.tar", RUN_RECORD), dirs_exist_ok=True)
 
 
 def same_exports(variant: Variant) -> bool:
@@ -203,6 +213,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
     on the federation seed's `budget` (`tagger_settings`)."""
     monitor, units = tagger_settings(variant, budget)
     out = seed_dir / "diagnosis" / folder_name(name)
+    write_run_record(out, seed=seed, variant=name, **({"continues": variant.continues} if variant.continues else {}))
     carry_on(seed_dir, variant, out)
     if variant.text:
         if variant.epochs:
@@ -242,7 +253,7 @@ def variant_rows(corpus: federation.Corpus, seed_dir: Path, seed: int, name: str
                                 settings=PooledSettings(max_epochs=epochs, lstm_units=units, monitor=monitor,
                                                         patience=args.patience if variant.early_stopping else epochs,
                                                         seed=seed, word_dropout=variant.word_dropout))
-    found = federation.pipeline_predictions(pooled.pipeline, key_dir, {"test": documents["test"]}, vectors)["test"]
+    found = federation.pipeline_predictions(pooled.pipeline, provider, {"test": documents["test"]}, vectors)["test"]
     rows = federation.test_rows(corpus, documents["test"], found, {"epochs": pooled.training["epochs"],
                                                                    "best_epoch": pooled.training["best_epoch"],
                                                                    "sentences": pooled.sentences})
@@ -317,8 +328,13 @@ def report(per_seed: dict[int, dict], args, write: bool = True) -> str:
                + (f" --results-name {args.results_name}" if args.results_name else ""))
     paired = {measure: federation.paired_rows(federation.note_counts(per_seed, seeds, measure), seeds, compared)
               for measure in federation.MEASURES.values()}
-    data = {"paired": paired, "record": record(command=command, corpus=args.corpus, federation=args.federation,
-                                               seeds=seeds, baseline=baseline, like_for_like=bool(like))}
+    folders = []  # the federation's seed folders and the variants' folders in them
+    for seed in seeds:
+        seed_dir = REPO / "runs" / args.federation / f"seed-{seed}"
+        folders += [seed_dir, *(folder for name in names[1:] for folder in variant_folders(seed_dir, name))]
+    data = {"paired": paired, "record": record(run_folders=folders, command=command, corpus=args.corpus,
+                                               federation=args.federation, seeds=seeds, baseline=baseline,
+                                               like_for_like=bool(like))}
     text = page(data)
     if not write:
         return text
@@ -330,12 +346,13 @@ def report(per_seed: dict[int, dict], args, write: bool = True) -> str:
 
 
 def page(data: dict) -> str:
-    """The page of results JSON `data`: its paired rows and the run's record (date, commit, command,
-    corpus, federation, seeds, the baseline's title and whether rows compare like for like)."""
+    """The page of results JSON `data`: its paired rows and the run's record (date, commit,
+    "trained_at" where its run folders recorded it, command, corpus, federation, seeds, the
+    baseline's title and whether rows compare like for like)."""
     run, seeds = data["record"], data["record"]["seeds"]
     corpus = federation.CORPORA[run["corpus"]]
     lines = [f"# Where the representation loses ({corpus.title}, federation `{run['federation']}`)\n",
-             f"{run['date']}, commit {run['commit']}; seeds {seeds}. Command: `{run['command']}`. Each row: the "
+             f"{run['date']}, {commit_text(run)}; seeds {seeds}. Command: `{run['command']}`. Each row: the "
              "server's tagger trained on every party's exports under one change, scored on the test notes, minus the "
              f"{run['baseline']} tagger on the same notes (or minus the default"
              + (", or minus the raw-text tagger trained as the row's own: the same units and epochs"

@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from pathlib import Path
 
 import federation
-from results_files import record, write_results
+from results_files import commit_text, record, write_results
 
 REPO = federation.REPO
 COUNTS = ("tp", "fp", "fn")
@@ -62,11 +63,24 @@ def found_documents(corpus: federation.Corpus, spec: str, seed: int, test: list)
     _, vectors = federation.provider_embeddings(corpus, folder, [], seed)
     federation.progress(f"seed {seed}: {spec} tags the test notes")
     if name.startswith("diagnosis/"):
-        found = federation.pipeline_predictions(source, folder / "keys", {"test": test}, vectors)["test"]
+        provider = federation.seed_provider(folder)
+        found = federation.pipeline_predictions(source, provider, {"test": test}, vectors)["test"]
     else:
         found = federation.predictions(folder, name, {"test": test}, vectors)["test"]
     write_corpus(found, kept, "json", replace=True)
     return found
+
+
+def tagger_folders(specs: list[str], seeds: list[int]) -> list[Path]:
+    """The run folders the taggers `specs` (RUN:NAME) of `seeds` are read from: each seed folder
+    runs/RUN/seed-S, and a diagnosis variant's own folder in it (whose run record names what trained it)."""
+    folders = []
+    for spec in specs:
+        run, _, name = spec.partition(":")
+        for seed in seeds:
+            folder = REPO / "runs" / run / f"seed-{seed}"
+            folders += [folder, *([folder / name] if name.startswith("diagnosis/") else [])]
+    return folders
 
 
 def pooled_f1(per_seed: list[dict[str, dict[str, int]]], kind: str | None = None) -> float:
@@ -93,12 +107,13 @@ def breakdown(counts: dict[str, list[dict]]) -> dict:
 
 def report(data: dict) -> str:
     """The page of results JSON `data` (`breakdown`'s numbers, the seeds and the run's record:
-    date, commit, command, corpus, test notes): a row per type and one for all types, each
-    tagger's F1 and the others' difference to the reference in points."""
+    date, commit, "trained_at" where its run folders recorded it, command, corpus, test notes): a
+    row per type and one for all types, each tagger's F1 and the others' difference to the
+    reference in points."""
     run, f1 = data["record"], data["f1"]
     reference, *others = f1["all"]
     lines = [f"# Entity strict F1 per type ({federation.CORPORA[run['corpus']].title})\n",
-             f"{run['date']}, commit {run['commit']}; seeds {data['seeds']}; test notes `{run['test_notes']}`. "
+             f"{run['date']}, {commit_text(run)}; seeds {data['seeds']}; test notes `{run['test_notes']}`. "
              f"Command: `{run['command']}`. Each cell: F1 with the type's counts summed over the seeds, and in "
              f"parentheses its difference to `{reference}` in points. Gold: the type's spans over all seeds' "
              "scorings.\n",
@@ -139,7 +154,8 @@ def main() -> None:
     corpus = federation.CORPORA[args.corpus]
     test = test_notes(corpus)
     counts = {spec: [tagger_counts(corpus, spec, seed, test) for seed in args.seeds] for spec in args.taggers}
-    data = {"seeds": args.seeds, **breakdown(counts), "record": record(corpus=args.corpus, test_notes=corpus.test[0])}
+    run = record(run_folders=tagger_folders(args.taggers, args.seeds), corpus=args.corpus, test_notes=corpus.test[0])
+    data = {"seeds": args.seeds, **breakdown(counts), "record": run}
     write_results(args.results_name, report(data), data)
 
 

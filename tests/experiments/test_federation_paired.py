@@ -73,3 +73,6 @@ def test_the_page_states_the_records_date_commit_command_and_baseline():
     assert page[2].startswith(f"2020-01-02, commit abc1234; {NOTES} test notes. Command: `{run['command']}`. ")
     assert page[2].endswith("Every rescored F1 equals the one in fed.json and base.json.")
     assert page[4].endswith("| seed 0 | mean over seeds | target |")
+    trained = federation_paired.report({"notes": NOTES, "rows": rows, "record": {**run, "trained_at": ["0aa0000"]}})
+    assert trained.splitlines() == [page[2].replace("commit abc1234", "trained at 0aa0000; reported at abc1234")
+                                    if index == 2 else line for index, line in enumerate(page)]

@@ -34,5 +34,7 @@ def test_the_page_states_the_records_date_commit_and_command_not_todays():
            "date": "2020-01-02"}
     page = input_noise_confusion.report({"rows": [row], "record": run})
     assert page.splitlines()[2].startswith(f"2020-01-02, commit abc1234; command `{run['command']}`. ")
+    trained = input_noise_confusion.report({"rows": [row], "record": {**run, "trained_at": ["0aa0000"]}})
+    assert trained == page.replace("commit abc1234", "trained at 0aa0000; reported at abc1234", 1)
     assert page.splitlines()[-1] == ("| physionet | glove | 50 | 5,599 (158,890) | 0.622 | 3.02 | 0.1 | 0.71 "
                                      "| **1.000** |")

@@ -45,3 +45,5 @@ def test_recall_sums_the_seeds_counts_and_compares_with_the_reference():
     assert numbers["recall"]["all"] == {"run:raw": 12 / 16, "run:pooled": 11 / 16}
     assert f"| {site} | 4 | 0.500 | 0.250 (-25.0) |" in text
     assert f"2020-01-02, commit abc1234; seeds [0, 1]; test notes `notes/test`. Command: `{run['command']}`." in text
+    trained = novelty_breakdown.report({"seeds": [0, 1], **numbers, "record": {**run, "trained_at": ["0aa0000"]}})
+    assert trained == text.replace("commit abc1234", "trained at 0aa0000; reported at abc1234")

@@ -36,6 +36,8 @@ def test_the_report_pairs_each_comparison_on_the_same_notes():
     assert f"| site_a's memory's gain: pooled pipeline | + patterns + site_a's memory against + patterns | " \
            f"{-gap:+.1f} [" in text
     assert "site_a 2, all parties 7" in text
+    trained = phi_memory.report({"seeds": [0], "paired": rows, "record": {**run, "trained_at": ["0aa0000"]}})
+    assert trained == text.replace("commit abc1234", "trained at 0aa0000; reported at abc1234")
     assert len(rows["entity_strict"]) == len(phi_memory.comparisons(["site_a"]))
 
 
@@ -49,6 +51,8 @@ def test_a_seeds_counts_score_every_tagger_and_layer_each_comparison_needs(monke
         return [Document(d.id, d.text, tagged.get(name, ())) for d in notes]
 
     monkeypatch.setattr(phi_memory, "found_documents", found_documents)
+    assert phi_memory.taggers("fed", "diagnosis/x", ["site_a"]) == {"raw": "fed:raw", "pooled": "fed:diagnosis/x",
+                                                                     "raw-site_a": "fed:raw-site_a"}
     memories = {"all": {"Cretas": {"label": "TERRITORIO", "labeled": 2, "occurrences": 2}}, "site_a": {}}
     counts = phi_memory.seed_counts(federation.CORPORA["meddocan"], "fed", "pooled", 0, test, memories, ["site_a"])
     entity = counts["entity_strict"]

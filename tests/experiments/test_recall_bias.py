@@ -40,3 +40,20 @@ def test_the_largest_bias_within_the_slack_of_the_best_validation_f1_is_chosen()
     assert bias == 1.0 and scores[0.0]["recall"] == 0.0 and scores[1.0]["f1"] == 1.0 > scores[1.5]["f1"]
     bias, _ = recall_bias.chosen_bias(scored(unaries), [0.0, 1.0, 1.5], slack=0.5)
     assert bias == 1.5  # within the slack the most recall-oriented bias wins
+
+
+def test_the_page_names_the_commits_the_folds_run_records_were_trained_at_else_the_rows_commit():
+    import argparse
+
+    note = Document("n", TEXT, (Span(14, 19, "PATIENT", "Smith"),))
+    decoded = {b: {"": [note], "+patterns": [note]} for b in (0.0, "chosen")}
+    args = argparse.Namespace(results_name="baselines_cv5", configuration="GloVe", biases=[0.0], slack=0.005)
+    rows = [{"seed": 0, "commit": "aaa1111"}]
+    run = {"date": "2020-01-02", "commit": "ccc3333", "command": "python experiments/recall_bias.py"}
+    text, data = recall_bias.report(args, rows, [], [note], decoded, run)
+    assert "2020-01-02, commit ccc3333; the taggers of `baselines_cv5` (5 folds by patient, seed 0, trained at " \
+           "aaa1111), nothing retrained." in text
+    assert data["record"] == run and (data["date"], data["commit"]) == ("2020-01-02", "ccc3333")
+    trained, _ = recall_bias.report(args, rows, [], [note], decoded, {**run, "trained_at": ["bbb2222"]})
+    assert "2020-01-02, trained at bbb2222; reported at ccc3333; the taggers of `baselines_cv5` (5 folds by patient, " \
+           "seed 0), nothing retrained." in trained

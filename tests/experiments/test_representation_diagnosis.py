@@ -155,7 +155,7 @@ def test_an_export_variant_runs_the_federation_s_chain_through_the_product_api(t
 
     monkeypatch.setattr(diagnosis, "export_party", export)
     monkeypatch.setattr(diagnosis, "train_pooled_round", pooled_round)
-    monkeypatch.setattr(federation, "pipeline_predictions", lambda pipeline, key_dir, splits, vectors: {"test": []})
+    monkeypatch.setattr(federation, "pipeline_predictions", lambda pipeline, provider, splits, vectors: {"test": []})
     monkeypatch.setattr(federation, "test_rows", lambda corpus, gold, found, extra: {"": extra})
     documents = {party: [SimpleNamespace(id=f"{party}-{i}") for i in range(10)] for party in federation.PARTIES}
     documents["test"] = []
@@ -299,3 +299,53 @@ def test_against_a_site_s_own_tagger_the_default_s_target_is_the_site_s_view(tmp
     assert all(line.endswith("| > 0 |") for line in page.splitlines() if line.startswith(f"| {diagnosis.DEFAULT}"))
     raw = diagnosis.report({0: seed}, argparse.Namespace(**{**vars(args), "baseline": "raw"}))
     assert all(line.endswith("| > -1.0 |") for line in raw.splitlines() if line.startswith(f"| {diagnosis.DEFAULT}"))
+
+
+def test_a_variant_keeps_a_run_record_of_its_own_and_not_the_one_of_the_run_it_continues(tmp_path, monkeypatch):
+    monkeypatch.setattr(results_files, "git_commit", lambda: "aaa1111")
+    monkeypatch.setattr(federation, "text_tagger_rows", lambda *a, **k: {})
+    short, longer = "surrogates at export", "surrogates at export, tagger 25 epochs"
+    diagnosis.write_run_record(tmp_path / "diagnosis" / diagnosis.folder_name(short), seed=0, variant=short)
+    (tmp_path / "diagnosis" / diagnosis.folder_name(short) / "tagger").mkdir()
+    (tmp_path / "diagnosis" / diagnosis.folder_name(short) / "tagger" / "state.npz").write_text("epoch 10")
+    monkeypatch.setattr(results_files, "git_commit", lambda: "bbb2222")
+    name = "raw text, tagger stops on validation loss"
+    diagnosis.variant_rows(federation.CORPORA["meddocan"], tmp_path, 3, name, diagnosis.VARIANTS[name], {},
+                           ("glove", None), None, {})
+    run = json.loads((tmp_path / "diagnosis" / diagnosis.folder_name(name) / results_files.RUN_RECORD).read_text())
+    assert (run["commit"], run["seed"], run["variant"]) == ("bbb2222", 3, name) and "continues" not in run
+    out = tmp_path / "diagnosis" / diagnosis.folder_name(longer)
+    diagnosis.write_run_record(out, seed=3, variant=longer, continues=short)
+    diagnosis.carry_on(tmp_path, diagnosis.VARIANTS[longer], out)  # as variant_rows does: the record first
+    assert (out / "tagger" / "state.npz").read_text() == "epoch 10"
+    run = json.loads((out / results_files.RUN_RECORD).read_text())
+    assert (run["commit"], run["variant"], run["continues"]) == ("bbb2222", longer, short)
+    assert diagnosis.variant_folders(tmp_path, longer) == [out, tmp_path / "diagnosis" / diagnosis.folder_name(short)]
+    assert diagnosis.variant_folders(tmp_path, "raw text, tagger 25 epochs") == [
+        tmp_path / "diagnosis" / "raw-text,-tagger-25-epochs"]  # it continues the seed folder's own tagger
+
+
+def test_a_page_from_run_folders_with_run_records_says_which_commits_trained_them(tmp_path, monkeypatch):
+    """The federation's seed folders and the reported variants' folders count; without run
+    records the page names the reporting commit alone, as before."""
+    monkeypatch.setattr(results_files, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(diagnosis, "REPO", tmp_path)
+    seed = {**rows("raw", 10, 0), **rows(diagnosis.DEFAULT, 8, 2), **rows("3 export draws", 9, 1)}
+    args = argparse.Namespace(corpus="meddocan", federation="federation_x", results_name=None, baseline="raw",
+                              variants=list(diagnosis.VARIANTS))
+    monkeypatch.setattr(results_files, "git_commit", lambda: "ccc3333")
+    before = diagnosis.report({0: seed}, args, write=False)
+    assert "commit ccc3333; seeds [0]" in before
+    seed_dir = tmp_path / "runs" / "federation_x" / "seed-0"
+    monkeypatch.setattr(results_files, "git_commit", lambda: "aaa1111")
+    results_files.write_run_record(seed_dir, seed=0)
+    monkeypatch.setattr(results_files, "git_commit", lambda: "bbb2222")
+    results_files.write_run_record(seed_dir / "diagnosis" / "3-export-draws", seed=0)
+    monkeypatch.setattr(results_files, "git_commit", lambda: "ddd4444")
+    results_files.write_run_record(seed_dir / "diagnosis" / "tagger-256-units", seed=0)  # not reported: not counted
+    monkeypatch.setattr(results_files, "git_commit", lambda: "ccc3333")
+    diagnosis.report({0: seed}, args)
+    stored = json.loads((tmp_path / "results" / "federation" / "federation_x_diagnosis.json").read_text())
+    assert stored["record"]["trained_at"] == ["aaa1111", "bbb2222"]
+    trained = "trained at aaa1111, bbb2222; reported at ccc3333"
+    assert diagnosis.page(stored) == before.replace("commit ccc3333", trained)

@@ -1,6 +1,7 @@
 """experiments/type_breakdown.py's report on hand-made counts (nothing is tagged): per-type F1
 with counts pooled over seeds, types by gold spans, differences to the reference."""
 
+import results_files
 import type_breakdown
 
 
@@ -51,3 +52,27 @@ def test_a_taggers_found_spans_are_kept_until_the_tagger_or_the_test_notes_chang
     os.utime(folder / "taggers" / "raw", (later, later))  # the tagger retrained
     type_breakdown.found_documents(None, "run:raw", 0, notes)
     assert calls == ["raw", "raw", "raw"]
+
+
+def test_a_page_from_run_folders_with_run_records_says_which_commits_trained_them(tmp_path, monkeypatch):
+    """The seed folders and a diagnosis variant's own folder are the tagger's run folders; without
+    run records the page names the reporting commit alone, as before."""
+    monkeypatch.setattr(type_breakdown, "REPO", tmp_path)
+    seed_0, seed_1 = (tmp_path / "runs" / "fed" / f"seed-{seed}" for seed in (0, 1))
+    folders = type_breakdown.tagger_folders(["fed:raw", "fed:diagnosis/surrogates-at-export"], [0, 1])
+    assert folders == [seed_0, seed_1, seed_0, seed_0 / "diagnosis" / "surrogates-at-export", seed_1,
+                       seed_1 / "diagnosis" / "surrogates-at-export"]
+    numbers = type_breakdown.breakdown({"fed:raw": [{"CITY": {"tp": 1, "fp": 0, "fn": 0}}]})
+
+    def page() -> str:
+        run = results_files.record(run_folders=folders, corpus="meddocan", test_notes="notes/test")
+        return type_breakdown.report({"seeds": [0, 1], **numbers, "record": {**run, "date": "2020-01-02"}})
+
+    monkeypatch.setattr(results_files, "git_commit", lambda: "ccc3333")
+    assert "2020-01-02, commit ccc3333; seeds [0, 1]" in page()
+    monkeypatch.setattr(results_files, "git_commit", lambda: "aaa1111")
+    results_files.write_run_record(seed_0, seed=0)
+    monkeypatch.setattr(results_files, "git_commit", lambda: "bbb2222")
+    results_files.write_run_record(seed_1 / "diagnosis" / "surrogates-at-export", seed=1)
+    monkeypatch.setattr(results_files, "git_commit", lambda: "ccc3333")
+    assert "2020-01-02, trained at aaa1111, bbb2222; reported at ccc3333; seeds [0, 1]" in page()
