@@ -280,34 +280,43 @@ def within_shape_lines(attack: dict) -> list[str]:
              "| tokens | sampled | hit rate | chance | candidates of the shape | chance within the shape "
              "| shape-aware attacker | 95% CI |", "|---|---|---|---|---|---|---|---|",
              *(within_line(row) for row in rows.values())]
+    aware = "-" if within["rate"] is None else (
+        "met" if within["ci"][1] <= TARGET_TIMES_CHANCE * within["chance"] else "not shown")
     lines += ["", f"Target against the chance within the shape: the replaced tokens' rate at most "
               f"{TARGET_TIMES_CHANCE:g} x their chance within the shape, read on the interval's upper end: "
               f"**{verdict}**"
               + ("." if replaced["rate"] is None else
                  f" ({replaced['rate'] / within['chance']:.1f} x the chance within the shape, "
-                 f"{replaced['rate'] / replaced['chance']:.1f} x chance).")]
+                 f"{replaced['rate'] / replaced['chance']:.1f} x chance); the shape-aware attacker's: **{aware}** "
+                 f"({within['rate'] / within['chance']:.1f} x the chance within the shape).")]
     labels = attack.get("labels", [])
     if labels:
-        judged = [(label_name(row), row["rate"] > TARGET_TIMES_CHANCE * row["chance"],
-                   row["rate"] > TARGET_TIMES_CHANCE * row["within_shape"]["chance"]) for row in labels]
-        above_chance = [name for name, by_chance, _ in judged if by_chance]
-        above_shape = [name for name, _, by_shape in judged if by_shape]
-        chance_only = [name for name in above_chance if name not in above_shape]
-        shape_only = [name for name in above_shape if name not in above_chance]
+        names = [label_name(row) for row in labels]
+        above = {"chance": [row["rate"] > TARGET_TIMES_CHANCE * row["chance"] for row in labels],
+                 "within": [row["rate"] > TARGET_TIMES_CHANCE * row["within_shape"]["chance"] for row in labels],
+                 "aware": [row["within_shape"]["rate"] > TARGET_TIMES_CHANCE * row["within_shape"]["chance"]
+                           for row in labels]}
+        which = {key: [name for name, yes in zip(names, flags) if yes] for key, flags in above.items()}
+        chance_only = [name for name in which["chance"] if name not in which["within"]]
+        shape_only = [name for name in which["within"] if name not in which["chance"]]
+        yes = {True: "yes", False: "no"}
         lines += ["", f"Per label (replaced tokens, labels with at least {MIN_LABEL_TOKENS} sampled; judged on the "
-                      f"rate): above {TARGET_TIMES_CHANCE:g} x chance {above_list(above_chance, len(judged))}; above "
-                      f"{TARGET_TIMES_CHANCE:g} x the chance within the shape {above_list(above_shape, len(judged))}."
+                      f"rate): above {TARGET_TIMES_CHANCE:g} x chance {above_list(which['chance'], len(names))}; "
+                      f"above {TARGET_TIMES_CHANCE:g} x the chance within the shape "
+                      f"{above_list(which['within'], len(names))}."
                   + (f" Above {TARGET_TIMES_CHANCE:g} x chance only: {', '.join(chance_only)}." if chance_only else "")
                   + (f" Above {TARGET_TIMES_CHANCE:g} x the chance within the shape only: {', '.join(shape_only)}."
-                     if shape_only else ""), "",
+                     if shape_only else "")
+                  + f" The shape-aware attacker above {TARGET_TIMES_CHANCE:g} x the chance within the shape: "
+                    f"{above_list(which['aware'], len(names))}.", "",
                   f"| label | sampled | hit rate | chance | above {TARGET_TIMES_CHANCE:g} x chance | chance within the "
-                  f"shape | above {TARGET_TIMES_CHANCE:g} x that | shape-aware attacker | 95% CI |",
-                  "|---|---|---|---|---|---|---|---|---|",
-                  *(f"| {name} | {row['count']} | {share(row['rate'])} | {share(row['chance'])} | "
-                    f"{'yes' if by_chance else 'no'} | {share(row['within_shape']['chance'])} | "
-                    f"{'yes' if by_shape else 'no'} | {share(row['within_shape']['rate'])} | "
-                    f"{interval(row['within_shape']['ci'])} |"
-                    for row, (name, by_chance, by_shape) in zip(labels, judged))]
+                  f"shape | above {TARGET_TIMES_CHANCE:g} x that | shape-aware attacker | 95% CI | "
+                  f"shape-aware above {TARGET_TIMES_CHANCE:g} x the chance within the shape |",
+                  "|---|---|---|---|---|---|---|---|---|---|",
+                  *(f"| {name} | {row['count']} | {share(row['rate'])} | {share(row['chance'])} | {yes[by_chance]} | "
+                    f"{share(row['within_shape']['chance'])} | {yes[by_within]} | "
+                    f"{share(row['within_shape']['rate'])} | {interval(row['within_shape']['ci'])} | {yes[by_aware]} |"
+                    for name, row, by_chance, by_within, by_aware in zip(names, labels, *above.values()))]
     return lines
 
 

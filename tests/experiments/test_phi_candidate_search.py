@@ -197,24 +197,27 @@ def test_the_page_reads_the_target_within_the_shape_and_a_record_without_it_rend
     assert table(result_of(older)) == page.split("\n\n## Within the shape\n")[0]
 
 
-def label_row(label: str, rate: float, within: float) -> dict:
+def label_row(label: str, rate: float, within: float, aware: float = 0.0) -> dict:
     return {"tokens": f"replaced {label}", "count": 20, "hits": 20 * rate, "rate": rate, "ci": [0.0, 1.0],
-            "chance": 0.01, "within_shape": {"candidates": 1 / within, "chance": within, "hits": 0.0, "rate": 0.0,
-                                             "ci": [0.0, 0.2]}}
+            "chance": 0.01, "within_shape": {"candidates": 1 / within, "chance": within, "hits": 20 * aware,
+                                             "rate": aware, "ci": [0.0, 0.2]}}
 
 
 def test_each_label_is_judged_against_chance_and_against_the_chance_within_its_shape():
-    replaced = {**label_row("x", 0.015, 0.02), "tokens": "replaced"}
+    replaced = {**label_row("x", 0.015, 0.02, 0.03), "tokens": "replaced"}
     attack = {"k": 100, "rows": [replaced],
-              "labels": [label_row("CALLE", 0.028, 0.012), label_row("NUMERO_TELEFONO", 0.38, 0.25),
-                         label_row("PAIS", 0.0, 0.5), label_row("FECHAS", 0.016, 0.02)]}
+              "labels": [label_row("CALLE", 0.028, 0.012), label_row("NUMERO_TELEFONO", 0.38, 0.25, 0.6),
+                         label_row("PAIS", 0.0, 0.5), label_row("FECHAS", 0.016, 0.02, 0.03)]}
     lines = within_shape_lines(attack)
     assert ("Per label (replaced tokens, labels with at least 10 sampled; judged on the rate): above 2 x chance "
             "**2 of 4** (CALLE, NUMERO_TELEFONO); above 2 x the chance within the shape **1 of 4** (CALLE). "
-            "Above 2 x chance only: NUMERO_TELEFONO.") in lines
-    assert "| NUMERO_TELEFONO | 20 | 0.380 | 0.010 | yes | 0.250 | no | 0.000 | [0.000, 0.200] |" in lines
-    assert "| CALLE | 20 | 0.028 | 0.010 | yes | 0.012 | yes | 0.000 | [0.000, 0.200] |" in lines
-    assert any("read on the interval's upper end: **not shown** (0.8 x the chance within the shape, 1.5 x chance)."
-               in line for line in lines)
-    attack["rows"] = [{**replaced, "ci": [0.0, 0.04]}]
-    assert any("upper end: **met**" in line for line in within_shape_lines(attack))
+            "Above 2 x chance only: NUMERO_TELEFONO. The shape-aware attacker above 2 x the chance within the "
+            "shape: **1 of 4** (NUMERO_TELEFONO).") in lines
+    assert "| NUMERO_TELEFONO | 20 | 0.380 | 0.010 | yes | 0.250 | no | 0.600 | [0.000, 0.200] | yes |" in lines
+    assert "| CALLE | 20 | 0.028 | 0.010 | yes | 0.012 | yes | 0.000 | [0.000, 0.200] | no |" in lines
+    assert any("read on the interval's upper end: **not shown** (0.8 x the chance within the shape, 1.5 x chance); "
+               "the shape-aware attacker's: **not shown** (1.5 x the chance within the shape)." in line
+               for line in lines)
+    attack["rows"] = [{**replaced, "ci": [0.0, 0.04], "within_shape": {**replaced["within_shape"], "ci": [0.0, 0.04]}}]
+    assert any("upper end: **met** (0.8 x the chance within the shape, 1.5 x chance); the shape-aware attacker's: "
+               "**met**" in line for line in within_shape_lines(attack))
