@@ -39,6 +39,7 @@ import sys
 import time
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -215,6 +216,18 @@ def nearest_candidate(reference, embeddings, words: list[list[str]], targets: li
     A representer that reads characters (`char_width` > 0) reads each candidate's spelling too.
     Returns the credits and each target's number of candidates."""
     credits, sizes = [], []
+    for candidates, distances in candidate_distances(reference, embeddings, words, targets, exported, k, originals,
+                                                     char_width):
+        credits.append(nearest_credit(distances))
+        sizes.append(len(candidates))
+    return np.array(credits), np.array(sizes)
+
+
+def candidate_distances(reference, embeddings, words: list[list[str]], targets: list[tuple[int, int]],
+                        exported: list[np.ndarray], k: int, originals: list[str] | None = None,
+                        char_width: int = 0) -> Iterator[tuple[list[str], np.ndarray]]:
+    """`nearest_candidate`'s search, target by target: the candidates (the true word first) and the
+    squared distance of each one's vector at the position to the target's `exported` vector."""
     for index, ((sentence, position), vector) in enumerate(zip(targets, exported)):
         candidates = embeddings.neighbours(words[sentence][position] if originals is None else originals[index], k)
         length = len(words[sentence])
@@ -224,11 +237,14 @@ def nearest_candidate(reference, embeddings, words: list[list[str]], targets: li
                    for at, word in enumerate(words[sentence])]
         data = represented_sentences(features, spelled, np.full(len(candidates), length), char_width)
         at = np.array([output[position] for output in apply_to_sentences(reference, data)])
-        distances = np.sum((at - vector) ** 2, axis=1)
-        nearest = distances == distances.min()
-        credits.append(nearest[0] / nearest.sum())
-        sizes.append(len(candidates))
-    return np.array(credits), np.array(sizes)
+        yield candidates, np.sum((at - vector) ** 2, axis=1)
+
+
+def nearest_credit(distances: np.ndarray) -> float:
+    """The first candidate's credit among `distances` (`candidate_distances`'): 1 when it lies
+    nearest, 1/m when m candidates tie there, else 0; a candidate at an infinite distance is out."""
+    nearest = distances == distances.min()
+    return float(nearest[0] / nearest.sum())
 
 
 def exported_vectors(export, test: ExportedNotes, exported: Copy, targets: list[tuple[int, int]]) -> list[np.ndarray]:

@@ -16,6 +16,11 @@ bound counts as named). A control: the same search centred on a decoy, another g
 the token's label and visible shape that the export never carried (`decoys`): its rate is what the
 attack gets from the candidate set's geometry and the shape alone, and an export that reveals
 more of its original makes the original's rate exceed the decoy's on the same tokens.
+Within the shape: a surrogate shows its original's visible shape (`surrogates.token_shape`, which
+the bound counts as revealed), so an attacker can drop every candidate that, put at the token's
+position in its span, would show another shape; each row also gives the chance within the shape (the
+mean over its tokens of 1 / the candidates left, the centre always among them) and the rate of the
+shape-aware attacker (the nearest of the candidates left), and the target is read against both.
 
     python experiments/phi_candidate_search.py [--run runs/federation_meddocan_structured/seed-0/representer]
         [--test meddocan/dev/xml] [--candidates 100] [--tokens 1000] [--pseudonymization surrogates]
@@ -41,16 +46,18 @@ from deidpool.adversary.audit import attacker_reference  # noqa: E402
 from deidpool.adversary.runs import sentences  # noqa: E402
 from deidpool.client.inference import compile_representer  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
-from deidpool.pseudonymization.surrogates import token_shape  # noqa: E402
+from deidpool.pseudonymization.pseudonymize import tag_category  # noqa: E402
+from deidpool.pseudonymization.surrogates import phi_spans, token_shape  # noqa: E402
 from deidpool.representer.representation import reads_chars  # noqa: E402
 from nonphi_readback import (  # noqa: E402
     ExportedNotes,
     add_export_options,
+    candidate_distances,
     export_setup,
     exported_vectors,
     hit_line,
     hit_row,
-    nearest_candidate,
+    nearest_credit,
     sampled_targets,
     share,
 )
@@ -101,10 +108,64 @@ def decoys(test: ExportedNotes, targets: list[tuple[int, int]], seed: int) -> li
     return chosen
 
 
+def target_spans(test: ExportedNotes, targets: list[tuple[int, int]]) -> list[tuple[list[str], int, str | None]]:
+    """For each target (sentence, position) of `test`: the original words of its gold PHI span, its
+    position in the span and the span's label, as `Pseudonymizer.phi_tokens` reads them for the bound."""
+    spans = []
+    for s, i in targets:
+        start, stop = test.offsets[s], test.offsets[s] + test.lengths[s]
+        words, tags = test.words[start:stop], test.tags[start:stop]
+        span = next(span for span in phi_spans(tags) if i in span)
+        spans.append((words[span.start:span.stop], i - span.start, tag_category(tags[span.start])))
+    return spans
+
+
+def shown_shape(candidates: list[str], span: list[str], position: int, label: str | None, language: str) -> np.ndarray:
+    """Which of `candidates` show the visible shape of the first (the search's centre) when put at
+    `position` of the PHI span `span` of tag label `label`: `surrogates.token_shape`, what a surrogate
+    shows of its original and the bound counts as revealed (the first always shows its own)."""
+    def shape(candidate: str) -> tuple | None:
+        return token_shape([*span[:position], candidate, *span[position + 1:]], position, label, language)
+
+    own = shape(candidates[0])
+    return np.array([shape(candidate) == own for candidate in candidates], bool)
+
+
+def shape_search(reference, test: ExportedNotes, words: list[list[str]], targets: list[tuple[int, int]],
+                 vectors: list[np.ndarray], k: int, centres: list[str]) -> dict[str, np.ndarray]:
+    """The candidate search centred on `centres` (one word per target, put at the target in the copy
+    `words`), as `nearest_candidate` runs it: each target's credit and number of candidates over all
+    the candidates ("credits", "sizes") and over those that show the centre's shape there alone
+    (`shown_shape`: "shape_credits", "shape_sizes"), from the same distances."""
+    found = {name: [] for name in ("credits", "sizes", "shape_credits", "shape_sizes")}
+    searched = candidate_distances(reference, test.pseudonymizer.embeddings, words, targets, vectors, k, centres,
+                                   test.char_width)
+    for (candidates, distances), (span, position, label) in zip(searched, target_spans(test, targets)):
+        alike = shown_shape(candidates, span, position, label, test.pseudonymizer.language)
+        found["credits"].append(nearest_credit(distances))
+        found["sizes"].append(len(candidates))
+        found["shape_credits"].append(nearest_credit(np.where(alike, distances, np.inf)))
+        found["shape_sizes"].append(int(alike.sum()))
+    return {name: np.array(values, float if name.endswith("credits") else int) for name, values in found.items()}
+
+
+def attack_row(name: str, mask: np.ndarray, found: dict[str, np.ndarray]) -> dict:
+    """`hit_row` of the targets of `mask` in `shape_search`'s `found`, with `within_shape`: the mean
+    number of candidates of the centre's shape ("candidates"), the chance within the shape (the mean
+    of 1 / that number, "chance") and the shape-aware attacker's "hits", "rate" and 95% Wilson "ci"."""
+    row = hit_row(name, mask, found["credits"], found["sizes"])
+    shaped = hit_row(name, mask, found["shape_credits"], found["shape_sizes"])
+    row["within_shape"] = {"candidates": float(found["shape_sizes"][mask].mean()) if row["count"] else None,
+                           "chance": shaped["chance"], "hits": shaped["hits"], "rate": shaped["rate"],
+                           "ci": shaped["ci"]}
+    return row
+
+
 def phi_candidate_search(representer, test: ExportedNotes, *, k: int, tokens: int, seed: int = 0) -> dict:
     """The attack on `tokens` sampled PHI tokens of `test` (one export drawn with `seed`): hit rates
     with Wilson intervals and chance, for every token, the replaced ones and the kept ones, and the
-    same search centred on a decoy (`decoys`) for the replaced ones."""
+    same search centred on a decoy (`decoys`) for the replaced ones; each row with its chance within
+    the shape and the shape-aware attacker's rate (`attack_row`)."""
     targets = phi_targets(test, tokens, seed)
     exported = test.draw(seed)
     dim = test.pseudonymizer.embeddings.dim
@@ -113,26 +174,24 @@ def phi_candidate_search(representer, test: ExportedNotes, *, k: int, tokens: in
     print(f"[phi_candidate_search] {len(targets)} PHI tokens x {k} candidates, centred on the original and on a decoy",
           flush=True)
     reference = compile_representer(attacker_reference(representer), dim)
-    credits, sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, exported.words, targets, vectors, k,
-                                       originals, test.char_width)
+    found = shape_search(reference, test, exported.words, targets, vectors, k, originals)
     chosen = decoys(test, targets, seed)
     kept = np.array([exported.words[s][i] == original for (s, i), original in zip(targets, originals)], bool)
     with_decoy = ~kept & np.array([decoy is not None for decoy in chosen], bool)
     picked = np.flatnonzero(with_decoy)
-    decoy_credits, decoy_sizes = nearest_candidate(reference, test.pseudonymizer.embeddings, exported.words,
-                                                   [targets[i] for i in picked], [vectors[i] for i in picked], k,
-                                                   [chosen[i] for i in picked], test.char_width)
-    rows = [hit_row("PHI tokens", np.ones(len(targets), bool), credits, sizes),
-            hit_row("replaced", ~kept, credits, sizes), hit_row("kept as written", kept, credits, sizes),
-            hit_row("replaced, those with a decoy", with_decoy, credits, sizes),
-            hit_row("replaced, centred on a decoy", np.ones(len(picked), bool), decoy_credits, decoy_sizes)]
+    decoy_found = shape_search(reference, test, exported.words, [targets[i] for i in picked],
+                               [vectors[i] for i in picked], k, [chosen[i] for i in picked])
+    rows = [attack_row("PHI tokens", np.ones(len(targets), bool), found),
+            attack_row("replaced", ~kept, found), attack_row("kept as written", kept, found),
+            attack_row("replaced, those with a decoy", with_decoy, found),
+            attack_row("replaced, centred on a decoy", np.ones(len(picked), bool), decoy_found)]
     labels = np.array([test.tags[test.offsets[s] + i][2:] for s, i in targets])
-    by_label = [hit_row(f"replaced {label}", ~kept & (labels == label), credits, sizes)
+    by_label = [attack_row(f"replaced {label}", ~kept & (labels == label), found)
                 for label in sorted(set(labels[~kept]))]
     decoy_labels = labels[picked]
     by_label_decoy = [{"label": label,
-                       "original": hit_row(label, with_decoy & (labels == label), credits, sizes),
-                       "decoy": hit_row(label, decoy_labels == label, decoy_credits, decoy_sizes)}
+                       "original": attack_row(label, with_decoy & (labels == label), found),
+                       "decoy": attack_row(label, decoy_labels == label, decoy_found)}
                       for label in sorted(set(decoy_labels))]
     return {"k": k, "rows": rows, "labels": [row for row in by_label if row["count"] >= MIN_LABEL_TOKENS],
             "label_decoys": [row for row in by_label_decoy if row["decoy"]["count"] >= MIN_LABEL_TOKENS]}
@@ -198,7 +257,90 @@ def table(result: dict) -> str:
                   "| label | tokens with a decoy | original named | 95% CI | decoy named | more than the shape |",
                   "|---|---|---|---|---|---|",
                   *(decoy_line(row) for row in decoyed)]
+    if "within_shape" in replaced:
+        lines += within_shape_lines(result["attack"])
     return "\n".join(lines)
+
+
+def within_shape_lines(attack: dict) -> list[str]:
+    """The page's section on the chance within the shape (rows that `attack_row` wrote)."""
+    rows = {row["tokens"]: row for row in attack["rows"]}
+    replaced = rows["replaced"]
+    within = replaced["within_shape"]
+    verdict = "-" if replaced["rate"] is None else (
+        "met" if replaced["ci"][1] <= TARGET_TIMES_CHANCE * within["chance"] else "not shown")
+    lines = ["", "## Within the shape", "",
+             "A surrogate shows its original's visible shape (`surrogates.token_shape`, which the bound counts as "
+             "revealed: a number's shape set, a word's casing and place among its span's words, another token's "
+             "character classes), so an attacker can drop every candidate that, put at the token's position in its "
+             "span, would show another shape. Candidates of the shape: those left, the centre (the original, or the "
+             "decoy) always among them; chance within the shape: the mean over the tokens of 1 / their number, what "
+             "guessing uniformly among them gets (1 for a kept word, which shows itself); shape-aware attacker: the "
+             "same search naming the nearest of them alone (ties share the credit).", "",
+             "| tokens | sampled | hit rate | chance | candidates of the shape | chance within the shape "
+             "| shape-aware attacker | 95% CI |", "|---|---|---|---|---|---|---|---|",
+             *(within_line(row) for row in rows.values())]
+    aware = "-" if within["rate"] is None else (
+        "met" if within["ci"][1] <= TARGET_TIMES_CHANCE * within["chance"] else "not shown")
+    lines += ["", f"Target against the chance within the shape: the replaced tokens' rate at most "
+              f"{TARGET_TIMES_CHANCE:g} x their chance within the shape, read on the interval's upper end: "
+              f"**{verdict}**"
+              + ("." if replaced["rate"] is None else
+                 f" ({replaced['rate'] / within['chance']:.1f} x the chance within the shape, "
+                 f"{replaced['rate'] / replaced['chance']:.1f} x chance); the shape-aware attacker's: **{aware}** "
+                 f"({within['rate'] / within['chance']:.1f} x the chance within the shape).")]
+    labels = attack.get("labels", [])
+    if labels:
+        names = [label_name(row) for row in labels]
+        above = {"chance": [row["rate"] > TARGET_TIMES_CHANCE * row["chance"] for row in labels],
+                 "within": [row["rate"] > TARGET_TIMES_CHANCE * row["within_shape"]["chance"] for row in labels],
+                 "aware": [row["within_shape"]["rate"] > TARGET_TIMES_CHANCE * row["within_shape"]["chance"]
+                           for row in labels]}
+        which = {key: [name for name, yes in zip(names, flags) if yes] for key, flags in above.items()}
+        chance_only = [name for name in which["chance"] if name not in which["within"]]
+        shape_only = [name for name in which["within"] if name not in which["chance"]]
+        yes = {True: "yes", False: "no"}
+        lines += ["", f"Per label (replaced tokens, labels with at least {MIN_LABEL_TOKENS} sampled; judged on the "
+                      f"rate): above {TARGET_TIMES_CHANCE:g} x chance {above_list(which['chance'], len(names))}; "
+                      f"above {TARGET_TIMES_CHANCE:g} x the chance within the shape "
+                      f"{above_list(which['within'], len(names))}."
+                  + (f" Above {TARGET_TIMES_CHANCE:g} x chance only: {', '.join(chance_only)}." if chance_only else "")
+                  + (f" Above {TARGET_TIMES_CHANCE:g} x the chance within the shape only: {', '.join(shape_only)}."
+                     if shape_only else "")
+                  + f" The shape-aware attacker above {TARGET_TIMES_CHANCE:g} x the chance within the shape: "
+                    f"{above_list(which['aware'], len(names))}.", "",
+                  f"| label | sampled | hit rate | chance | above {TARGET_TIMES_CHANCE:g} x chance | chance within the "
+                  f"shape | above {TARGET_TIMES_CHANCE:g} x that | shape-aware attacker | 95% CI | "
+                  f"shape-aware above {TARGET_TIMES_CHANCE:g} x the chance within the shape |",
+                  "|---|---|---|---|---|---|---|---|---|---|",
+                  *(f"| {name} | {row['count']} | {share(row['rate'])} | {share(row['chance'])} | {yes[by_chance]} | "
+                    f"{share(row['within_shape']['chance'])} | {yes[by_within]} | "
+                    f"{share(row['within_shape']['rate'])} | {interval(row['within_shape']['ci'])} | {yes[by_aware]} |"
+                    for name, row, by_chance, by_within, by_aware in zip(names, labels, *above.values()))]
+    return lines
+
+
+def within_line(row: dict) -> str:
+    """An `attack_row`'s line of the within-the-shape table."""
+    within = row["within_shape"]
+    return (f"| {row['tokens']} | {row['count']} | {share(row['rate'])} | {share(row['chance'])} | "
+            + ("-" if within["candidates"] is None else f"{within['candidates']:.1f}")
+            + f" | **{share(within['chance'])}** | {share(within['rate'])} | {interval(within['ci'])} |")
+
+
+def label_name(row: dict) -> str:
+    """The label of a per-label row ("replaced CALLE" -> "CALLE")."""
+    return row["tokens"].removeprefix("replaced ")
+
+
+def above_list(names: list[str], total: int) -> str:
+    """"**2 of 16** (A, B)": how many of `total` labels `names` holds, and which."""
+    return f"**{len(names)} of {total}**" + (f" ({', '.join(names)})" if names else "")
+
+
+def interval(ci) -> str:
+    """A 95% interval as the tables print it, "-" where there is none."""
+    return "-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 def decoy_line(row: dict) -> str:
