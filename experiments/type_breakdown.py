@@ -50,8 +50,7 @@ def found_documents(corpus: federation.Corpus, spec: str, seed: int, test: list)
     notes' ids) until the tagger changes."""
     from deidpool.corpus.formats import read_corpus, write_corpus
 
-    run, _, name = spec.partition(":")
-    folder = REPO / "runs" / run / f"seed-{seed}"
+    folder, name = seed_folder(spec, seed)
     if not folder.is_dir():
         raise SystemExit(f"{folder} is absent: run the experiment that trains {spec} for seed {seed} first")
     source = (folder / name / "pipeline.tar" if name.startswith("diagnosis/") else
@@ -76,11 +75,16 @@ def tagger_folders(specs: list[str], seeds: list[int]) -> list[Path]:
     runs/RUN/seed-S, and a diagnosis variant's own folder in it (whose run record names what trained it)."""
     folders = []
     for spec in specs:
-        run, _, name = spec.partition(":")
         for seed in seeds:
-            folder = REPO / "runs" / run / f"seed-{seed}"
+            folder, name = seed_folder(spec, seed)
             folders += [folder, *([folder / name] if name.startswith("diagnosis/") else [])]
     return folders
+
+
+def seed_folder(spec: str, seed: int) -> tuple[Path, str]:
+    """(runs/RUN/seed-S, NAME) of the tagger `spec` (RUN:NAME) of seed `seed`."""
+    run, _, name = spec.partition(":")
+    return REPO / "runs" / run / f"seed-{seed}", name
 
 
 def pooled_f1(per_seed: list[dict[str, dict[str, int]]], kind: str | None = None) -> float:
