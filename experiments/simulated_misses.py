@@ -8,7 +8,7 @@ net they reach the representer as they are. The net then flags tokens exactly as
 does (`SafetyNet.found`, then `Flagged.add` on the notes' prepared sentences with the dropped
 labels): a missed token it flags is caught; a token it flags that no gold span covers (the FULL
 labels) is a false flag. Finders: the pattern layer of the corpus's language, and with
-`--pipeline CORPUS=FILE` also that published pipeline's tagger (verified with keys/provider.pub
+`--pipeline CORPUS=FILE` also that published pipeline's tagger (verified with the provider key in keys/
 of the federation seed folder holding it, with that folder's fasttext-provider.bin when present);
 each net also with the PHI memory `client export` builds from the labels it has (here those left
 after the drop: `with_memory`). What the patterns and the tagger find does not depend on the
@@ -224,12 +224,13 @@ def with_memory(kept: list[Document], found: list[tuple[Span, ...]]) -> list[tup
 
 def open_pipeline(path: Path):
     """The published pipeline at `path` (a federation seed folder's pipelines/NAME.tar), verified
-    with the seed folder's keys/provider.pub, and its embeddings (the folder's FastText when there)."""
-    from deidpool.representer import keys
+    with the seed folder's provider key (`deidpool.federation.provider_at`), and its embeddings
+    (the folder's FastText when there)."""
+    from deidpool.federation import provider_at
     from deidpool.representer.bundle import open_bundle
 
     folder = path.resolve().parent.parent
-    pipeline = open_bundle(path, keys.load_public_key(folder / "keys" / "provider.pub", keys.SIGNING))
+    pipeline = open_bundle(path, provider_at(folder).keys.public())
     if not pipeline.is_pipeline:
         sys.exit(f"{path} is a representer bundle, not a pipeline")
     fasttext = folder / "fasttext-provider.bin"
