@@ -73,7 +73,7 @@ from deidpool.representer.characters import CHAR_WIDTH, char_ids  # noqa: E402
 from deidpool.representer.dataset import SentenceData  # noqa: E402
 from deidpool.representer.embeddings import load_embeddings  # noqa: E402
 from deidpool.representer.representation import load_representer, reads_chars  # noqa: E402
-from results_files import git_commit, write_results  # noqa: E402
+from results_files import commit_text, git_commit, record, recorded_folder, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_NAME = "nonphi_readback"
@@ -334,8 +334,9 @@ def table(result: dict) -> str:
     candidates, counts = result["candidates"], result["token_counts"]
     scheme = result["pseudonymization"] if result["pseudonymization"] == "surrogates" else \
         f"{result['pseudonymization']}, N = {result['neighbours']}"
+    made = commit_text(result.get("record", result))  # where the results were trained and reported
     lines = [f"# The non-PHI text an export reveals ({result['notes']['test']})", "",
-             f"{result['date']}, commit {result['commit']}; command `{result['command']}` ({result['seconds']:.0f} s). "
+             f"{result['date']}, {made}; command `{result['command']}` ({result['seconds']:.0f} s). "
              f"Representer: `{result['representer']}` (noise on, as exported); embeddings `{result['embeddings']}`. "
              f"Exported as `client export` computes the vectors: gold PHI pseudonymized ({scheme}; safety net off). "
              "The attacker knows the public representer"
@@ -472,7 +473,8 @@ def main() -> None:
                                "nonphi_known": int((kinds["nonphi"] & kinds["known"]).sum()),
                                "content_known": int((kinds["content"] & kinds["known"]).sum()),
                                "stop_words": len(stop)},
-              "inversion": inversion, "candidates": candidates, "seconds": round(time.perf_counter() - started, 1)}
+              "inversion": inversion, "candidates": candidates, "seconds": round(time.perf_counter() - started, 1),
+              "record": record(recorded_folder(args.run))}
     write_results(args.results_name, table(result), result)
 
 

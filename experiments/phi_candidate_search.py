@@ -61,7 +61,7 @@ from nonphi_readback import (  # noqa: E402
     sampled_targets,
     share,
 )
-from results_files import git_commit, write_results  # noqa: E402
+from results_files import commit_text, git_commit, record, recorded_folder, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "runs" / "federation_meddocan_structured" / "seed-0" / "representer"
@@ -212,8 +212,9 @@ def table(result: dict) -> str:
                                                         "replaced, centred on a decoy"))
     verdict = "-" if replaced["rate"] is None else (
         "met" if replaced["ci"][1] <= TARGET_TIMES_CHANCE * replaced["chance"] else "not shown")
+    made = commit_text(result.get("record", result))  # where the results were trained and reported
     lines = [f"# Candidate search on the PHI of an export ({result['test']})", "",
-             f"{result['date']}, commit {result['commit']}; command `{result['command']}` ({result['seconds']:.0f} s). "
+             f"{result['date']}, {made}; command `{result['command']}` ({result['seconds']:.0f} s). "
              f"Representer: `{result['representer']}` (noise on, as exported); embeddings `{result['embeddings']}`. "
              f"Exported as `client export` computes the vectors: gold PHI pseudonymized ({scheme}; safety net off). "
              f"For each sampled gold PHI token the attacker tries the original and its {result['attack']['k'] - 1} "
@@ -368,7 +369,8 @@ def main() -> None:
               "representer": str(representer_file), "embeddings": spec, "language": args.language,
               "test": args.test + (f" ({args.test_split})" if args.test_split else ""),
               "pseudonymization": args.pseudonymization, "neighbours": args.neighbours, "seed": args.seed,
-              "attack": attack, "seconds": round(time.perf_counter() - started, 1)}
+              "attack": attack, "seconds": round(time.perf_counter() - started, 1),
+              "record": record(recorded_folder(args.run))}
     write_results(args.results_name, table(result), result)
 
 

@@ -157,6 +157,14 @@ def trained_at(folders: Iterable[Path]) -> list[str] | None:
     return sorted({commit for run in records for commit in run_commits(run)}) or None
 
 
+def recorded_folder(path: Path) -> list[Path]:
+    """The nearest of `path` (a run folder or file a result reads) and the folders above it that
+    holds a run record, as a list for `record(run_folders=...)` (a federation keeps one per seed
+    folder, for the representer, taggers and pipelines inside it); empty where none does."""
+    path = Path(path).resolve()
+    return next(([folder] for folder in (path, *path.parents) if (folder / RUN_RECORD).is_file()), [])
+
+
 def record(run_folders: Iterable[Path] = (), **config) -> dict:
     """The record of the run that writes results now, kept under "record" in its results JSON: its
     `invocation`, "trained_at" (`trained_at` of the run folders `run_folders` the results read, where

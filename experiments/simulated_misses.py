@@ -42,7 +42,7 @@ from deidpool.corpus.document import Document, Span  # noqa: E402
 from deidpool.corpus.errors import CorpusWarning  # noqa: E402
 from deidpool.corpus.formats import read_corpus  # noqa: E402
 from deidpool.corpus.prepare import prepare_document  # noqa: E402
-from results_files import git_commit, spread, write_results  # noqa: E402
+from results_files import commit_text, git_commit, record, recorded_folder, spread, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_NAME = "simulated_misses"
@@ -161,8 +161,9 @@ def summary(runs: list[dict]) -> dict:
 def table(result: dict) -> str:
     rows = result["rows"]
     seeds = ", ".join(map(str, result["seeds"]))
+    made = commit_text(result.get("record", result))  # where the results were trained and reported
     lines = [f"# Simulated annotation misses: what the safety net saves ({len(result['seeds'])} seeds)", "",
-             f"{result['date']}, commit {result['commit']}; command `{result['command']}`. Every gold span dropped "
+             f"{result['date']}, {made}; command `{result['command']}`. Every gold span dropped "
              f"whole with the miss rate (seeds {seeds}); missed: the alphanumeric tokens of the dropped spans; caught: "
              "those the safety net flags as `client export` does (`SafetyNet.found` + `Flagged.add`); reduction: "
              "caught / missed; false flags: flagged tokens no gold span covers (full labels). Mean ± sd over seeds. "
@@ -283,7 +284,8 @@ def main() -> None:
     command = "python experiments/simulated_misses.py " + " ".join(sys.argv[1:])
     result = {"date": str(date.today()), "commit": git_commit(), "command": command.strip(), "seeds": args.seeds,
               "rates": args.rates, "finders": finders, "rows": rows,
-              "seconds": round(time.perf_counter() - started, 1)}
+              "seconds": round(time.perf_counter() - started, 1),
+              "record": record([folder for path in pipelines.values() for folder in recorded_folder(path)])}
     write_results(args.results_name, table(result), result)
 
 

@@ -43,8 +43,8 @@ from deidpool.corpus.metrics import (  # noqa: E402
     score_row,
     strict_match,
 )
-from results_files import git_commit, write_results  # noqa: E402
-from type_breakdown import found_documents  # noqa: E402
+from results_files import commit_text, git_commit, record, write_results  # noqa: E402
+from type_breakdown import found_documents, seed_folder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "meddocan"
@@ -111,8 +111,9 @@ def _cell(value) -> str:
 
 def table(result: dict) -> str:
     alone, merged = result["systems"]
+    made = commit_text(result.get("record", result))  # where the results were trained and reported
     lines = [f"# The Spanish pattern layer on MEDDOCAN ({result['dev_notes']} `dev` notes)", "",
-             f"{result['date']}, commit {result['commit']}; tagger `{result['tagger']}` of seed {result['seed']} (the "
+             f"{result['date']}, {made}; tagger `{result['tagger']}` of seed {result['seed']} (the "
              f"provider's FastText); command `{result['command']}`. Patterns: `patterns_for(\"es\")`, the default "
              f"Spanish set of client/patterns.py ({', '.join(result['patterns'])}); merged with the tagger by "
              "`with_patterns` (the union, overlapping spans joined and labelled like the longest; the forms cut "
@@ -191,6 +192,7 @@ def main() -> None:
               "patterns_on_train": pattern_rows(train, SPANISH_PATTERNS),
               "patterns_on_dev": pattern_rows(dev, SPANISH_PATTERNS)}
     result["seconds"] = round(time.perf_counter() - started, 1)
+    result["record"] = record([seed_folder(args.tagger, args.seed)[0]])
     write_results(args.results_name, table(result), result)
 
 

@@ -197,6 +197,13 @@ def test_the_page_reads_the_target_within_the_shape_and_a_record_without_it_rend
     assert table(result_of(older)) == page.split("\n\n## Within the shape\n")[0]
 
 
+
+def test_the_page_names_the_commit_its_representer_was_trained_at(embeddings, representer):
+    attack = phi_candidate_search(representer, lowercase_names(embeddings), k=K, tokens=60)
+    trained_elsewhere = {**result_of(attack), "record": {"commit": "abc", "trained_at": ["0d9039e"]}}
+    assert "today, trained at 0d9039e; reported at abc; command" in table(trained_elsewhere)
+    assert "today, commit abc; command" in table(result_of(attack))
+
 def label_row(label: str, rate: float, within: float, aware: float = 0.0) -> dict:
     return {"tokens": f"replaced {label}", "count": 20, "hits": 20 * rate, "rate": rate, "ci": [0.0, 1.0],
             "chance": 0.01, "within_shape": {"candidates": 1 / within, "chance": within, "hits": 20 * aware,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import results_files
-from results_files import RUN_RECORD, commit_text, record, write_run_record
+from results_files import RUN_RECORD, commit_text, record, recorded_folder, write_run_record
 
 
 @pytest.fixture
@@ -67,6 +67,19 @@ def test_a_record_names_the_commits_its_run_folders_were_trained_at(tmp_path, at
     assert "trained_at" not in record([untracked, tmp_path / "absent"])
     assert "trained_at" not in record()
 
+
+
+def test_a_result_reading_a_folder_inside_a_seed_folder_finds_the_seed_folders_run_record(tmp_path, at_commit):
+    seed = tmp_path / "federation" / "seed-0"
+    representer = seed / "representer"
+    assert recorded_folder(representer) == []
+    at_commit("ddd4444")
+    write_run_record(seed)
+    representer.mkdir()
+    assert recorded_folder(representer) == [seed.resolve()]
+    assert recorded_folder(seed / "pipelines" / "pooled.tar") == [seed.resolve()]
+    at_commit("eee5555")
+    assert record(recorded_folder(representer))["trained_at"] == ["ddd4444"]
 
 def test_the_commit_text_says_where_results_were_trained_when_that_was_elsewhere():
     assert commit_text({"commit": "abbea32", "trained_at": ["03684e7"]}) == "trained at 03684e7; reported at abbea32"
