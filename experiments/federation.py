@@ -199,6 +199,18 @@ def scored_row(corpus: Corpus, gold: list, found: list, extra: dict) -> dict:
     return {**score_row(evaluate_corpus(gold, found, corpus.entity_key)), **extra, NOTE_COUNTS: notes}
 
 
+
+def seed_notes(corpus: Corpus, test: tuple, seed: int) -> tuple[dict, tuple]:
+    """Every party's notes and the test notes `test` (path, format, split) by name, and the
+    provider's (training, validation) split of seed `seed` (the representer's)."""
+    from deidpool.corpus.formats import read_corpus
+    from deidpool.representer.tagger_runs import split_documents
+
+    documents = {party: read_corpus(corpus.notes, corpus.fmt, split=party) for party in PARTIES}
+    path, fmt, split = test
+    documents["test"] = read_corpus(REPO.parent / path, fmt, split=split)
+    return documents, split_documents(documents["provider"], 0.1, seed)
+
 def run_seed(seed: int, args) -> dict:
     """Every row of one seed; each stage is stored in the seed folder's rows.json when done, and
     a rerun does only what is missing."""
@@ -217,13 +229,7 @@ def run_seed(seed: int, args) -> dict:
             and "audit" in rows \
             and rows[PATTERN_LAYER] == corpus.language:
         return rows
-    from deidpool.corpus.formats import read_corpus
-    from deidpool.representer.tagger_runs import split_documents
-
-    documents = {party: read_corpus(corpus.notes, corpus.fmt, split=party) for party in PARTIES}
-    path, fmt, split = args.test
-    documents["test"] = read_corpus(REPO.parent / path, fmt, split=split)
-    provider_split = split_documents(documents["provider"], 0.1, seed)
+    documents, provider_split = seed_notes(corpus, args.test, seed)
     write_run_record(folder, seed=seed, budget=rows["budget"], data=args.corpus)
     embeddings = provider_embeddings(corpus, folder, documents["provider"], seed)
     vectors = embeddings[1]
@@ -422,14 +428,12 @@ def stack_rows(corpus: Corpus, folder: Path, seed: int, party: str, documents: d
     import shutil
     from dataclasses import replace
 
-    from deidpool.client.deidentify import prepared_chunks
     from deidpool.client.patterns import with_patterns
-    from deidpool.client.stack import STACK_FILE, TAGGER_RUN, build_stack, open_stack
+    from deidpool.client.stack import STACK_FILE, TAGGER_RUN, build_stack
     from deidpool.demo import unlabeled
     from deidpool.representer.bundle import open_bundle
-    from deidpool.representer.tagger_runs import split_documents
 
-    train, valid = provider_split if party == "provider" else split_documents(documents[party], 0.1, seed)
+    train, valid = stack_notes(documents, provider_split, party, seed)
     pipeline = open_bundle(folder / "pipelines" / "pooled.tar", seed_provider(folder).keys.public())
     out = folder / STACK / party
     if not (out / STACK_FILE).exists():
@@ -437,12 +441,8 @@ def stack_rows(corpus: Corpus, folder: Path, seed: int, party: str, documents: d
         progress(f"seed {seed}: {party} builds its stack on {len(train)} + {len(valid)} notes")
         build_stack(out, pipeline, vectors, train, valid, language=corpus.language, lstm_units=lstm_units,
                     max_epochs=args.tagger_epochs, patience=args.patience, seed=seed, progress=False)
-    stack = open_stack(out, pipeline, vectors)
-    at_recall = stack.operating_point(valid, STACK_MIN_RECALL)
-    stack = replace(stack, weight=at_recall["weight"])  # as today's rule chooses it
     test = list(unlabeled(documents["test"]))
-    _, sentences, data = next(prepared_chunks(test, vectors, len(test), pipeline.reads_chars))
-    combined = stack.combined(stack.marginals(sentences, data), stack.weight)
+    stack, at_recall, sentences, combined = opened_stack(out, pipeline, vectors, valid, test)
     local = tagger_predictions(out / TAGGER_RUN, {"test": test}, vectors)["test"]
     found = {f"local-{party}": local,
              f"local-{party}{PATTERNS}": [with_patterns(d, stack.patterns) for d in local],
@@ -461,6 +461,30 @@ def stack_rows(corpus: Corpus, folder: Path, seed: int, party: str, documents: d
     return {f"{name}@test": scored_row(corpus, documents["test"], predicted, {"operating_point": point})
             for name, predicted in found.items()}
 
+
+
+def stack_notes(documents: dict, provider_split: tuple, party: str, seed: int) -> tuple[list, list]:
+    """(training, validation) notes of `party`'s stack: the provider's the representer's split
+    `provider_split`, a site's its notes split anew with the seed."""
+    from deidpool.representer.tagger_runs import split_documents
+
+    return provider_split if party == "provider" else split_documents(documents[party], 0.1, seed)
+
+def opened_stack(out: Path, pipeline, vectors, valid: list, test: list) -> tuple:
+    """The stack built in `out` on the published `pipeline`, its weight chosen again on the
+    validation notes `valid` by today's combination rule (`deidpool.client.combination`), with its
+    operating point at `STACK_MIN_RECALL` there, the test notes' (`test`, unlabeled) sentences and
+    their combined marginals: (stack, operating point, sentences, combined)."""
+    from dataclasses import replace
+
+    from deidpool.client.deidentify import prepared_chunks
+    from deidpool.client.stack import open_stack
+
+    stack = open_stack(out, pipeline, vectors)
+    at_recall = stack.operating_point(valid, STACK_MIN_RECALL)
+    stack = replace(stack, weight=at_recall["weight"])
+    _, sentences, data = next(prepared_chunks(test, vectors, len(test), pipeline.reads_chars))
+    return stack, at_recall, sentences, stack.combined(stack.marginals(sentences, data), stack.weight)
 
 def threshold_in_hindsight(gold: list, predict: Callable[[float], list], min_recall: float) -> dict:
     """The largest of the operating point's thresholds whose recall on `gold` reaches `min_recall`

@@ -75,6 +75,7 @@ RENDERERS = (
     Renderer("presidio_comparison", r"presidio_comparison", table_page),
     Renderer("simulated_misses", r"simulated_misses.*", table_page),
     Renderer("spanish_patterns", r"spanish_patterns.*", table_page),
+    Renderer("stack_misses", r"stack_misses_.+", table_page),
     Renderer("reidentification_bound", r"reidentification_bound.*", table_page),
     Renderer("surrogate_coverage", r"surrogate_coverage_.+", table_page),
     Renderer("bench_distributed", r"distributed_training", report_page),

@@ -29,7 +29,8 @@ GROUPS = {
     "privacy": ("adversarial", "audit", "export_schemes", "noise", "privacy_table", "reidentification_bound",
                 "shared_text_lookup", "whitebox_lookup", "document_linkage", "pseudonymization_utility",
                 "simulated_misses", "nonphi_readback", "phi_candidate_search"),
-    "federation": ("federation", "type_breakdown", "novelty_breakdown", "phi_memory", "surrogate_coverage"),
+    "federation": ("federation", "type_breakdown", "novelty_breakdown", "phi_memory", "surrogate_coverage",
+                   "stack_misses"),
     "speed": ("speed", "client_speed", "corpus_speed", "demo", "distributed_training", "pooled_memory"),
     "server": ("load_uploads",),
 }
