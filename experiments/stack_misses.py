@@ -19,8 +19,10 @@ notes and with the pattern layer and the party's memory in the stack's output:
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 
 from deidpool.representer.threads import configure_threads
@@ -124,8 +126,8 @@ def table(result: dict) -> str:
         missed = Counter()
         for rows in per_seed:
             missed.update({(label, kind): count for label, kind, count in rows[party]["missed"]})
-        labels = sorted({label for label, _ in missed}, key=lambda label: -sum(
-            missed[label, kind] for kind in (FOUND_AS_OTHER, NOT_FOUND)))
+        labels = sorted({label for label, _ in missed}, key=lambda label: (-sum(
+            missed[label, kind] for kind in (FOUND_AS_OTHER, NOT_FOUND)), label))
         for label in labels:
             lines.append(f"| {party} | {label} | {missed[label, FOUND_AS_OTHER]} | {missed[label, NOT_FOUND]} |")
         lines.append(f"| {party} | all | {sum(missed[key] for key in missed if key[1] == FOUND_AS_OTHER)} | "
@@ -134,9 +136,6 @@ def table(result: dict) -> str:
 
 
 def main() -> None:
-    import sys
-    from datetime import date
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", choices=federation.CORPORA, default="meddocan")
     parser.add_argument("--federation", required=True, help="results name of the federation runs with stacks")
