@@ -199,7 +199,6 @@ def scored_row(corpus: Corpus, gold: list, found: list, extra: dict) -> dict:
     return {**score_row(evaluate_corpus(gold, found, corpus.entity_key)), **extra, NOTE_COUNTS: notes}
 
 
-
 def seed_notes(corpus: Corpus, test: tuple, seed: int) -> tuple[dict, tuple]:
     """Every party's notes and the test notes `test` (path, format, split) by name, and the
     provider's (training, validation) split of seed `seed` (the representer's)."""
@@ -210,6 +209,7 @@ def seed_notes(corpus: Corpus, test: tuple, seed: int) -> tuple[dict, tuple]:
     path, fmt, split = test
     documents["test"] = read_corpus(REPO.parent / path, fmt, split=split)
     return documents, split_documents(documents["provider"], 0.1, seed)
+
 
 def run_seed(seed: int, args) -> dict:
     """Every row of one seed; each stage is stored in the seed folder's rows.json when done, and
@@ -462,13 +462,13 @@ def stack_rows(corpus: Corpus, folder: Path, seed: int, party: str, documents: d
             for name, predicted in found.items()}
 
 
-
 def stack_notes(documents: dict, provider_split: tuple, party: str, seed: int) -> tuple[list, list]:
     """(training, validation) notes of `party`'s stack: the provider's the representer's split
     `provider_split`, a site's its notes split anew with the seed."""
     from deidpool.representer.tagger_runs import split_documents
 
     return provider_split if party == "provider" else split_documents(documents[party], 0.1, seed)
+
 
 def opened_stack(out: Path, pipeline, vectors, valid: list, test: list) -> tuple:
     """The stack built in `out` on the published `pipeline`, its weight chosen again on the
@@ -485,6 +485,7 @@ def opened_stack(out: Path, pipeline, vectors, valid: list, test: list) -> tuple
     stack = replace(stack, weight=at_recall["weight"])
     _, sentences, data = next(prepared_chunks(test, vectors, len(test), pipeline.reads_chars))
     return stack, at_recall, sentences, stack.combined(stack.marginals(sentences, data), stack.weight)
+
 
 def threshold_in_hindsight(gold: list, predict: Callable[[float], list], min_recall: float) -> dict:
     """The largest of the operating point's thresholds whose recall on `gold` reaches `min_recall`
