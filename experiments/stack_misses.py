@@ -19,6 +19,7 @@ notes and with the pattern layer and the party's memory in the stack's output:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -74,12 +75,18 @@ def party_rows(gold: Sequence[Document], documents_at, thresholds: Sequence[floa
 
 def seed_rows(corpus: federation.Corpus, run: str, seed: int, parties: Sequence[str],
               thresholds: Sequence[float]) -> dict[str, dict]:
-    """`party_rows` of each party's stack in the federation run `run`'s seed `seed`."""
+    """`party_rows` of each party's stack in the federation run `run`'s seed `seed`, on the test
+    notes that run scored."""
+    from deidpool.client.stack import STACK_FILE
     from deidpool.demo import unlabeled
     from deidpool.representer.bundle import open_bundle
 
     folder = REPO / "runs" / run / f"seed-{seed}"
-    documents, provider_split = federation.seed_notes(corpus, corpus.test, seed)
+    missing = [party for party in parties if not (folder / federation.STACK / party / STACK_FILE).is_file()]
+    if missing:
+        sys.exit(f"{folder}: no stack of {', '.join(missing)} (run experiments/federation.py's stacks stage first)")
+    test_notes = json.loads((folder / "rows.json").read_text())["budget"]["test"]  # what the run scored
+    documents, provider_split = federation.seed_notes(corpus, tuple(test_notes), seed)
     _, vectors = federation.provider_embeddings(corpus, folder, documents["provider"], seed)
     pipeline = open_bundle(folder / "pipelines" / "pooled.tar", federation.seed_provider(folder).keys.public())
     test = list(unlabeled(documents["test"]))
