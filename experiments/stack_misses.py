@@ -73,6 +73,11 @@ def party_rows(gold: Sequence[Document], documents_at, thresholds: Sequence[floa
     return {"points": points, "missed": [[label, kind, count] for (label, kind), count in sorted(missed.items())]}
 
 
+
+def seed_folder(run: str, seed: int) -> Path:
+    """The seed folder of seed `seed` of the federation run `run`: its stacks and its run record."""
+    return REPO / "runs" / run / f"seed-{seed}"
+
 def seed_rows(corpus: federation.Corpus, run: str, seed: int, parties: Sequence[str],
               thresholds: Sequence[float]) -> dict[str, dict]:
     """`party_rows` of each party's stack in the federation run `run`'s seed `seed`, on the test
@@ -81,7 +86,7 @@ def seed_rows(corpus: federation.Corpus, run: str, seed: int, parties: Sequence[
     from deidpool.demo import unlabeled
     from deidpool.representer.bundle import open_bundle
 
-    folder = REPO / "runs" / run / f"seed-{seed}"
+    folder = seed_folder(run, seed)
     missing = [party for party in parties if not (folder / federation.STACK / party / STACK_FILE).is_file()]
     if missing:
         sys.exit(f"{folder}: no stack of {', '.join(missing)} (run experiments/federation.py's stacks stage first)")
@@ -154,7 +159,7 @@ def main() -> None:
     corpus = federation.CORPORA[args.corpus]
     rows = {str(seed): seed_rows(corpus, args.federation, seed, args.parties, args.thresholds)
             for seed in args.seeds}
-    folders = [REPO / "runs" / args.federation / f"seed-{seed}" for seed in args.seeds]
+    folders = [seed_folder(args.federation, seed) for seed in args.seeds]
     result = {"date": str(date.today()), "command": "python experiments/stack_misses.py " + " ".join(sys.argv[1:]),
               "federation": args.federation, "seeds": args.seeds, "parties": args.parties,
               "thresholds": args.thresholds, "rows": rows,
